@@ -1,0 +1,99 @@
+"""The device record of HAMi's registration protocol (spec section 2), as attrs classes.
+
+Integer fields carry the range of the Go type HAMi uses for them; constructing a record with a value out
+of that range raises ``ValueError``. Names follow HAMi's JSON keys, in snake case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "INT32",
+    "INT64",
+    "UINT32",
+    "UINT64",
+    "DeviceInfo",
+    "IntRange",
+    "MigPlacement",
+    "MigProfile",
+]
+
+
+@attrs.frozen
+class IntRange:
+    """The range of one Go integer type, used as an attrs validator."""
+
+    go_type: str
+    low: int
+    high: int
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and self.low <= value <= self.high
+
+    def __call__(self, instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{attribute.name} must be an int ({self.go_type}), got {type(value).__name__}")
+        if not self.low <= value <= self.high:
+            raise ValueError(
+                f"{attribute.name}={value} is out of range for {self.go_type} ({self.low}..{self.high})"
+            )
+
+
+INT32 = IntRange("int32", -(2**31), 2**31 - 1)
+INT64 = IntRange("int64", -(2**63), 2**63 - 1)
+UINT32 = IntRange("uint32", 0, 2**32 - 1)
+UINT64 = IntRange("uint64", 0, 2**64 - 1)
+
+_str = attrs.validators.instance_of(str)
+_bool = attrs.validators.instance_of(bool)
+
+
+@attrs.frozen(kw_only=True)
+class MigPlacement:
+    """Where a MIG instance of a profile may start, and how many slices it spans."""
+
+    start: int = attrs.field(default=0, validator=UINT32)
+    size: int = attrs.field(default=0, validator=UINT32)
+
+
+def _placements(value: Any) -> tuple[MigPlacement, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class MigProfile:
+    """One MIG capability of a GPU. On the wire every key is written; ``placements=None`` is ``null``."""
+
+    name: str = attrs.field(default="", validator=_str)
+    memory_mb: int = attrs.field(default=0, validator=INT32)
+    core: int = attrs.field(default=0, validator=INT32)
+    slice_count: int = attrs.field(default=0, validator=UINT32)
+    placements: tuple[MigPlacement, ...] | None = attrs.field(default=None, converter=_placements)
+
+
+def _profiles(value: Any) -> tuple[MigProfile, ...]:
+    return () if value is None else tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class DeviceInfo:
+    """One accelerator as a node reports it. Zero values match a missing JSON key."""
+
+    id: str = attrs.field(default="", validator=_str)
+    index: int = attrs.field(default=0, validator=UINT64)
+    count: int = attrs.field(default=0, validator=INT32)
+    devmem: int = attrs.field(default=0, validator=INT32)
+    devcore: int = attrs.field(default=0, validator=INT32)
+    type: str = attrs.field(default="", validator=_str)
+    numa: int = attrs.field(default=0, validator=INT64)
+    mode: str = attrs.field(default="", validator=_str)
+    mig_profiles: tuple[MigProfile, ...] = attrs.field(default=(), converter=_profiles)
+    health: bool = attrs.field(default=False, validator=_bool)
+    #: Never trusted from the wire: the scheduler sets it to the vendor key.
+    devicevendor: str = attrs.field(default="", validator=_str)
+    #: Free-form; read from JSON, never written by the scheduler-side encoder.
+    custominfo: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
