@@ -1,0 +1,172 @@
+"""The cluster port: everything hami-core asks of Kubernetes, and nothing more.
+
+Two implementations hold to this contract: ``KubeCluster`` over the official ``kubernetes`` client and
+``MemoryCluster`` in memory. The same contract tests run against both; where they differ, the in-memory
+one is wrong. Objects cross the port as small immutable snapshots, never as client model objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+import attrs
+
+__all__ = [
+    "Cluster",
+    "ClusterError",
+    "Conflict",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "Lease",
+    "NodeList",
+    "NodeSnapshot",
+    "NotFound",
+    "Unavailable",
+    "WatchEvent",
+    "WatchStream",
+]
+
+
+class ClusterError(Exception):
+    """Any failure of a cluster call. ``status`` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotFound(ClusterError):
+    """404: the object does not exist."""
+
+
+class Conflict(ClusterError):
+    """409: a stale resourceVersion precondition, or a create of an object that already exists."""
+
+
+class Gone(ClusterError):
+    """410: the requested resourceVersion is too old to watch from; relist."""
+
+
+class Forbidden(ClusterError):
+    """401/403: the caller's identity may not do this."""
+
+
+class Invalid(ClusterError):
+    """400/422: the server refused the request body."""
+
+
+class Unavailable(ClusterError):
+    """The API server could not be reached, timed out, or answered 5xx/429. Retry with backoff."""
+
+
+@attrs.frozen(kw_only=True)
+class NodeSnapshot:
+    """The parts of a Node that the protocol reads. Nothing else of the Node is kept."""
+
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+    labels: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    annotations: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    #: ``status.allocatable`` as raw quantity strings.
+    allocatable: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+
+
+@attrs.frozen(kw_only=True)
+class NodeList:
+    items: tuple[NodeSnapshot, ...]
+    resource_version: str
+    #: Token for the next page, or ``None`` on the last page.
+    continue_token: str | None = None
+
+
+WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+
+
+@attrs.frozen(kw_only=True)
+class WatchEvent:
+    type: WatchEventType
+    resource_version: str
+    #: ``None`` only for BOOKMARK.
+    node: NodeSnapshot | None = None
+
+
+class WatchStream(Protocol):
+    """A watch in progress. Iterating raises ``Gone`` when the server says 410 (as a status or as an
+    ERROR event) and ``Unavailable`` on a dropped connection; it ends when the server ends the watch."""
+
+    def __iter__(self) -> Iterator[WatchEvent]: ...
+
+    def close(self) -> None:
+        """Stop the watch from another thread; the iterator then ends."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class Lease:
+    """A ``coordination.k8s.io/v1`` Lease, as far as leader election needs it."""
+
+    name: str
+    namespace: str
+    holder_identity: str | None = None
+    lease_duration_seconds: int | None = None
+    acquire_time: datetime | None = None
+    renew_time: datetime | None = None
+    lease_transitions: int = 0
+    #: Empty for a Lease not yet created; an update sends it as a precondition.
+    resource_version: str = ""
+
+
+class Cluster(Protocol):
+    """The operations hami-core needs. Every method raises a ``ClusterError`` subclass on failure."""
+
+    # Nodes: read
+    def list_nodes(
+        self, *, label_selector: str = "", limit: int = 500, continue_token: str | None = None
+    ) -> NodeList: ...
+
+    def watch_nodes(
+        self,
+        *,
+        resource_version: str,
+        label_selector: str = "",
+        timeout_seconds: int = 300,
+        allow_bookmarks: bool = True,
+    ) -> WatchStream: ...
+
+    # Nodes: write
+    def patch_node_annotations(
+        self, name: str, changes: Mapping[str, str | None], *, resource_version: str | None = None
+    ) -> NodeSnapshot:
+        """JSON merge patch of ``metadata.annotations``: a ``None`` value deletes that key, every other
+        key is left alone. With ``resource_version`` the patch fails with ``Conflict`` when stale."""
+        ...
+
+    def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
+        """Merge patch of ``status.allocatable`` (and capacity) through the status subresource."""
+        ...
+
+    def create_node(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> NodeSnapshot: ...
+
+    def delete_node(self, name: str) -> None: ...
+
+    # Leases
+    def get_lease(self, namespace: str, name: str) -> Lease: ...
+
+    def create_lease(self, lease: Lease) -> Lease: ...
+
+    def update_lease(self, lease: Lease) -> Lease:
+        """Replace the Lease; ``Conflict`` when ``lease.resource_version`` is stale."""
+        ...
+
+    # Events
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> None: ...
