@@ -1,0 +1,1 @@
+"""Test infrastructure shared by the test suite (importable as ``harness`` thanks to pytest's pythonpath)."""
