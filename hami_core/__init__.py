@@ -6,6 +6,7 @@ Vendor drivers import only the names exported here, never inner modules.
 from __future__ import annotations
 
 from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES, Codec
+from hami_core.protocol.decide import VendorRules
 from hami_core.protocol.errors import DecodeError, EncodeError
 from hami_core.protocol.liveness import ALLOCATABLE, HANDSHAKE, LivenessFacts, LivenessRule
 from hami_core.protocol.model import DeviceInfo, MigPlacement, MigProfile
@@ -24,5 +25,6 @@ __all__ = [
     "LivenessRule",
     "MigPlacement",
     "MigProfile",
+    "VendorRules",
     "__version__",
 ]
