@@ -1,0 +1,1 @@
+"""The scheduler daemon: registration loop, device cache, leader-gated writes, HTTP view."""
