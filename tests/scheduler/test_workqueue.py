@@ -48,7 +48,7 @@ def test_earliest_scheduled_time_wins() -> None:
     clock.now = 105.0
     assert q.get(0) == "a"
     clock.now = 200.0
-    assert q.get(0) == "a"  # the 110 entry is still a separate, later wake-up
+    # the later wake-ups were superseded: an evaluation schedules its own next one
     assert q.get(0) is None
 
 
