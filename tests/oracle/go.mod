@@ -1,0 +1,3 @@
+module hami-core/tests/oracle
+
+go 1.25
