@@ -7,6 +7,7 @@ bash scripts/bootstrap.sh
 if [ -f scripts/build-k8s.sh ]; then
     bash scripts/build-k8s.sh
 fi
+bash scripts/build-oracle.sh
 echo "== ruff"
 .venv/bin/ruff check hami_core tests vendors bench
 echo "== mypy --strict hami_core"
