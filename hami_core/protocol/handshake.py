@@ -1,0 +1,231 @@
+"""Handshake values: writing scheduler stamps and plugin reports, reading any value seen on the wire.
+
+The scheduler writes ``Requesting_<time>``; plugins write ``Reported...`` (spec section 4). ``classify``
+sorts a handshake value into one of four kinds and parses a stamp's time the way Go's ``time`` package
+does, so that a value HAMi reads as a time is read as the same time here. The rules of section 4 that
+need a clock (expiry, far future) take ``now`` as an argument: nothing here reads the clock.
+"""
+
+from __future__ import annotations
+
+import calendar
+import enum
+import re
+from datetime import UTC, datetime, timedelta, tzinfo
+
+import attrs
+
+from hami_core.protocol.errors import shorten
+
+__all__ = [
+    "DEFAULT_WINDOW",
+    "REPORT_PREFIX",
+    "STAMP_MARKER",
+    "STAMP_PREFIX",
+    "Handshake",
+    "HandshakeKind",
+    "StampStanding",
+    "classify",
+    "format_report",
+    "format_stamp",
+    "parse_stamp_time",
+    "stamp_standing",
+]
+
+#: How long a scheduler stamp stays fresh (HAMi: 60 s, not configurable there).
+DEFAULT_WINDOW = timedelta(seconds=60)
+#: What the scheduler writes before the time.
+STAMP_PREFIX = "Requesting_"
+#: What makes a value a scheduler stamp: HAMi's case-sensitive substring test.
+STAMP_MARKER = "Requesting"
+#: What our reporter writes before the time.
+REPORT_PREFIX = "Reported_"
+
+
+def _check_aware(now: datetime, what: str) -> None:
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError(f"{what}: expected an aware datetime (the scheduler's zone), got naive {now!r}")
+
+
+def _go_datetime(moment: datetime) -> str:
+    """Go's ``time.DateTime`` layout ``2006-01-02 15:04:05``, in the datetime's own zone."""
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d} "
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
+    )
+
+
+def format_stamp(now: datetime) -> str:
+    """The scheduler's stamp, ``Requesting_YYYY-MM-DD HH:MM:SS`` in ``now``'s zone, no zone suffix."""
+    _check_aware(now, "format_stamp")
+    return STAMP_PREFIX + _go_datetime(now)
+
+
+def format_report(now: datetime) -> str:
+    """Our reporter's heartbeat, ``Reported_YYYY-MM-DD HH:MM:SS`` in ``now``'s zone."""
+    _check_aware(now, "format_report")
+    return REPORT_PREFIX + _go_datetime(now)
+
+
+# --- parsing -----------------------------------------------------------------------------------------
+#
+# Three forms are read, each as Go's parser reads its layout:
+#
+# * ``2006-01-02 15:04:05`` (Go ``time.DateTime``; HAMi v2.5+ and us), naive, in the scheduler's zone;
+# * ``2006.01.02 15:04:05`` (HAMi up to v2.4), naive, in the scheduler's zone;
+# * ``2006-01-02 15:04:05.999999999 -0700 MST`` (Go ``Time.String()``), optionally followed by Go's
+#   monotonic clock reading `` m=+123.456789012``. The numeric offset gives the zone; the abbreviation
+#   is checked for shape and otherwise ignored; the monotonic reading is ignored.
+#
+# Go's rules, common to all three: year exactly 4 digits; month, day, minute and second exactly 2
+# digits; hour 1 or 2 digits; a space matches one or more spaces; an optional fraction of a second after
+# the seconds, introduced by ``.`` or ``,`` (digits past the ninth are dropped); month 1-12, day valid
+# for the month and year, hour 0-23, minute and second 0-59; no trailing text at all. A Time.String()
+# offset is ``+hhmm`` or ``-hhmm`` with hours up to 24 and minutes up to 60 (Go's own bounds).
+
+_CLOCK = r"(?P<hour>\d{1,2}):(?P<minute>\d{2}):(?P<second>\d{2})"
+_NAIVE = re.compile(
+    r"(?P<year>\d{4})(?P<sep>[-.])(?P<month>\d{2})(?P=sep)(?P<day>\d{2}) +"
+    + _CLOCK
+    + r"(?:[.,](?P<fraction>\d+))?",
+    re.ASCII,
+)
+_GO_STRING = re.compile(
+    r"(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2}) +"
+    + _CLOCK
+    + r"(?:[.,](?P<fraction>\d+))?"
+    + r" +(?P<sign>[-+])(?P<off_hours>\d{2})(?P<off_minutes>\d{2})"
+    # Go prints the zone's abbreviation, or a numeric one (+08, -0330) for zones that have none.
+    + r" +(?:[A-Za-z]{3,5}(?:[-+]\d{1,2})?|[-+]\d{2}(?:\d{2})?)"
+    + r"(?: +m=[-+]\d+(?:\.\d{1,9})?)?",
+    re.ASCII,
+)
+
+
+def _wall_clock(match: re.Match[str], text: str) -> datetime:
+    """The naive wall-clock time of a match, with Go's range checks."""
+    year, month, day = int(match["year"]), int(match["month"]), int(match["day"])
+    hour, minute, second = int(match["hour"]), int(match["minute"]), int(match["second"])
+    where = f"in stamp time {shorten(text)}"
+    if not 1 <= month <= 12:
+        raise ValueError(f"month {month} out of range {where}")
+    if year < 1:
+        raise ValueError(f"year {year:04d} is before year 1, which cannot be represented, {where}")
+    if not 1 <= day <= calendar.monthrange(year, month)[1]:
+        raise ValueError(f"day {day} out of range for {year:04d}-{month:02d} {where}")
+    if hour > 23:
+        raise ValueError(f"hour {hour} out of range {where}")
+    if minute > 59:
+        raise ValueError(f"minute {minute} out of range {where}")
+    if second > 59:
+        raise ValueError(f"second {second} out of range {where}")
+    fraction = match["fraction"] or ""
+    # Python keeps microseconds; Go's nanoseconds beyond them cannot matter against a 1 s-resolution stamp.
+    microsecond = int((fraction[:6]).ljust(6, "0"))
+    return datetime(year, month, day, hour, minute, second, microsecond)
+
+
+def parse_stamp_time(text: str, *, tz: tzinfo) -> datetime:
+    """Parse the time of a scheduler stamp (the text after its first ``_``) to an aware UTC datetime.
+
+    A naive form is wall-clock time in ``tz`` (a wall-clock time that a zone change repeats is read as
+    its first occurrence). The result is in UTC so that arithmetic on it is absolute, never wall-clock.
+    Raises ``ValueError`` naming what was wrong.
+    """
+    try:
+        naive = _NAIVE.fullmatch(text)
+        if naive is not None:
+            return _wall_clock(naive, text).replace(tzinfo=tz).astimezone(UTC)
+        full = _GO_STRING.fullmatch(text)
+        if full is not None:
+            off_hours, off_minutes = int(full["off_hours"]), int(full["off_minutes"])
+            if off_hours > 24 or off_minutes > 60:
+                raise ValueError(f"zone offset out of range in stamp time {shorten(text)}")
+            offset = timedelta(hours=off_hours, minutes=off_minutes)
+            if full["sign"] == "-":
+                offset = -offset
+            # Through UTC: Go allows offsets up to 24:60, which Python's fixed zones refuse.
+            return (_wall_clock(full, text) - offset).replace(tzinfo=UTC)
+    except OverflowError:
+        raise ValueError(f"stamp time {shorten(text)} is out of the representable range") from None
+    raise ValueError(
+        f"stamp time {shorten(text)} matches none of 'YYYY-MM-DD HH:MM:SS', 'YYYY.MM.DD HH:MM:SS' or "
+        "Go's Time.String() form"
+    )
+
+
+# --- classification ----------------------------------------------------------------------------------
+
+
+class HandshakeKind(enum.Enum):
+    """The four things a handshake value can be."""
+
+    #: No handshake annotation on the node.
+    ABSENT = "absent"
+    #: Not a scheduler stamp: a plugin report (``Reported ...``), HAMi's old ``Deleted_...``, anything else.
+    REPORT = "report"
+    #: A scheduler stamp whose time parsed.
+    STAMP = "stamp"
+    #: A scheduler stamp whose time could not be parsed (no ``_``, or no layout matches).
+    BAD_STAMP = "bad-stamp"
+
+
+@attrs.frozen
+class Handshake:
+    """A classified handshake value."""
+
+    kind: HandshakeKind
+    #: The raw annotation value (``None`` when absent).
+    value: str | None = None
+    #: The stamp's time, aware, in UTC; only for ``STAMP``.
+    time: datetime | None = None
+    #: Why the stamp's time did not parse; only for ``BAD_STAMP``.
+    error: str | None = None
+
+
+def classify(value: str | None, *, tz: tzinfo) -> Handshake:
+    """Classify a handshake value; ``tz`` is the scheduler's zone, used for stamps without a zone.
+
+    A value is a scheduler stamp when it contains ``Requesting`` (case-sensitive, anywhere); its time is
+    the text after the first ``_`` (spec 4, rule 1).
+    """
+    if value is None:
+        return Handshake(HandshakeKind.ABSENT)
+    if STAMP_MARKER not in value:
+        return Handshake(HandshakeKind.REPORT, value)
+    _, underscore, text = value.partition("_")
+    if not underscore:
+        error = f"stamp {shorten(value)} has no '_' before a time"
+        return Handshake(HandshakeKind.BAD_STAMP, value, error=error)
+    try:
+        return Handshake(HandshakeKind.STAMP, value, time=parse_stamp_time(text, tz=tz))
+    except ValueError as exc:
+        return Handshake(HandshakeKind.BAD_STAMP, value, error=str(exc))
+
+
+class StampStanding(enum.Enum):
+    """Where a handshake stands against the clock."""
+
+    #: No usable stamp: absent, not a stamp, unparseable, or more than a window in the future.
+    MISSING = "missing"
+    #: A stamp younger than the window.
+    FRESH = "fresh"
+    #: A stamp at least one window old.
+    EXPIRED = "expired"
+
+
+def stamp_standing(
+    handshake: Handshake, *, now: datetime, window: timedelta = DEFAULT_WINDOW
+) -> StampStanding:
+    """Spec 4, rules 3 and 5: expired when ``now >= stamp + window``; a stamp more than ``window`` ahead
+    of ``now``, or one that does not parse, is no stamp at all (beyond HAMi)."""
+    _check_aware(now, "stamp_standing")
+    if window <= timedelta(0):
+        raise ValueError(f"stamp_standing: the handshake window must be positive, got {window}")
+    if handshake.kind is not HandshakeKind.STAMP or handshake.time is None:
+        return StampStanding.MISSING
+    if handshake.time - now > window:
+        return StampStanding.MISSING
+    if now >= handshake.time + window:
+        return StampStanding.EXPIRED
+    return StampStanding.FRESH
