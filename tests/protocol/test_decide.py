@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import attrs
 import pytest
 
-from hami_core import ALLOCATABLE, HANDSHAKE, DecodeError, DeviceInfo, VendorRules
+from hami_core import ALLOCATABLE, HANDSHAKE, MAX_ANNOTATION_BYTES, DecodeError, DeviceInfo, VendorRules
+from hami_core.protocol.decide import (
+    CacheChange,
+    HandshakeWrite,
+    Observation,
+    Reason,
+    VendorMemory,
+    Verdict,
+    decide,
+)
+from hami_core.protocol.handshake import format_stamp
 
 
 @attrs.frozen
@@ -61,3 +73,393 @@ def test_vendor_rules_accepts_a_driver_description() -> None:
 def test_vendor_rules_refuses_bad_fields(field: str, value: object, message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
         rules(**{field: value})
+
+
+# --- decide(): fixed clock, scheduler zone UTC+8 ----------------------------------------------------------
+
+TZ = timezone(timedelta(hours=8))
+NOW = datetime(2026, 11, 29, 18, 4, 5, tzinfo=TZ)
+MLU = rules()
+NVIDIA = rules(vendor_key="NVIDIA", register_annotation="hami.io/node-nvidia-register",
+               handshake_annotation="hami.io/node-handshake", count_resource="nvidia.com/gpu",
+               liveness=ALLOCATABLE)
+HS = "hami.io/node-handshake-mlu"
+NODE = "node-1"
+
+
+def stamp(age: timedelta = timedelta(0)) -> str:
+    return format_stamp(NOW - age)
+
+
+def devs(value: str, vendor: str = "MLU") -> tuple[DeviceInfo, ...]:
+    return tuple(attrs.evolve(d, devicevendor=vendor) for d in TINY.decode(value))
+
+
+def registered(value: str = "a;b", vendor: str = "MLU", **more: Any) -> VendorMemory:
+    return VendorMemory(devices=devs(value, vendor), register=value, **more)
+
+
+def obs(**kw: Any) -> Observation:
+    kw.setdefault("node", NODE)
+    return Observation(**kw)
+
+
+SEC = timedelta(seconds=1)
+SEED_STRING = "Requesting_2024-01-23 04:30:04.434037031 +0000 UTC m=+1104711.777756895"
+
+
+@attrs.frozen
+class Row:
+    """One row of the spec as a decision: inputs and the expected outcome."""
+
+    id: str
+    observation: Observation
+    memory: VendorMemory
+    write: HandshakeWrite | None
+    cache: CacheChange
+    reason: Reason
+    verdict: Verdict
+    rules: VendorRules = MLU
+    now: datetime = NOW
+
+
+def stamped() -> HandshakeWrite:
+    return HandshakeWrite(HS, stamp())
+
+
+DELETE = HandshakeWrite(HS, None)
+KEEP, SET, DROP = CacheChange.KEEP, CacheChange.SET, CacheChange.DROP
+R, V = Reason, Verdict
+
+ROWS = [
+    # spec 4: every handshake value form, on a registered vendor with an unchanged register annotation
+    Row("absent handshake is stamped", obs(register="a;b"), registered(), stamped(), KEEP, R.UNCHANGED,
+        V.STAMPED),
+    Row("Go DateTime stamp, fresh", obs(register="a;b", handshake=stamp(10 * SEC)), registered(), None, KEEP,
+        R.UNCHANGED, V.FRESH),
+    Row("dotted stamp (HAMi <= v2.4), fresh", obs(register="a;b", handshake="Requesting_2026.11.29 18:03:30"),
+        registered(), None, KEEP, R.UNCHANGED, V.FRESH),
+    Row("Time.String() stamp with zone and monotonic suffix, fresh",
+        obs(register="a;b", handshake="Requesting_2026-11-29 10:03:50.25 +0000 UTC m=+12.000000001"),
+        registered(), None, KEEP, R.UNCHANGED, V.FRESH),
+    Row("Time.String() stamp, seed example, long expired: cleaned up",
+        obs(register="a;b", handshake=SEED_STRING), registered(), DELETE, DROP, R.CLEANED_UP, V.DEAD),
+    Row("'Reported <Time.String()>' is a report: stamped",
+        obs(register="a;b", handshake="Reported 2024-01-23 04:30:04.434037031 +0000 UTC m=+1104711.7"),
+        registered(), stamped(), KEEP, R.UNCHANGED, V.STAMPED),
+    Row("'Reported_<dotted>' is a report: stamped",
+        obs(register="a;b", handshake="Reported_2024.01.23 04:30:05"), registered(), stamped(), KEEP,
+        R.UNCHANGED, V.STAMPED),
+    Row("'Deleted_...' counts as not Requesting: stamped",
+        obs(register="a;b", handshake="Deleted_2024-01-02 00:00:00"), registered(), stamped(), KEEP,
+        R.UNCHANGED, V.STAMPED),
+    Row("garbage is not a stamp: stamped", obs(register="a;b", handshake="Unknown"), registered(), stamped(),
+        KEEP, R.UNCHANGED, V.STAMPED),
+    Row("unparseable Requesting is no stamp (spec 4 rule 5): re-stamped",
+        obs(register="a;b", handshake="Requesting_garbage"), registered(), stamped(), KEEP, R.UNCHANGED,
+        V.STAMPED),
+    Row("Requesting without '_' is no stamp (spec 4 rule 5): re-stamped", obs(register="a;b",
+        handshake="Requesting"), registered(), stamped(), KEEP, R.UNCHANGED, V.STAMPED),
+    Row("far-future stamp (2128) is no stamp (spec 4 rule 5): re-stamped",
+        obs(register="a;b", handshake="Requesting_2128-12-02 00:00:00"), registered(), stamped(), KEEP,
+        R.UNCHANGED, V.STAMPED),
+    Row("stamp 61 s ahead is no stamp: re-stamped", obs(register="a;b", handshake=stamp(-61 * SEC)),
+        registered(), stamped(), KEEP, R.UNCHANGED, V.STAMPED),
+    Row("stamp 60 s ahead is fresh", obs(register="a;b", handshake=stamp(-60 * SEC)), registered(), None,
+        KEEP, R.UNCHANGED, V.FRESH),
+    # spec 4 rule 3: the boundary
+    Row("59.999 s old is fresh", obs(register="a;b", handshake=stamp()), registered(), None, KEEP,
+        R.UNCHANGED, V.FRESH, now=NOW + timedelta(seconds=59.999)),
+    Row("exactly 60 s old is expired: cleaned up", obs(register="a;b", handshake=stamp()), registered(),
+        DELETE, DROP, R.CLEANED_UP, V.DEAD, now=NOW + 60 * SEC),
+    # spec 4 rule 4 and 4.1 (handshake rule)
+    Row("expired, allocatable > 0: kept",
+        obs(register="a;b", handshake=stamp(timedelta(hours=2)), allocatable=4), registered(), None, KEEP,
+        R.UNCHANGED, V.KEPT_BY_ALLOCATABLE),
+    Row("expired, allocatable 0: cleaned up", obs(register="a;b", handshake=stamp(timedelta(hours=2))),
+        registered(), DELETE, DROP, R.CLEANED_UP, V.DEAD),
+    Row("expired, not registered: nothing to clean, no write",
+        obs(register="a;b", handshake=stamp(timedelta(hours=2))), VendorMemory(), None, KEEP,
+        R.AWAITING_SIGN_OF_LIFE, V.DEAD),
+    # spec 4.1 allocatable rule (NVIDIA)
+    Row("NVIDIA: count seen and still > 0, stamp hours old: kept",
+        obs(register="a;b", handshake=format_stamp(NOW - timedelta(hours=5)), allocatable=8),
+        registered("a;b", "NVIDIA", allocatable_seen=True), None, KEEP, R.UNCHANGED, V.KEPT_BY_ALLOCATABLE,
+        NVIDIA),
+    Row("NVIDIA: count seen > 0 drops to 0: cleaned up at once, stamp fresh or not",
+        obs(register="a;b", handshake=stamp(5 * SEC)), registered("a;b", "NVIDIA", allocatable_seen=True),
+        HandshakeWrite("hami.io/node-handshake", None), DROP, R.CLEANED_UP, V.DEAD, NVIDIA),
+    Row("NVIDIA: count never > 0, stamp fresh: generic rule keeps it",
+        obs(register="a;b", handshake=stamp(5 * SEC)), registered("a;b", "NVIDIA"), None, KEEP, R.UNCHANGED,
+        V.FRESH, NVIDIA),
+    Row("NVIDIA: count never > 0, stamp expired: generic rule cleans up",
+        obs(register="a;b", handshake=stamp(2 * 60 * SEC)), registered("a;b", "NVIDIA"),
+        HandshakeWrite("hami.io/node-handshake", None), DROP, R.CLEANED_UP, V.DEAD, NVIDIA),
+    # spec 4 rule 6: no stamping on nodes without the vendor
+    Row("node without the vendor: nothing written", obs(), VendorMemory(), None, KEEP, R.NO_VENDOR,
+        V.UNSTAMPED),
+    Row("node without the vendor but with allocatable: nothing written", obs(allocatable=3), VendorMemory(),
+        None, KEEP, R.NO_VENDOR, V.UNSTAMPED),
+    Row("node carrying only the handshake: stamped", obs(handshake="Reported_2024.01.23 04:30:05"),
+        VendorMemory(), stamped(), KEEP, R.NO_VENDOR, V.STAMPED),
+    Row("node carrying the register annotation: stamped and registered", obs(register="a"), VendorMemory(),
+        stamped(), SET, R.REGISTERED, V.STAMPED),
+    # spec 5: the register annotation
+    Row("register changed: picked up at once", obs(register="a;c", handshake=stamp(SEC)), registered(), None,
+        SET, R.UPDATED, V.FRESH),
+    Row("register changed under an expired stamp kept by allocatable: picked up",
+        obs(register="c", handshake=stamp(timedelta(hours=1)), allocatable=1), registered(), None, SET,
+        R.UPDATED, V.KEPT_BY_ALLOCATABLE),
+    Row("register decodes to no devices: removed", obs(register="", handshake=stamp(SEC)), registered(), None,
+        DROP, R.UNREGISTERED_EMPTY, V.FRESH),
+    Row("register absent: removed", obs(handshake=stamp(SEC)), registered(), None, DROP,
+        R.UNREGISTERED_ABSENT, V.FRESH),
+    Row("register undecodable: last good list kept, degraded", obs(register="a;!", handshake=stamp(SEC)),
+        registered(), None, KEEP, R.DEGRADED, V.FRESH),
+    Row("register undecodable, never registered: degraded, nothing cached",
+        obs(register="!", handshake=stamp(SEC)), VendorMemory(), None, KEEP, R.DEGRADED, V.FRESH),
+    # spec 5: node deleted, node leaving the selector
+    Row("node deleted: everything goes", obs(present=False, register="a;b", handshake=stamp()), registered(),
+        None, DROP, R.NODE_DELETED, V.NOT_JUDGED),
+    Row("node deleted, nothing cached", obs(present=False), VendorMemory(), None, KEEP, R.NODE_DELETED,
+        V.NOT_JUDGED),
+    Row("node leaves the selector: dropped, nothing written", obs(selected=False, register="a;b"),
+        registered(), None, DROP, R.NOT_SELECTED, V.NOT_JUDGED),
+    # spec 4.2: no flapping after cleanup
+    Row("cleaned, handshake gone, register unchanged: stays out, no stamp",
+        obs(register="a;b"), VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b",
+                                          handshake_at_cleanup=stamp(timedelta(hours=1))),
+        None, KEEP, R.AWAITING_SIGN_OF_LIFE, V.NOT_JUDGED),
+    Row("cleaned, someone else's fresh stamp: stamping alone does not readmit",
+        obs(register="a;b", handshake=stamp(SEC)), VendorMemory(awaiting_sign_of_life=True,
+                                                                register_at_cleanup="a;b"),
+        None, KEEP, R.AWAITING_SIGN_OF_LIFE, V.NOT_JUDGED),
+    Row("cleaned, the same report as at cleanup: not a new sign of life",
+        obs(register="a;b", handshake="Reported_2024.01.23 04:30:05"),
+        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b",
+                     handshake_at_cleanup="Reported_2024.01.23 04:30:05"),
+        None, KEEP, R.AWAITING_SIGN_OF_LIFE, V.NOT_JUDGED),
+    Row("cleaned, a plugin report: readmitted and stamped",
+        obs(register="a;b", handshake="Reported_2026-11-29 18:04:04"),
+        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"), stamped(), SET, R.REGISTERED,
+        V.STAMPED),
+    Row("cleaned, allocatable > 0: readmitted", obs(register="a;b", allocatable=2),
+        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"), stamped(), SET, R.REGISTERED,
+        V.STAMPED),
+    Row("cleaned, register changed, old expired stamp still visible: readmitted with a fresh window",
+        obs(register="a;c", handshake=stamp(timedelta(hours=1))),
+        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b",
+                     handshake_at_cleanup=stamp(timedelta(hours=1))),
+        stamped(), SET, R.REGISTERED, V.STAMPED),
+    Row("cleaned, register removed: not a sign of life", obs(),
+        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"),
+        None, KEEP, R.AWAITING_SIGN_OF_LIFE, V.NOT_JUDGED),
+    # vendors without a handshake annotation
+    Row("no handshake annotation: registered, never stamped", obs(register="a", handshake="ignored"),
+        VendorMemory(), None, SET, R.REGISTERED, V.NO_HANDSHAKE, rules(handshake_annotation=None)),
+    Row("no handshake annotation, allocatable rule: count drops to 0, cleaned without a write",
+        obs(register="a;b"), registered(allocatable_seen=True), None, DROP, R.CLEANED_UP, V.DEAD,
+        rules(handshake_annotation=None, liveness=ALLOCATABLE)),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_spec_rows(row: Row) -> None:
+    d = decide(row.observation, row.memory, now=row.now, rules=row.rules)
+    assert (d.write, d.cache, d.reason, d.verdict) == (row.write, row.cache, row.reason, row.verdict)
+    # the memory always agrees with the cache change
+    if d.cache is SET:
+        assert d.devices is not None and d.devices
+        assert all(dev.devicevendor == row.rules.vendor_key for dev in d.devices)
+    elif d.cache is DROP:
+        assert d.devices is None
+    else:
+        assert d.devices == row.memory.devices
+    assert d.memory.awaiting_sign_of_life == (d.reason in (R.CLEANED_UP, R.AWAITING_SIGN_OF_LIFE))
+    assert (d.error is not None) == (d.reason is R.DEGRADED)
+
+
+def test_cache_entry_is_the_decoded_list_with_the_vendor_key() -> None:
+    d = decide(obs(register="x;y", handshake=stamp()), VendorMemory(), now=NOW, rules=NVIDIA)
+    assert d.devices == (DeviceInfo(id="x", count=10, health=True, devicevendor="NVIDIA"),
+                         DeviceInfo(id="y", count=10, health=True, devicevendor="NVIDIA"))
+    assert d.memory.register == "x;y"
+
+
+def test_cleanup_resets_memory_and_remembers_what_it_saw() -> None:
+    old = stamp(timedelta(hours=2))
+    d = decide(obs(register="a;b", handshake=old), registered(allocatable_seen=True, degraded="x",
+                                                               degraded_value="!"),
+               now=NOW, rules=MLU)
+    assert d.memory == VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b",
+                                    handshake_at_cleanup=old)
+
+
+def test_no_flapping_sequence_after_cleanup() -> None:
+    """HAMi re-stamps a cleaned node, re-adds it, and cleans it 60 s later, forever. We do not."""
+    memory = registered()
+    d = decide(obs(register="a;b", handshake=stamp(2 * 60 * SEC)), memory, now=NOW, rules=MLU)
+    assert (d.reason, d.write) == (R.CLEANED_UP, DELETE)
+    memory = d.memory
+    for minute in range(1, 30):
+        later = NOW + minute * 60 * SEC
+        # before the watch shows the delete, then after
+        for handshake in (stamp(2 * 60 * SEC), None):
+            d = decide(obs(register="a;b", handshake=handshake), memory, now=later, rules=MLU)
+            assert (d.write, d.reason, d.devices) == (None, R.AWAITING_SIGN_OF_LIFE, None)
+            memory = d.memory
+    report = "Reported_2026-11-29 18:40:00"
+    d = decide(obs(register="a;b", handshake=report), memory, now=NOW + 31 * 60 * SEC, rules=MLU)
+    assert (d.reason, d.verdict, d.write) == (
+        R.REGISTERED, V.STAMPED, HandshakeWrite(HS, format_stamp(NOW + 31 * 60 * SEC)))
+    assert not d.memory.awaiting_sign_of_life
+
+
+def test_nvidia_allocatable_seen_is_remembered_and_reset_by_cleanup() -> None:
+    d = decide(obs(register="a", handshake=stamp()), VendorMemory(), now=NOW, rules=NVIDIA)
+    assert not d.memory.allocatable_seen
+    d = decide(obs(register="a", handshake=stamp(), allocatable=10), d.memory, now=NOW + SEC, rules=NVIDIA)
+    assert d.memory.allocatable_seen and d.reason is R.UNCHANGED
+    # an hour later the stamp is long expired: the steady state of an NVIDIA node, still registered
+    d = decide(obs(register="a", handshake=stamp(), allocatable=10), d.memory, now=NOW + 3600 * SEC,
+               rules=NVIDIA)
+    assert (d.verdict, d.reason, d.write) == (V.KEPT_BY_ALLOCATABLE, R.UNCHANGED, None)
+    d = decide(obs(register="a", handshake=stamp()), d.memory, now=NOW + 3601 * SEC, rules=NVIDIA)
+    assert (d.reason, d.memory.allocatable_seen) == (R.CLEANED_UP, False)
+    d = decide(obs(register="a", allocatable=10), d.memory, now=NOW + 3700 * SEC, rules=NVIDIA)
+    assert d.reason is R.REGISTERED and d.memory.allocatable_seen
+
+
+# --- a stamp in flight is not written twice -------------------------------------------------------------
+
+
+def test_a_stamp_in_flight_is_not_rewritten_before_the_watch_shows_it() -> None:
+    first = decide(obs(register="a"), VendorMemory(), now=NOW, rules=MLU)
+    assert first.write == stamped()
+    assert first.memory.stamp_in_flight == stamp()
+    # a resync 15 s later still sees no handshake: the write is in flight
+    again = decide(obs(register="a"), first.memory, now=NOW + 15 * SEC, rules=MLU)
+    assert (again.write, again.verdict, again.reason) == (None, V.FRESH, R.UNCHANGED)
+    assert again.recheck_at == NOW + 60 * SEC
+    # the watch shows it: in-flight memory is cleared
+    shown = decide(obs(register="a", handshake=stamp()), again.memory, now=NOW + 16 * SEC, rules=MLU)
+    assert shown.write is None and shown.memory.stamp_in_flight is None
+
+
+def test_a_stamp_that_never_lands_is_written_again_after_a_window() -> None:
+    first = decide(obs(register="a"), VendorMemory(), now=NOW, rules=MLU)
+    late = NOW + 60 * SEC
+    d = decide(obs(register="a"), first.memory, now=late, rules=MLU)
+    assert d.write == HandshakeWrite(HS, format_stamp(late))
+
+
+def test_a_report_arriving_while_our_stamp_is_in_flight_is_stamped_again() -> None:
+    first = decide(obs(register="a"), VendorMemory(), now=NOW, rules=MLU)
+    d = decide(obs(register="a", handshake="Reported_2026-11-29 18:04:06"), first.memory, now=NOW + SEC,
+               rules=MLU)
+    assert d.write == HandshakeWrite(HS, format_stamp(NOW + SEC))
+
+
+# --- recheck_at ----------------------------------------------------------------------------------------
+
+
+def test_recheck_at_expiry_when_expiry_would_change_the_decision() -> None:
+    d = decide(obs(register="a", handshake=stamp(10 * SEC)), registered("a"), now=NOW, rules=MLU)
+    assert d.recheck_at == NOW + 50 * SEC
+    # our own stamp has 1 s resolution: it expires 60 s after the second it names
+    d = decide(obs(register="a"), registered("a"), now=NOW + timedelta(milliseconds=700), rules=MLU)
+    assert d.recheck_at == NOW + 60 * SEC
+
+
+@pytest.mark.parametrize(
+    ("observation", "memory", "rule"),
+    [
+        (obs(register="a", handshake=stamp(10 * SEC), allocatable=1), registered("a"), MLU),
+        (obs(register="a", handshake=stamp(2 * 60 * SEC), allocatable=1), registered("a"), MLU),
+        (obs(register="a", handshake=stamp(10 * SEC)), registered("a", allocatable_seen=True),
+         rules(handshake_annotation=None)),
+        (obs(register="a", handshake=stamp(2 * 60 * SEC)), registered("a"), MLU),
+    ],
+    ids=["allocatable keeps it anyway", "already expired", "no handshake", "dead"],
+)
+def test_no_recheck_when_expiry_changes_nothing(
+    observation: Observation, memory: VendorMemory, rule: VendorRules
+) -> None:
+    assert decide(observation, memory, now=NOW, rules=rule).recheck_at is None
+
+
+# --- decoding ------------------------------------------------------------------------------------------
+
+
+def test_degraded_error_is_new_once_per_value_and_clears_on_recovery() -> None:
+    d = decide(obs(register="a;!", handshake=stamp()), registered(), now=NOW, rules=MLU)
+    assert d.error is not None and d.error_is_new
+    assert NODE in d.error and "hami.io/node-mlu-register" in d.error and "a;!" in d.error
+    assert d.devices == devs("a;b")
+    d2 = decide(obs(register="a;!", handshake=stamp()), d.memory, now=NOW + SEC, rules=MLU)
+    assert (d2.reason, d2.error, d2.error_is_new) == (R.DEGRADED, d.error, False)
+    d3 = decide(obs(register="b!", handshake=stamp()), d2.memory, now=NOW + SEC, rules=MLU)
+    assert d3.error_is_new and "b!" in (d3.error or "")
+    d4 = decide(obs(register="c", handshake=stamp()), d3.memory, now=NOW + SEC, rules=MLU)
+    assert (d4.reason, d4.cache, d4.memory.degraded, d4.error) == (R.UPDATED, SET, None, None)
+    # back to the last good value after a bad one: unchanged, and no longer degraded
+    d5 = decide(obs(register="!", handshake=stamp()), registered(), now=NOW, rules=MLU)
+    d6 = decide(obs(register="a;b", handshake=stamp()), d5.memory, now=NOW, rules=MLU)
+    assert (d6.reason, d6.memory.degraded) == (R.UNCHANGED, None)
+
+
+def test_an_unchanged_value_is_not_decoded_again() -> None:
+    calls: list[str] = []
+
+    def counting(value: str) -> list[DeviceInfo]:
+        calls.append(value)
+        return TINY.decode(value)
+
+    m = VendorMemory()
+    for second in range(3):
+        m = decide(obs(register="a", handshake=stamp()), m, now=NOW + second * SEC, rules=MLU,
+                   decode=counting).memory
+    m = decide(obs(register="", handshake=stamp()), m, now=NOW, rules=MLU, decode=counting).memory
+    m = decide(obs(register="", handshake=stamp()), m, now=NOW, rules=MLU, decode=counting).memory
+    assert calls == ["a", ""]
+
+
+def test_a_failing_driver_codec_degrades_instead_of_crashing() -> None:
+    def broken(value: str) -> list[DeviceInfo]:
+        raise KeyError("boom")
+
+    d = decide(obs(register="a", handshake=stamp()), registered(), now=NOW, rules=MLU, decode=broken)
+    assert d.reason is R.DEGRADED and "KeyError" in (d.error or "") and d.devices == devs("a;b")
+
+    def wrong(value: str) -> list[DeviceInfo]:
+        return "a"  # type: ignore[return-value]
+
+    d = decide(obs(register="a", handshake=stamp()), VendorMemory(), now=NOW, rules=MLU, decode=wrong)
+    assert d.reason is R.DEGRADED and "not a list of DeviceInfo" in (d.error or "")
+
+
+def test_an_oversized_register_value_is_refused_unparsed() -> None:
+    def never(value: str) -> list[DeviceInfo]:
+        raise AssertionError("decoded an oversized value")
+
+    big = "a;" * (MAX_ANNOTATION_BYTES // 2 + 1)
+    d = decide(obs(register=big, handshake=stamp()), VendorMemory(), now=NOW, rules=MLU, decode=never)
+    assert d.reason is R.DEGRADED and "limit" in (d.error or "")
+
+
+# --- bad input -----------------------------------------------------------------------------------------
+
+
+def test_decide_refuses_a_naive_clock_and_a_bad_window() -> None:
+    with pytest.raises(ValueError, match="aware"):
+        decide(obs(), VendorMemory(), now=datetime(2026, 1, 1), rules=MLU)
+    with pytest.raises(ValueError, match="window"):
+        decide(obs(), VendorMemory(), now=NOW, rules=MLU, window=timedelta(0))
+
+
+@pytest.mark.parametrize(("kw", "message"), [({"node": ""}, "node"), ({"allocatable": True}, "allocatable"),
+                                             ({"allocatable": "4"}, "allocatable")])
+def test_observation_refuses_bad_fields(kw: dict[str, Any], message: str) -> None:
+    kw.setdefault("node", NODE)
+    with pytest.raises((ValueError, TypeError), match=message):
+        Observation(**kw)
