@@ -1,0 +1,698 @@
+"""An in-memory cluster that behaves like kube-apiserver for the port's operations.
+
+Used by fast tests and by the simulation. It keeps objects as the API server would serve them (raw JSON
+dicts) and holds to the same contract tests as the real server; any difference is a bug here.
+
+What it models: one global resourceVersion counter for every object (etcd's revision); JSON merge patch
+(RFC 7386) with an optional resourceVersion precondition; Node status changed only through the status
+subresource; quantities stored in canonical form; paged lists served from a consistent snapshot; watches
+replayed from a bounded history window (older -> ``Gone``), with label-selector transitions turned into
+ADDED/DELETED, bookmarks, timeouts and ``close()``; Leases with compare-and-swap; Events.
+
+Fault injection for tests: :meth:`fail_next`, :meth:`drop_watches`, :meth:`force_gone`, plus request
+counts by verb and resource (:meth:`request_count`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import itertools
+import json
+import re
+import threading
+import time
+import uuid
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from hami_core.kube.port import (
+    Conflict,
+    Gone,
+    Invalid,
+    Lease,
+    NodeList,
+    NodeSnapshot,
+    NotFound,
+    Unavailable,
+    WatchEvent,
+    WatchEventType,
+)
+from hami_core.kube.quantity import QuantityError, canonical_quantity, parse_quantity
+from hami_core.kube.selector import LabelSelector, is_qualified_name, parse_label_selector
+from hami_core.kube.wire import lease_body, lease_from_json, node_snapshot
+from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES
+from hami_core.protocol.errors import shorten
+
+__all__ = ["MemoryCluster", "merge_patch"]
+
+Json = dict[str, Any]
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", re.ASCII)
+
+
+def merge_patch(target: object, patch: object) -> Any:
+    """RFC 7386 JSON merge patch: ``null`` deletes a key, objects merge, anything else replaces."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    result: Json = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+@attrs.frozen
+class _Change:
+    """One write to a Node, as the watch history keeps it."""
+
+    resource_version: int
+    type: WatchEventType
+    #: The object before and after; ``None`` before a create and after a delete.
+    old: NodeSnapshot | None
+    new: NodeSnapshot | None
+
+
+def _parse_rv(value: str, what: str) -> int:
+    try:
+        rv = int(value)
+    except ValueError:
+        raise Invalid(f"{what}: resourceVersion {shorten(value)} is not a valid resource version") from None
+    if rv < 0:
+        raise Invalid(f"{what}: resourceVersion {shorten(value)} is not a valid resource version")
+    return rv
+
+
+def _string_map(value: object, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise Invalid(f"{where}: must be a map of strings to strings")
+    return dict(value)
+
+
+def _validate_metadata(obj: Mapping[str, Any], where: str) -> None:
+    meta = obj.get("metadata", {})
+    labels = _string_map(meta.get("labels"), f"{where} metadata.labels")
+    annotations = _string_map(meta.get("annotations"), f"{where} metadata.annotations")
+    selector_text = ",".join(f"{k}={v}" for k, v in labels.items())
+    try:
+        parse_label_selector(selector_text)
+    except Invalid as err:
+        raise Invalid(f"{where} metadata.labels: invalid label ({err})") from None
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if size > MAX_ANNOTATION_BYTES:
+        raise Invalid(
+            f"{where} metadata.annotations: too long: {size} bytes, at most {MAX_ANNOTATION_BYTES} allowed"
+        )
+
+
+#: Resources the API server counts in whole units besides extended ones (``apis/core/helper``).
+_INTEGER_RESOURCES = frozenset(
+    {"pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps"}
+    | {"persistentvolumeclaims", "services.nodeports", "services.loadbalancers"}
+)
+
+
+def _is_integer_resource(name: str) -> bool:
+    native = "/" not in name or "kubernetes.io/" in name
+    extended = not native and not name.startswith("requests.")
+    return extended or name in _INTEGER_RESOURCES
+
+
+def _canonical_resources(value: object, where: str) -> dict[str, str]:
+    """Validate a resource list as Node validation does, and store its quantities in canonical form."""
+    result: dict[str, str] = {}
+    for name, text in _string_map(value, where).items():
+        if not is_qualified_name(name):
+            raise Invalid(f"{where}[{name!r}]: not a valid resource name", status=422)
+        try:
+            amount = parse_quantity(text)
+            result[name] = canonical_quantity(text)
+        except QuantityError as err:
+            raise Invalid(f"{where}[{name!r}]: {err}", status=400) from None
+        if amount < 0:
+            raise Invalid(f"{where}[{name!r}]: {text} must be greater than or equal to 0", status=422)
+        if _is_integer_resource(name) and parse_quantity(result[name]).denominator != 1:
+            raise Invalid(f"{where}[{name!r}]: {text} must be an integer", status=422)
+    return result
+
+
+class _Fault:
+    """Next ``count`` calls matching ``verb`` (``None``: any) raise ``Unavailable``."""
+
+    def __init__(self, count: int, verb: str | None) -> None:
+        self.count, self.verb = count, verb
+
+
+class MemoryCluster:
+    """Thread-safe in-memory implementation of the ``Cluster`` port (plus test helpers).
+
+    ``history``: how many Node changes a watch can replay; a watch from an older resourceVersion gets
+    ``Gone``. ``start_resource_version``: the first write gets the next one; watching from anything older
+    is ``Gone``, as on a real server whose storage was compacted before the watch cache started.
+    ``bookmark_interval``: seconds between BOOKMARK events on a quiet watch that allows them (``None``:
+    only on demand, through :meth:`send_bookmarks`).
+    """
+
+    def __init__(
+        self,
+        *,
+        history: int = 1000,
+        start_resource_version: int = 100,
+        bookmark_interval: float | None = 60.0,
+        continue_snapshots: int = 16,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if history < 1:
+            raise ValueError(f"MemoryCluster: history must be >= 1, got {history}")
+        self._cond = threading.Condition(threading.RLock())
+        self._rv = start_resource_version
+        self._oldest = start_resource_version  # the oldest RV a watch may start from
+        self._history: deque[_Change] = deque(maxlen=history)
+        self._nodes: dict[str, Json] = {}
+        self._snapshots: dict[str, NodeSnapshot] = {}
+        self._list_snapshots: OrderedDict[int, tuple[NodeSnapshot, ...]] = OrderedDict()
+        self._continue_snapshots = continue_snapshots
+        self._leases: dict[tuple[str, str], Json] = {}
+        self._events: list[Json] = []
+        self._bookmark_interval = bookmark_interval
+        self._clock = clock
+        self._bookmark_generation = 0
+        self._drop_generation = 0
+        self._faults: list[_Fault] = []
+        self._force_gone = 0
+        self._watches: set[_MemoryWatch] = set()
+        self._requests: Counter[tuple[str, str]] = Counter()
+        self._names = itertools.count(1)
+
+    # -- test helpers ---------------------------------------------------------------------------------
+
+    def fail_next(self, count: int = 1, *, verb: str | None = None) -> None:
+        """Make the next ``count`` requests (of ``verb`` only, when given) raise ``Unavailable``.
+
+        Verbs are the API server's: ``get list watch create update patch delete``.
+        """
+        with self._cond:
+            self._faults.append(_Fault(count, verb))
+
+    def drop_watches(self) -> None:
+        """Break every open watch: its iteration raises ``Unavailable``, like a dropped connection."""
+        with self._cond:
+            self._drop_generation += 1
+            self._cond.notify_all()
+
+    def force_gone(self, count: int = 1) -> None:
+        """Make the next ``count`` watches fail with ``Gone`` whatever their resourceVersion."""
+        with self._cond:
+            self._force_gone += count
+
+    def compact(self) -> None:
+        """Forget the whole watch history, as an etcd compaction would: older watches get ``Gone``."""
+        with self._cond:
+            self._history.clear()
+            self._oldest = self._rv
+            self._list_snapshots.clear()
+
+    def send_bookmarks(self) -> None:
+        """Make every open watch that allows bookmarks send one now, at the current resourceVersion."""
+        with self._cond:
+            self._bookmark_generation += 1
+            self._cond.notify_all()
+
+    def request_count(self, verb: str | None = None, resource: str | None = None) -> int:
+        """How many requests were made, optionally only of ``verb`` and/or on ``resource``
+        (``nodes``, ``nodes/status``, ``leases``, ``events``)."""
+        with self._cond:
+            return sum(
+                n
+                for (v, r), n in self._requests.items()
+                if (verb is None or v == verb) and (resource is None or r == resource)
+            )
+
+    def reset_request_counts(self) -> None:
+        with self._cond:
+            self._requests.clear()
+
+    def events(self, namespace: str | None = None) -> list[Json]:
+        """The Events created so far (copies), optionally only those of ``namespace``."""
+        with self._cond:
+            return [
+                copy.deepcopy(event)
+                for event in self._events
+                if namespace is None or event["metadata"]["namespace"] == namespace
+            ]
+
+    @property
+    def resource_version(self) -> str:
+        """The current global resourceVersion."""
+        with self._cond:
+            return str(self._rv)
+
+    @property
+    def open_watches(self) -> int:
+        with self._cond:
+            return len(self._watches)
+
+    # -- plumbing -------------------------------------------------------------------------------------
+
+    def _request(self, verb: str, resource: str) -> None:
+        """Count a request and apply injected faults. Call with the lock held."""
+        self._requests[(verb, resource)] += 1
+        for fault in self._faults:
+            if fault.verb is None or fault.verb == verb:
+                fault.count -= 1
+                if fault.count <= 0:
+                    self._faults.remove(fault)
+                raise Unavailable(f"{verb} {resource}: injected fault: server unavailable", status=503)
+
+    def _next_rv(self) -> int:
+        self._rv += 1
+        return self._rv
+
+    def _record(self, change: _Change) -> None:
+        if len(self._history) == self._history.maxlen:
+            self._oldest = self._history[0].resource_version
+        self._history.append(change)
+        self._cond.notify_all()
+
+    def _store_node(self, raw: Json, type_: WatchEventType) -> NodeSnapshot:
+        name = raw["metadata"]["name"]
+        old = self._snapshots.get(name)
+        snapshot = node_snapshot(raw)
+        self._nodes[name] = raw
+        self._snapshots[name] = snapshot
+        self._record(_Change(int(snapshot.resource_version), type_, old, snapshot))
+        return snapshot
+
+    def _existing(self, name: str, verb: str) -> Json:
+        raw = self._nodes.get(name)
+        if raw is None:
+            raise NotFound(f"{verb} node {name!r}: nodes {name!r} not found", status=404)
+        return raw
+
+    # -- nodes: read ----------------------------------------------------------------------------------
+
+    def get_node(self, name: str) -> NodeSnapshot:
+        """Not part of the port (the daemons never GET a Node); a convenience for tests."""
+        with self._cond:
+            self._request("get", "nodes")
+            self._existing(name, "get")
+            return self._snapshots[name]
+
+    def list_nodes(
+        self, *, label_selector: str = "", limit: int = 500, continue_token: str | None = None
+    ) -> NodeList:
+        with self._cond:
+            self._request("list", "nodes")
+            selector = parse_label_selector(label_selector)
+            if continue_token:
+                rv, start = self._decode_continue(continue_token)
+                items = self._list_snapshots.get(rv)
+                if items is None:
+                    raise Gone(
+                        "list nodes: the provided continue parameter is too old to display a consistent "
+                        "list result; start a new list without it",
+                        status=410,
+                    )
+                self._list_snapshots.move_to_end(rv)
+            else:
+                rv, start = self._rv, ""
+                items = tuple(self._snapshots[name] for name in sorted(self._snapshots))
+            matching = [node for node in items if node.name > start and selector.matches(node.labels)]
+            if limit <= 0 or len(matching) <= limit:
+                return NodeList(items=tuple(matching), resource_version=str(rv))
+            page = tuple(matching[:limit])
+            if rv not in self._list_snapshots:
+                self._list_snapshots[rv] = items
+                while len(self._list_snapshots) > self._continue_snapshots:
+                    self._list_snapshots.popitem(last=False)
+            token = base64.urlsafe_b64encode(json.dumps({"rv": rv, "start": page[-1].name}).encode()).decode()
+            return NodeList(items=page, resource_version=str(rv), continue_token=token)
+
+    @staticmethod
+    def _decode_continue(token: str) -> tuple[int, str]:
+        try:
+            data = json.loads(base64.urlsafe_b64decode(token.encode()))
+            rv, start = data["rv"], data["start"]
+            if isinstance(rv, int) and isinstance(start, str):
+                return rv, start
+        except (binascii.Error, ValueError, KeyError, TypeError):
+            pass
+        raise Invalid(f"list nodes: continue key is not valid: {shorten(token)}", status=400)
+
+    def watch_nodes(
+        self,
+        *,
+        resource_version: str,
+        label_selector: str = "",
+        timeout_seconds: int = 300,
+        allow_bookmarks: bool = True,
+    ) -> _MemoryWatch:
+        with self._cond:
+            self._request("watch", "nodes")
+            selector = parse_label_selector(label_selector)
+            initial: list[WatchEvent] = []
+            if resource_version in ("", "0"):
+                # "Start at most recent" / "any": synthetic ADDED events for the current state first.
+                start = self._rv
+                initial = [
+                    WatchEvent(type="ADDED", resource_version=node.resource_version, node=node)
+                    for name, node in sorted(self._snapshots.items())
+                    if selector.matches(node.labels)
+                ]
+            else:
+                start = _parse_rv(resource_version, "watch nodes")
+            gone = self._force_gone > 0
+            if gone:
+                self._force_gone -= 1
+            watch = _MemoryWatch(
+                self,
+                start=start,
+                selector=selector,
+                deadline=self._clock() + timeout_seconds if timeout_seconds > 0 else None,
+                bookmarks=allow_bookmarks,
+                forced_gone=gone,
+                initial=initial,
+            )
+            self._watches.add(watch)
+            return watch
+
+    # -- nodes: write ---------------------------------------------------------------------------------
+
+    def create_node(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> NodeSnapshot:
+        with self._cond:
+            self._request("create", "nodes")
+            if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+                raise Invalid(f"create node {name!r}: metadata.name must be a DNS subdomain", status=422)
+            raw: Json = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "uid": str(uuid.uuid4()),
+                    "creationTimestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                },
+                "spec": {},
+                "status": {},
+            }
+            if labels:
+                raw["metadata"]["labels"] = dict(labels)
+            if annotations:
+                raw["metadata"]["annotations"] = dict(annotations)
+            _validate_metadata(raw, f"create node {name!r}:")
+            if name in self._nodes:
+                raise Conflict(f"create node {name!r}: nodes {name!r} already exists", status=409)
+            raw["metadata"]["resourceVersion"] = str(self._next_rv())
+            return self._store_node(raw, "ADDED")
+
+    def delete_node(self, name: str) -> None:
+        with self._cond:
+            self._request("delete", "nodes")
+            self._existing(name, "delete")
+            rv = self._next_rv()
+            del self._nodes[name]
+            old = self._snapshots.pop(name)
+            self._record(_Change(rv, "DELETED", old, None))
+
+    def merge_patch_node(self, name: str, patch: Mapping[str, Any]) -> NodeSnapshot:
+        """JSON merge patch of the Node itself (not the status subresource).
+
+        As on the real server, ``metadata.resourceVersion`` in the patch is a precondition, and any change
+        to ``status`` is ignored. Not part of the port; the contract tests use it, and so can simulations.
+        """
+        with self._cond:
+            self._request("patch", "nodes")
+            return self._patch(name, patch, status_only=False)
+
+    def patch_node_annotations(
+        self, name: str, changes: Mapping[str, str | None], *, resource_version: str | None = None
+    ) -> NodeSnapshot:
+        metadata: Json = {"annotations": dict(changes)}
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version
+        return self.merge_patch_node(name, {"metadata": metadata})
+
+    def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
+        with self._cond:
+            self._request("patch", "nodes/status")
+            changes = dict(allocatable)
+            patch = {"status": {"allocatable": changes, "capacity": changes}}
+            return self._patch(name, patch, status_only=True)
+
+    def _patch(self, name: str, patch: Mapping[str, Any], *, status_only: bool) -> NodeSnapshot:
+        verb = "patch node status" if status_only else "patch node"
+        what = f"{verb} {name!r}"
+        if not isinstance(patch, Mapping):
+            raise Invalid(f"{what}: a merge patch must be a JSON object")
+        current = self._existing(name, verb)
+        meta_patch = patch.get("metadata") or {}
+        if not isinstance(meta_patch, Mapping):
+            raise Invalid(f"{what}: metadata must be an object")
+        precondition = meta_patch.get("resourceVersion")
+        if precondition is not None:
+            if not isinstance(precondition, str):
+                raise Invalid(f"{what}: metadata.resourceVersion must be a string")
+            if precondition != current["metadata"]["resourceVersion"]:
+                raise Conflict(
+                    f"{what}: the object has been modified (resourceVersion {precondition} is stale); "
+                    "please apply your changes to the latest version and try again",
+                    status=409,
+                )
+        for field in ("name", "uid"):
+            if field in meta_patch and meta_patch[field] != current["metadata"].get(field):
+                raise Invalid(f"{what}: metadata.{field} may not be changed", status=422)
+        updated: Json = merge_patch(copy.deepcopy(current), patch)
+        if not isinstance(updated.get("metadata"), Mapping):
+            raise Invalid(f"{what}: metadata may not be removed")
+        updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        for field in ("name", "uid", "creationTimestamp"):
+            updated["metadata"][field] = current["metadata"][field]
+        if status_only:
+            updated["metadata"] = copy.deepcopy(current["metadata"])
+            updated["spec"] = copy.deepcopy(current.get("spec", {}))
+            status = updated.get("status") or {}
+            for field in ("allocatable", "capacity"):
+                if field in status:
+                    status[field] = _canonical_resources(status[field], f"{what}: status.{field}")
+            updated["status"] = status
+        else:
+            updated["status"] = copy.deepcopy(current.get("status", {}))
+        _validate_metadata(updated, f"{what}:")
+        if updated == current:
+            return self._snapshots[name]  # a no-op patch does not write, as etcd's guaranteed update
+        updated["metadata"]["resourceVersion"] = str(self._next_rv())
+        return self._store_node(updated, "MODIFIED")
+
+    # -- leases ---------------------------------------------------------------------------------------
+
+    def get_lease(self, namespace: str, name: str) -> Lease:
+        with self._cond:
+            self._request("get", "leases")
+            raw = self._leases.get((namespace, name))
+            if raw is None:
+                raise NotFound(f"get lease {namespace}/{name}: leases {name!r} not found", status=404)
+            return lease_from_json(raw)
+
+    def create_lease(self, lease: Lease) -> Lease:
+        body = lease_body(lease)
+        with self._cond:
+            self._request("create", "leases")
+            key = (lease.namespace, lease.name)
+            what = f"create lease {lease.namespace}/{lease.name}"
+            if lease.resource_version:
+                raise Invalid(f"{what}: resourceVersion should not be set on objects to be created")
+            if key in self._leases:
+                raise Conflict(f"{what}: leases {lease.name!r} already exists", status=409)
+            body["metadata"]["resourceVersion"] = str(self._next_rv())
+            body["metadata"]["uid"] = str(uuid.uuid4())
+            self._leases[key] = body
+            return lease_from_json(body)
+
+    def update_lease(self, lease: Lease) -> Lease:
+        body = lease_body(lease)
+        with self._cond:
+            self._request("update", "leases")
+            key = (lease.namespace, lease.name)
+            what = f"update lease {lease.namespace}/{lease.name}"
+            current = self._leases.get(key)
+            if current is None:
+                raise NotFound(f"{what}: leases {lease.name!r} not found", status=404)
+            if not lease.resource_version:
+                raise Invalid(f"{what}: metadata.resourceVersion must be specified for an update", status=422)
+            if lease.resource_version != current["metadata"]["resourceVersion"]:
+                raise Conflict(
+                    f"{what}: the object has been modified (resourceVersion {lease.resource_version} is "
+                    "stale); please apply your changes to the latest version and try again",
+                    status=409,
+                )
+            body["metadata"]["uid"] = current["metadata"]["uid"]
+            if body["spec"] == current["spec"]:
+                return lease_from_json(current)  # a no-op update does not write
+            body["metadata"]["resourceVersion"] = str(self._next_rv())
+            self._leases[key] = body
+            return lease_from_json(body)
+
+    # -- events ---------------------------------------------------------------------------------------
+
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
+        with self._cond:
+            self._request("create", "events")
+            what = f"create event in {namespace!r}"
+            event: Json = copy.deepcopy(dict(body))
+            meta = event.setdefault("metadata", {})
+            if not isinstance(meta, dict):
+                raise Invalid(f"{what}: metadata must be an object")
+            if not meta.get("name"):
+                prefix = meta.get("generateName")
+                if not prefix:
+                    raise Invalid(f"{what}: metadata.name or metadata.generateName is required", status=422)
+                meta["name"] = f"{prefix}{next(self._names):05x}"
+            if meta.setdefault("namespace", namespace) != namespace:
+                raise Invalid(f"{what}: metadata.namespace does not match the request's namespace")
+            if not isinstance(event.get("involvedObject"), Mapping):
+                raise Invalid(f"{what}: involvedObject is required", status=422)
+            if any(
+                e["metadata"]["name"] == meta["name"] and e["metadata"]["namespace"] == namespace
+                for e in self._events
+            ):
+                raise Conflict(f"{what}: events {meta['name']!r} already exists", status=409)
+            meta["resourceVersion"] = str(self._next_rv())
+            meta["uid"] = str(uuid.uuid4())
+            self._events.append(event)
+
+
+class _MemoryWatch:
+    """A watch on the in-memory cluster: history after ``start``, then live changes."""
+
+    def __init__(
+        self,
+        cluster: MemoryCluster,
+        *,
+        start: int,
+        selector: LabelSelector,
+        deadline: float | None,
+        bookmarks: bool,
+        forced_gone: bool,
+        initial: list[WatchEvent],
+    ) -> None:
+        self._cluster = cluster
+        self._initial = deque(initial)
+        self._cursor = start
+        self._selector = selector
+        self._deadline = deadline
+        self._bookmarks = bookmarks
+        self._forced_gone = forced_gone
+        self._closed = False
+        self._started = False
+        self._bookmark_generation = cluster._bookmark_generation
+        self._drop_generation = cluster._drop_generation
+        self._last_sent = cluster._clock()
+
+    def close(self) -> None:
+        with self._cluster._cond:
+            self._closed = True
+            self._cluster._cond.notify_all()
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        try:
+            yield from self._events()
+        finally:
+            with self._cluster._cond:
+                self._cluster._watches.discard(self)
+
+    def _translate(self, change: _Change) -> WatchEvent | None:
+        """The event this watch sees for ``change`` after its label selector, or ``None``."""
+        was = change.old is not None and change.type != "ADDED" and self._selector.matches(change.old.labels)
+        now = change.new is not None and self._selector.matches(change.new.labels)
+        rv = str(change.resource_version)
+        if now and was:
+            return WatchEvent(type="MODIFIED", resource_version=rv, node=change.new)
+        if now:
+            return WatchEvent(type="ADDED", resource_version=rv, node=change.new)
+        if was and change.old is not None:
+            # The real server sends the object's last state, stamped with the deleting write's version.
+            last = attrs.evolve(change.old, resource_version=rv)
+            return WatchEvent(type="DELETED", resource_version=rv, node=last)
+        return None
+
+    def _events(self) -> Iterator[WatchEvent]:
+        cluster = self._cluster
+        while True:
+            with cluster._cond:
+                event = self._next_locked()
+            if event is None:
+                return
+            yield event
+
+    def _next_locked(self) -> WatchEvent | None:
+        """Wait for the next event to deliver; ``None`` when the watch ends. Lock held by the caller."""
+        cluster = self._cluster
+        if not self._started:
+            self._started = True
+            if self._forced_gone:
+                raise Gone(f"watch nodes: too old resource version: {self._cursor} (forced)", status=410)
+            if self._cursor < cluster._oldest:
+                raise Gone(
+                    f"watch nodes: too old resource version: {self._cursor} ({cluster._oldest})", status=410
+                )
+        while True:
+            if self._closed:
+                return None
+            if self._initial:
+                return self._initial.popleft()
+            if cluster._drop_generation != self._drop_generation:
+                raise Unavailable("watch nodes: connection dropped (injected)")
+            if self._cursor < cluster._oldest:
+                return None  # fell behind the history window: the server ends a watch it cannot serve
+            for change in self._pending(cluster):
+                self._cursor = change.resource_version
+                event = self._translate(change)
+                if event is not None:
+                    self._last_sent = cluster._clock()
+                    return event
+            now = cluster._clock()
+            if self._deadline is not None and now >= self._deadline:
+                return None
+            if self._bookmarks and (
+                cluster._bookmark_generation != self._bookmark_generation
+                or (
+                    cluster._bookmark_interval is not None
+                    and now - self._last_sent >= cluster._bookmark_interval
+                )
+            ):
+                self._bookmark_generation = cluster._bookmark_generation
+                self._last_sent = now
+                self._cursor = max(self._cursor, cluster._rv)
+                return WatchEvent(type="BOOKMARK", resource_version=str(self._cursor))
+            waits = [0.5]
+            if self._deadline is not None:
+                waits.append(self._deadline - now)
+            if self._bookmarks and cluster._bookmark_interval is not None:
+                waits.append(self._last_sent + cluster._bookmark_interval - now)
+            cluster._cond.wait(max(0.0, min(waits)))
+
+    def _pending(self, cluster: MemoryCluster) -> Iterator[_Change]:
+        history = cluster._history
+        if not history or history[-1].resource_version <= self._cursor:
+            return
+        # History is ordered by resourceVersion; skip from the right end, usually a few entries.
+        index = len(history)
+        while index > 0 and history[index - 1].resource_version > self._cursor:
+            index -= 1
+        yield from itertools.islice(history, index, None)

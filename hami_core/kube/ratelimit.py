@@ -1,0 +1,72 @@
+"""A client-side token bucket for API requests (client-go's ``QPS`` and ``Burst``).
+
+The bucket holds at most ``burst`` tokens and refills at ``qps`` tokens per second. :meth:`acquire` takes
+one token, waiting for it when the bucket is empty. Waiters reserve their token under the lock and sleep
+outside it, so concurrent callers are served in arrival order at exactly ``qps`` once the burst is spent.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["TokenBucket"]
+
+
+class TokenBucket:
+    """Thread-safe token bucket. ``clock`` is monotonic seconds; ``sleep`` waits (both injectable)."""
+
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not qps > 0:
+            raise ValueError(f"rate limiter: qps must be > 0, got {qps!r}")
+        if burst < 1:
+            raise ValueError(f"rate limiter: burst must be >= 1, got {burst!r}")
+        self.qps = float(qps)
+        self.burst = burst
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._tokens = float(burst)
+        self._last = clock()
+
+    def _refill(self, now: float) -> None:
+        elapsed = max(0.0, now - self._last)
+        self._tokens = min(float(self.burst), self._tokens + elapsed * self.qps)
+        self._last = now
+
+    def reserve(self) -> float:
+        """Take one token now and return how many seconds the caller must wait before using it."""
+        with self._lock:
+            self._refill(self._clock())
+            self._tokens -= 1.0
+            return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+    def acquire(self) -> float:
+        """Take one token, sleeping until it is available. Returns the time waited, in seconds."""
+        delay = self.reserve()
+        if delay > 0:
+            self._sleep(delay)
+        return delay
+
+    def try_acquire(self) -> bool:
+        """Take one token if one is available right now; never waits."""
+        with self._lock:
+            self._refill(self._clock())
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
+                return True
+            return False
+
+    def available(self) -> float:
+        """Tokens in the bucket now (negative while callers are waiting on reservations)."""
+        with self._lock:
+            self._refill(self._clock())
+            return self._tokens

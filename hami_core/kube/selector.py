@@ -1,0 +1,97 @@
+"""Label selectors as the API server reads them, for the in-memory cluster.
+
+Supported: ``k=v``, ``k==v``, ``k!=v``, ``k`` (exists), ``!k`` (does not exist), ``k in (a,b)``,
+``k notin (a,b)``, joined by commas (AND). Keys and values must be valid label keys and values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from hami_core.kube.port import Invalid
+from hami_core.protocol.errors import shorten
+
+__all__ = ["LabelSelector", "is_qualified_name", "parse_label_selector"]
+
+_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
+_PREFIX = r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)"
+_KEY = re.compile(rf"({_PREFIX}/)?{_NAME}", re.ASCII)
+_VALUE = re.compile(rf"{_NAME}?", re.ASCII)
+_SET = re.compile(r"\s*(\S+)\s+(in|notin)\s*\(([^()]*)\)\s*", re.ASCII)
+
+Requirement = Callable[[Mapping[str, str]], bool]
+
+
+def is_qualified_name(text: str) -> bool:
+    """A valid label key, annotation key or resource name: ``[prefix/]name``."""
+    return bool(_KEY.fullmatch(text)) and len(text.partition("/")[0] if "/" in text else "") <= 253
+
+
+def _key(text: str, selector: str) -> str:
+    key = text.strip()
+    if not is_qualified_name(key):
+        raise Invalid(f"label selector {shorten(selector)}: {shorten(key)} is not a valid label key")
+    return key
+
+
+def _value(text: str, selector: str) -> str:
+    value = text.strip()
+    if not _VALUE.fullmatch(value):
+        raise Invalid(f"label selector {shorten(selector)}: {shorten(value)} is not a valid label value")
+    return value
+
+
+def _split_terms(selector: str) -> list[str]:
+    """Split on commas that are not inside a ``( )`` value set."""
+    terms, depth, start = [], 0, 0
+    for i, char in enumerate(selector):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth == 0:
+            terms.append(selector[start:i])
+            start = i + 1
+    terms.append(selector[start:])
+    return terms
+
+
+def _requirement(term: str, selector: str) -> Requirement:
+    set_match = _SET.fullmatch(term)
+    if set_match is not None:
+        key = _key(set_match.group(1), selector)
+        values = frozenset(_value(v, selector) for v in set_match.group(3).split(","))
+        if set_match.group(2) == "in":
+            return lambda labels: labels.get(key) in values
+        return lambda labels: labels.get(key) not in values
+    for operator in ("!=", "==", "="):
+        if operator in term:
+            left, _, right = term.partition(operator)
+            key, value = _key(left, selector), _value(right, selector)
+            if operator == "!=":
+                return lambda labels: labels.get(key) != value
+            return lambda labels: labels.get(key) == value
+    stripped = term.strip()
+    if stripped.startswith("!"):
+        key = _key(stripped[1:], selector)
+        return lambda labels: key not in labels
+    key = _key(stripped, selector)
+    return lambda labels: key in labels
+
+
+class LabelSelector:
+    """A parsed selector; call :meth:`matches` with an object's labels."""
+
+    def __init__(self, requirements: list[Requirement]) -> None:
+        self._requirements = requirements
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(requirement(labels) for requirement in self._requirements)
+
+
+def parse_label_selector(selector: str) -> LabelSelector:
+    """Parse ``selector``; ``Invalid`` (as the API server's 400) when it is malformed. Empty matches all."""
+    if not selector.strip():
+        return LabelSelector([])
+    return LabelSelector([_requirement(term, selector) for term in _split_terms(selector)])

@@ -1,0 +1,136 @@
+"""Raw Kubernetes JSON to and from the port's snapshots, shared by both cluster implementations.
+
+Both sides keep objects as the API server sends them (plain dicts from ``json.loads``) and reduce them here,
+so the in-memory cluster and the real one cannot disagree about what a Node or a Lease looks like.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from hami_core.kube.port import ClusterError, Invalid, Lease, NodeSnapshot
+from hami_core.protocol.errors import shorten
+
+__all__ = [
+    "format_micro_time",
+    "lease_body",
+    "lease_from_json",
+    "node_snapshot",
+    "parse_micro_time",
+    "resource_version_of",
+]
+
+
+def _mapping(value: object, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ClusterError(f"malformed {where}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _string_map(value: object, where: str) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for key, item in _mapping(value, where).items():
+        if not isinstance(item, str):
+            raise ClusterError(f"malformed {where}[{key!r}]: expected a string, got {type(item).__name__}")
+        result[key] = item
+    return result
+
+
+def resource_version_of(obj: Mapping[str, Any], where: str) -> str:
+    """``metadata.resourceVersion`` of a raw object ("" when absent)."""
+    rv = _mapping(obj.get("metadata"), f"{where} metadata").get("resourceVersion", "")
+    if not isinstance(rv, str):
+        raise ClusterError(f"malformed {where} metadata.resourceVersion: {rv!r}")
+    return rv
+
+
+def node_snapshot(obj: Mapping[str, Any]) -> NodeSnapshot:
+    """Reduce a raw Node to the fields the protocol reads."""
+    meta = _mapping(obj.get("metadata"), "Node metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ClusterError(f"malformed Node: metadata.name is {name!r}")
+    where = f"Node {name!r}"
+    uid = meta.get("uid", "")
+    if not isinstance(uid, str):
+        raise ClusterError(f"malformed {where} metadata.uid: {uid!r}")
+    status = _mapping(obj.get("status"), f"{where} status")
+    return NodeSnapshot(
+        name=name,
+        uid=uid,
+        resource_version=resource_version_of(obj, where),
+        labels=_string_map(meta.get("labels"), f"{where} metadata.labels"),
+        annotations=_string_map(meta.get("annotations"), f"{where} metadata.annotations"),
+        allocatable=_string_map(status.get("allocatable"), f"{where} status.allocatable"),
+    )
+
+
+def format_micro_time(value: datetime, field: str) -> str:
+    """A ``metav1.MicroTime``: RFC 3339 in UTC with exactly six fractional digits."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise Invalid(f"Lease {field}: {value.isoformat()} has no time zone; pass an aware datetime")
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_micro_time(text: object, where: str) -> datetime | None:
+    """Parse an RFC 3339 time as the API server writes it; ``None`` stays ``None``."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ClusterError(f"malformed {where}: expected an RFC 3339 string, got {text!r}")
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ClusterError(f"malformed {where}: {shorten(text)} is not an RFC 3339 time") from None
+    if parsed.tzinfo is None:
+        raise ClusterError(f"malformed {where}: {shorten(text)} has no time zone")
+    return parsed.astimezone(UTC)
+
+
+def lease_body(lease: Lease) -> dict[str, Any]:
+    """A ``coordination.k8s.io/v1`` Lease body; a set resourceVersion is the update's precondition."""
+    metadata: dict[str, Any] = {"name": lease.name, "namespace": lease.namespace}
+    if lease.resource_version:
+        metadata["resourceVersion"] = lease.resource_version
+    spec: dict[str, Any] = {"leaseTransitions": lease.lease_transitions}
+    if lease.holder_identity is not None:
+        spec["holderIdentity"] = lease.holder_identity
+    if lease.lease_duration_seconds is not None:
+        spec["leaseDurationSeconds"] = lease.lease_duration_seconds
+    if lease.acquire_time is not None:
+        spec["acquireTime"] = format_micro_time(lease.acquire_time, "acquire_time")
+    if lease.renew_time is not None:
+        spec["renewTime"] = format_micro_time(lease.renew_time, "renew_time")
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
+
+
+def lease_from_json(obj: Mapping[str, Any]) -> Lease:
+    """The port's ``Lease`` from a raw Lease."""
+    meta = _mapping(obj.get("metadata"), "Lease metadata")
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if not isinstance(name, str) or not isinstance(namespace, str):
+        raise ClusterError(f"malformed Lease: metadata.name {name!r}, metadata.namespace {namespace!r}")
+    where = f"Lease {namespace}/{name}"
+    spec = _mapping(obj.get("spec"), f"{where} spec")
+    holder = spec.get("holderIdentity")
+    duration = spec.get("leaseDurationSeconds")
+    transitions = spec.get("leaseTransitions") or 0
+    if holder is not None and not isinstance(holder, str):
+        raise ClusterError(f"malformed {where} spec.holderIdentity: {holder!r}")
+    for field, value in (("leaseDurationSeconds", duration), ("leaseTransitions", transitions)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise ClusterError(f"malformed {where} spec.{field}: {value!r}")
+    return Lease(
+        name=name,
+        namespace=namespace,
+        holder_identity=holder,
+        lease_duration_seconds=duration,
+        acquire_time=parse_micro_time(spec.get("acquireTime"), f"{where} spec.acquireTime"),
+        renew_time=parse_micro_time(spec.get("renewTime"), f"{where} spec.renewTime"),
+        lease_transitions=transitions,
+        resource_version=resource_version_of(obj, where),
+    )

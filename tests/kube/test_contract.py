@@ -1,0 +1,524 @@
+"""The cluster contract: one suite, run unchanged against the in-memory cluster and the real API server.
+
+Where the two disagree, the in-memory cluster is wrong. Nodes are cluster-scoped, so every test names its
+Nodes uniquely and selects them by a label of its own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+import pytest
+
+from hami_core.kube.port import (
+    Conflict,
+    Gone,
+    Invalid,
+    Lease,
+    NodeList,
+    NodeSnapshot,
+    NotFound,
+    WatchEvent,
+    WatchStream,
+)
+from hami_core.kube.reflector import Reflector, ReflectorConfig
+from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES
+
+WAIT = 15.0
+
+
+def node_name(prefix: str = "node") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def selector_of(labels: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in labels.items())
+
+
+def collect(cluster: Any, resource_version: str, selector: str, count: int) -> list[WatchEvent]:
+    """The first ``count`` non-bookmark events of a watch from ``resource_version``."""
+    stream = cluster.watch_nodes(
+        resource_version=resource_version, label_selector=selector, timeout_seconds=int(WAIT)
+    )
+    watchdog = threading.Timer(WAIT, stream.close)
+    watchdog.start()
+    events: list[WatchEvent] = []
+    try:
+        for event in stream:
+            if event.type != "BOOKMARK":
+                events.append(event)
+            if len(events) >= count:
+                break
+    finally:
+        watchdog.cancel()
+        stream.close()
+    return events
+
+
+def summary(events: list[WatchEvent]) -> list[tuple[str, str]]:
+    return [(e.type, e.node.name if e.node else "") for e in events]
+
+
+# -- writes ---------------------------------------------------------------------------------------------
+
+
+def test_create_get_and_delete(cluster: Any, test_label: dict[str, str]) -> None:
+    name = node_name()
+    created = cluster.create_node(name, labels=test_label, annotations={"a": "1"})
+    assert created.name == name and created.uid and created.resource_version
+    assert created.labels == test_label and created.annotations == {"a": "1"}
+    assert cluster.get_node(name) == created
+    with pytest.raises(Conflict):
+        cluster.create_node(name)
+    cluster.delete_node(name)
+    with pytest.raises(NotFound):
+        cluster.get_node(name)
+    with pytest.raises(NotFound):
+        cluster.delete_node(name)
+    with pytest.raises(NotFound):
+        cluster.patch_node_annotations(name, {"a": "2"})
+
+
+def test_merge_patch_null_deletes_one_key_and_leaves_the_rest(cluster: Any) -> None:
+    name = node_name()
+    cluster.create_node(name, annotations={"keep": "k", "drop": "d", "change": "1"})
+    patched = cluster.patch_node_annotations(name, {"drop": None, "change": "2", "new": "n"})
+    assert patched.annotations == {"keep": "k", "change": "2", "new": "n"}
+    assert cluster.get_node(name).annotations == patched.annotations
+    again = cluster.patch_node_annotations(name, {"absent": None})
+    assert again.annotations == patched.annotations
+    cluster.delete_node(name)
+
+
+def test_resource_version_changes_on_every_write(cluster: Any) -> None:
+    name = node_name()
+    seen = [cluster.create_node(name).resource_version]
+    seen.append(cluster.patch_node_annotations(name, {"a": "1"}).resource_version)
+    seen.append(cluster.patch_node_annotations(name, {"a": "2"}).resource_version)
+    seen.append(cluster.patch_node_status(name, {"example.com/gpu": "2"}).resource_version)
+    seen.append(cluster.patch_node_annotations(name, {"a": None}).resource_version)
+    assert len(set(seen)) == len(seen)
+    assert [int(rv) for rv in seen] == sorted(int(rv) for rv in seen)
+    cluster.delete_node(name)
+
+
+def test_stale_resource_version_precondition_is_a_conflict(cluster: Any) -> None:
+    name = node_name()
+    first = cluster.create_node(name)
+    second = cluster.patch_node_annotations(name, {"a": "1"}, resource_version=first.resource_version)
+    assert second.annotations == {"a": "1"}
+    with pytest.raises(Conflict):
+        cluster.patch_node_annotations(name, {"a": "2"}, resource_version=first.resource_version)
+    assert cluster.get_node(name).annotations == {"a": "1"}
+    third = cluster.patch_node_annotations(name, {"a": "3"}, resource_version=second.resource_version)
+    assert third.annotations == {"a": "3"}
+    cluster.delete_node(name)
+
+
+def test_annotations_beyond_the_size_limit_are_invalid(cluster: Any) -> None:
+    name = node_name()
+    cluster.create_node(name)
+    with pytest.raises(Invalid):
+        cluster.patch_node_annotations(name, {"big": "x" * MAX_ANNOTATION_BYTES})
+    assert cluster.get_node(name).annotations == {}
+    cluster.delete_node(name)
+
+
+def test_allocatable_lives_in_status_and_changes_only_through_the_status_subresource(cluster: Any) -> None:
+    name = node_name()
+    cluster.create_node(name)
+    node = cluster.patch_node_status(name, {"example.com/gpu": "4", "cpu": "2"})
+    assert node.allocatable == {"example.com/gpu": "4", "cpu": "2"}
+    after_annotations = cluster.patch_node_annotations(name, {"a": "1"})
+    assert after_annotations.allocatable == {"example.com/gpu": "4", "cpu": "2"}
+    ignored = cluster.merge_patch_node(
+        name, {"metadata": {"annotations": {"b": "2"}}, "status": {"allocatable": {"example.com/gpu": "9"}}}
+    )
+    assert ignored.annotations == {"a": "1", "b": "2"}
+    assert ignored.allocatable == {"example.com/gpu": "4", "cpu": "2"}
+    removed = cluster.patch_node_status(name, {"example.com/gpu": None})
+    assert removed.allocatable == {"cpu": "2"}
+    assert removed.annotations == {"a": "1", "b": "2"}
+    cluster.delete_node(name)
+
+
+def test_quantities_are_stored_in_canonical_form(cluster: Any) -> None:
+    name = node_name()
+    cluster.create_node(name)
+    node = cluster.patch_node_status(
+        name,
+        {
+            "example.com/a": "1000m",
+            "example.com/b": "1e3",
+            "example.com/c": "2k",
+            "cpu": "0.5",
+            "memory": "2048Ki",
+        },
+    )
+    assert node.allocatable == {
+        "example.com/a": "1",
+        "example.com/b": "1e3",
+        "example.com/c": "2k",
+        "cpu": "500m",
+        "memory": "2Mi",
+    }
+    with pytest.raises(Invalid):
+        cluster.patch_node_status(name, {"example.com/gpu": "500m"})  # extended resources are integers
+    with pytest.raises(Invalid):
+        cluster.patch_node_status(name, {"example.com/gpu": "-1"})
+    with pytest.raises(Invalid):
+        cluster.patch_node_status(name, {"example.com/gpu": "four"})
+    cluster.delete_node(name)
+
+
+# -- lists ----------------------------------------------------------------------------------------------
+
+
+def test_pagination_serves_one_consistent_snapshot(cluster: Any, test_label: dict[str, str]) -> None:
+    names = sorted(node_name() for _ in range(5))
+    for name in names:
+        cluster.create_node(name, labels=test_label)
+    selector = selector_of(test_label)
+    first: NodeList = cluster.list_nodes(label_selector=selector, limit=2)
+    assert len(first.items) <= 2 and first.continue_token
+    late = node_name("late")
+    cluster.create_node(late, labels=test_label)
+    seen = [node.name for node in first.items]
+    token = first.continue_token
+    while token:
+        page = cluster.list_nodes(label_selector=selector, limit=2, continue_token=token)
+        assert len(page.items) <= 2
+        assert page.resource_version == first.resource_version
+        seen.extend(node.name for node in page.items)
+        token = page.continue_token
+    assert seen == names  # sorted by name, each once, and the later Node is not in the snapshot
+    fresh = cluster.list_nodes(label_selector=selector)
+    assert sorted(node.name for node in fresh.items) == sorted([*names, late])
+    assert fresh.continue_token is None
+    for name in [*names, late]:
+        cluster.delete_node(name)
+
+
+def test_label_selectors_in_lists(cluster: Any, test_label: dict[str, str]) -> None:
+    gpu, cpu = node_name("gpu"), node_name("cpu")
+    cluster.create_node(gpu, labels={**test_label, "pool": "gpu", "zone": "a"})
+    cluster.create_node(cpu, labels={**test_label, "pool": "cpu"})
+    base = selector_of(test_label)
+
+    def names(extra: str) -> list[str]:
+        return sorted(n.name for n in cluster.list_nodes(label_selector=f"{base},{extra}").items)
+
+    assert names("pool=gpu") == [gpu]
+    assert names("pool!=gpu") == [cpu]
+    assert names("zone") == [gpu]
+    assert names("!zone") == [cpu]
+    assert names("pool in (cpu,gpu)") == sorted([gpu, cpu])
+    assert names("pool notin (gpu)") == [cpu]
+    with pytest.raises(Invalid):
+        cluster.list_nodes(label_selector="pool=in valid")
+    cluster.delete_node(gpu)
+    cluster.delete_node(cpu)
+
+
+# -- watches --------------------------------------------------------------------------------------------
+
+
+def test_watch_delivers_changes_in_order_from_a_resource_version(
+    cluster: Any, test_label: dict[str, str]
+) -> None:
+    name, other = node_name(), node_name()
+    before = cluster.create_node(other, labels=test_label)
+    start = cluster.list_nodes(label_selector=selector_of(test_label)).resource_version
+    created = cluster.create_node(name, labels=test_label)
+    modified = cluster.patch_node_annotations(name, {"a": "1"})
+    status = cluster.patch_node_status(name, {"example.com/gpu": "1"})
+    cluster.delete_node(name)
+    events = collect(cluster, start, selector_of(test_label), 4)
+    assert summary(events) == [("ADDED", name), ("MODIFIED", name), ("MODIFIED", name), ("DELETED", name)]
+    assert [e.node for e in events[:3]] == [created, modified, status]
+    deleted = events[3]
+    assert deleted.node is not None and deleted.node.annotations == {"a": "1"}
+    assert int(deleted.resource_version) > int(status.resource_version)
+    assert deleted.node.resource_version == deleted.resource_version
+    assert [e.resource_version for e in events] == sorted((e.resource_version for e in events), key=int)
+    assert all(e.node is not None and e.node.name != before.name for e in events)
+    cluster.delete_node(other)
+
+
+def test_watch_from_a_too_old_resource_version_is_gone(cluster: Any, test_label: dict[str, str]) -> None:
+    name = node_name()
+    cluster.create_node(name, labels=test_label)
+    for i in range(3):
+        cluster.patch_node_annotations(name, {"a": str(i)})
+    stream = cluster.watch_nodes(resource_version="1", timeout_seconds=5)
+    with pytest.raises(Gone):
+        for _ in stream:
+            pass
+    stream.close()
+    cluster.delete_node(name)
+
+
+def test_watch_with_a_label_selector_sees_objects_enter_and_leave(
+    cluster: Any, test_label: dict[str, str]
+) -> None:
+    name = node_name()
+    selector = selector_of({**test_label, "pool": "gpu"})
+    created = cluster.create_node(name, labels={**test_label, "pool": "cpu"})
+    start = created.resource_version
+    cluster.merge_patch_node(name, {"metadata": {"labels": {"pool": "gpu"}}})  # starts matching
+    cluster.patch_node_annotations(name, {"a": "1"})  # matches before and after
+    left = cluster.merge_patch_node(name, {"metadata": {"labels": {"pool": "cpu"}}})  # stops matching
+    cluster.patch_node_annotations(name, {"a": "2"})  # matches neither before nor after
+    cluster.merge_patch_node(name, {"metadata": {"labels": {"pool": "gpu"}}})  # matches again
+    cluster.delete_node(name)
+    events = collect(cluster, start, selector, 5)
+    assert summary(events) == [
+        ("ADDED", name),
+        ("MODIFIED", name),
+        ("DELETED", name),
+        ("ADDED", name),
+        ("DELETED", name),
+    ]
+    gone = events[2].node
+    assert gone is not None
+    assert gone.labels["pool"] == "gpu"  # the last state that matched, at the version that left
+    assert gone.annotations == {"a": "1"}
+    assert gone.resource_version == left.resource_version
+    assert events[3].node is not None and events[3].node.annotations == {"a": "2"}
+
+
+def test_watch_ends_at_its_timeout(cluster: Any) -> None:
+    rv = cluster.list_nodes(label_selector="hami-test=nothing-matches").resource_version
+    stream = cluster.watch_nodes(
+        resource_version=rv, label_selector="hami-test=nothing-matches", timeout_seconds=1
+    )
+    started = time.monotonic()
+    events = [e for e in stream if e.type != "BOOKMARK"]
+    assert events == []
+    assert time.monotonic() - started < 10
+
+
+def test_close_from_another_thread_ends_the_watch(cluster: Any) -> None:
+    rv = cluster.list_nodes(label_selector="hami-test=nothing-matches").resource_version
+    stream = cluster.watch_nodes(
+        resource_version=rv, label_selector="hami-test=nothing-matches", timeout_seconds=60
+    )
+    timer = threading.Timer(0.5, stream.close)
+    timer.start()
+    started = time.monotonic()
+    events = [e for e in stream if e.type != "BOOKMARK"]
+    timer.join()
+    assert events == []
+    assert time.monotonic() - started < 10
+
+
+# -- the reflector over both ---------------------------------------------------------------------------
+
+
+class Recorder:
+    """A reflector handler that logs every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | None, str | None]] = []
+        self._cond = threading.Condition()
+
+    def _add(self, call: tuple[str, str | None, str | None]) -> None:
+        with self._cond:
+            self.calls.append(call)
+            self._cond.notify_all()
+
+    def on_upsert(self, old: NodeSnapshot | None, new: NodeSnapshot) -> None:
+        self._add(("upsert", old.resource_version if old else None, new.name + "@" + new.resource_version))
+
+    def on_delete(self, last: NodeSnapshot) -> None:
+        self._add(("delete", last.name, None))
+
+    def on_synced(self, *, relisted: bool) -> None:
+        self._add(("synced", str(relisted), None))
+
+    def wait_for(self, call: tuple[str, str | None, str | None]) -> int:
+        """Wait until ``call`` was made; its index in the log."""
+        with self._cond:
+            assert self._cond.wait_for(lambda: call in self.calls, WAIT), f"never saw {call}: {self.calls}"
+            return self.calls.index(call)
+
+
+class _GoneStream:
+    def __iter__(self) -> Iterator[WatchEvent]:
+        raise Gone("watch nodes: too old resource version (injected by the test)", status=410)
+
+    def close(self) -> None:
+        pass
+
+
+class Interposer:
+    """Passes every call through to a cluster, except that a test can end the open watch, make the next
+    watch ``Gone`` and hold the next list until released."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.gone_next = False
+        self.list_gate = threading.Event()
+        self.list_gate.set()
+        self.list_waiting = threading.Event()
+        self.current: WatchStream | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def list_nodes(self, **kwargs: Any) -> NodeList:
+        if not self.list_gate.is_set():
+            self.list_waiting.set()
+            assert self.list_gate.wait(WAIT)
+        result: NodeList = self.inner.list_nodes(**kwargs)
+        return result
+
+    def watch_nodes(self, **kwargs: Any) -> WatchStream:
+        if self.gone_next:
+            self.gone_next = False
+            return _GoneStream()
+        self.current = self.inner.watch_nodes(**kwargs)
+        return self.current
+
+
+def test_reflector_relists_after_gone_without_losing_or_repeating_anything(
+    cluster: Any, test_label: dict[str, str]
+) -> None:
+    a, b, c, d = (node_name(x) for x in "abcd")
+    created = {name: cluster.create_node(name, labels=test_label) for name in (a, b, c)}
+    proxy = Interposer(cluster)
+    recorder = Recorder()
+    reflector = Reflector(
+        proxy, recorder, ReflectorConfig(label_selector=selector_of(test_label), watch_timeout=(20, 30))
+    )
+    reflector.start()
+    try:
+        assert reflector.wait_for_sync(WAIT)
+        first_sync = recorder.wait_for(("synced", "False", None))
+        assert sorted(recorder.calls[:first_sync]) == sorted(
+            ("upsert", None, f"{n.name}@{n.resource_version}") for n in created.values()
+        )
+        a1 = cluster.patch_node_annotations(a, {"x": "1"})
+        recorder.wait_for(("upsert", created[a].resource_version, f"{a}@{a1.resource_version}"))
+
+        # Lose the watch: the next one is Gone, and the relist waits until the world has moved on.
+        proxy.list_gate.clear()
+        proxy.gone_next = True
+        assert proxy.current is not None
+        proxy.current.close()
+        assert proxy.list_waiting.wait(WAIT)
+        mark = len(recorder.calls)
+        b1 = cluster.patch_node_annotations(b, {"x": "1"})
+        cluster.delete_node(c)
+        d1 = cluster.create_node(d, labels=test_label)
+        proxy.list_gate.set()
+        recorder.wait_for(("synced", "True", None))
+        after = recorder.calls[mark:]
+        assert sorted(after[:-1], key=str) == sorted(
+            [
+                ("upsert", created[b].resource_version, f"{b}@{b1.resource_version}"),
+                ("delete", c, None),
+                ("upsert", None, f"{d}@{d1.resource_version}"),
+            ],
+            key=str,
+        )
+        # ... and it carries on watching from the new list.
+        d2 = cluster.patch_node_annotations(d, {"y": "2"})
+        recorder.wait_for(("upsert", d1.resource_version, f"{d}@{d2.resource_version}"))
+        truth = {n.name: n for n in cluster.list_nodes(label_selector=selector_of(test_label)).items}
+        assert reflector.items() == truth
+        assert reflector.lists == 2
+    finally:
+        reflector.stop()
+    for name in (a, b, d):
+        cluster.delete_node(name)
+
+
+# -- leases ---------------------------------------------------------------------------------------------
+
+
+def _lease(namespace: str, name: str, holder: str, **changes: Any) -> Lease:
+    now = datetime(2026, 11, 29, 18, 4, 5, 123456, tzinfo=UTC)
+    return Lease(
+        name=name,
+        namespace=namespace,
+        holder_identity=holder,
+        lease_duration_seconds=15,
+        acquire_time=now,
+        renew_time=now,
+        **changes,
+    )
+
+
+def test_lease_create_get_update_with_compare_and_swap(cluster: Any, namespace: str) -> None:
+    with pytest.raises(NotFound):
+        cluster.get_lease(namespace, "hami-scheduler")
+    created = cluster.create_lease(_lease(namespace, "hami-scheduler", "replica-1"))
+    assert created.resource_version
+    assert created.holder_identity == "replica-1" and created.lease_duration_seconds == 15
+    assert created.renew_time == datetime(2026, 11, 29, 18, 4, 5, 123456, tzinfo=UTC)
+    assert cluster.get_lease(namespace, "hami-scheduler") == created
+    with pytest.raises(Conflict):
+        cluster.create_lease(_lease(namespace, "hami-scheduler", "replica-2"))
+    renewed_at = datetime(2026, 11, 29, 18, 4, 7, 654321, tzinfo=UTC)
+    renewed = cluster.update_lease(attrs.evolve(created, renew_time=renewed_at))
+    assert renewed.renew_time == renewed_at and renewed.resource_version != created.resource_version
+    with pytest.raises(Conflict):  # the stale version loses
+        cluster.update_lease(attrs.evolve(created, holder_identity="replica-2", lease_transitions=1))
+    assert cluster.get_lease(namespace, "hami-scheduler") == renewed
+    with pytest.raises(Invalid):  # an update must carry the version it replaces
+        cluster.update_lease(attrs.evolve(renewed, resource_version=""))
+    with pytest.raises(NotFound):
+        cluster.update_lease(attrs.evolve(created, name="other"))
+
+
+def test_lease_create_race_has_exactly_one_winner(cluster: Any, namespace: str) -> None:
+    contenders = 6
+    barrier = threading.Barrier(contenders)
+    outcomes: dict[str, str] = {}
+
+    def contend(identity: str) -> None:
+        barrier.wait()
+        try:
+            cluster.create_lease(_lease(namespace, "race", identity))
+            outcomes[identity] = "won"
+        except Conflict:
+            outcomes[identity] = "conflict"
+
+    threads = [threading.Thread(target=contend, args=(f"replica-{i}",)) for i in range(contenders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    winners = [identity for identity, outcome in outcomes.items() if outcome == "won"]
+    assert len(outcomes) == contenders and len(winners) == 1
+    assert cluster.get_lease(namespace, "race").holder_identity == winners[0]
+
+
+# -- events ---------------------------------------------------------------------------------------------
+
+
+def test_events_are_stored(cluster: Any, namespace: str) -> None:
+    reason = f"Reason{uuid.uuid4().hex[:6]}"
+    body = {
+        "metadata": {"generateName": "node-x."},
+        "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": "node-x", "uid": "u-1"},
+        "reason": reason,
+        "message": "register annotation does not decode",
+        "type": "Warning",
+        "source": {"component": "hami-scheduler"},
+        "count": 1,
+    }
+    cluster.create_event(namespace, body)
+    stored = [e for e in cluster.events(namespace) if e.get("reason") == reason]
+    assert len(stored) == 1
+    assert stored[0]["metadata"]["name"].startswith("node-x.")
+    assert stored[0]["involvedObject"]["name"] == "node-x"
+    with pytest.raises(Invalid):
+        cluster.create_event(namespace, {"reason": reason, "involvedObject": {"kind": "Node", "name": "n"}})
