@@ -5,9 +5,12 @@ Vendor drivers import only the names exported here, never inner modules.
 
 from __future__ import annotations
 
-from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES, Codec
+from hami_core.protocol.codecs import JSON_CODEC, LEGACY_CODEC, MAX_ANNOTATION_BYTES, Codec, decode_any
+from hami_core.protocol.convert import device_from_dict, device_to_dict
 from hami_core.protocol.decide import VendorRules
 from hami_core.protocol.errors import DecodeError, EncodeError
+from hami_core.protocol.gojson import decode_json, encode_json
+from hami_core.protocol.legacy import decode_legacy, encode_legacy
 from hami_core.protocol.liveness import ALLOCATABLE, HANDSHAKE, LivenessFacts, LivenessRule
 from hami_core.protocol.model import DeviceInfo, MigPlacement, MigProfile
 
@@ -16,6 +19,8 @@ __version__ = "0.1.0"
 __all__ = [
     "ALLOCATABLE",
     "HANDSHAKE",
+    "JSON_CODEC",
+    "LEGACY_CODEC",
     "MAX_ANNOTATION_BYTES",
     "Codec",
     "DecodeError",
@@ -27,4 +32,11 @@ __all__ = [
     "MigProfile",
     "VendorRules",
     "__version__",
+    "decode_any",
+    "decode_json",
+    "decode_legacy",
+    "device_from_dict",
+    "device_to_dict",
+    "encode_json",
+    "encode_legacy",
 ]

@@ -1,20 +1,40 @@
 """The codec interface: how a device list becomes an annotation value and back.
 
 The two encodings of the protocol (legacy colon and Go-compatible JSON) are instances of ``Codec``; a
-vendor driver may supply its own object of the same shape.
+vendor driver may supply its own object of the same shape. ``decode_any`` reads either encoding
+(spec 3.4, beyond HAMi).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+import attrs
+
+# The codec modules read MAX_ANNOTATION_BYTES and check_size from here at call time, and this module
+# reads their functions at call time, so either side may be imported first.
+from hami_core.protocol import gojson as _gojson
+from hami_core.protocol import legacy as _legacy
+from hami_core.protocol.errors import DecodeError
 from hami_core.protocol.model import DeviceInfo
 
-__all__ = ["MAX_ANNOTATION_BYTES", "Codec"]
+__all__ = [
+    "CODECS",
+    "JSON_CODEC",
+    "LEGACY_CODEC",
+    "MAX_ANNOTATION_BYTES",
+    "Codec",
+    "check_size",
+    "decode_any",
+    "detect_encoding",
+]
 
 #: Kubernetes' limit for all annotations of one object together; a longer value is refused unparsed.
 MAX_ANNOTATION_BYTES = 256 * 1024
+
+#: What Go's encoding/json counts as whitespace; also what "blank" means for ``detect_encoding``.
+_JSON_BLANK = " \t\n\r"
 
 
 @runtime_checkable
@@ -31,3 +51,54 @@ class Codec(Protocol):
     def encode(self, devices: Sequence[DeviceInfo]) -> str:
         """Encode devices; raise ``EncodeError`` when they cannot be written in this encoding."""
         ...
+
+
+def check_size(value: str, encoding: str) -> None:
+    """Raise ``DecodeError`` when ``value`` is over ``MAX_ANNOTATION_BYTES`` in UTF-8 (checked unparsed)."""
+    if len(value) * 4 <= MAX_ANNOTATION_BYTES:  # no str of this length can be over, whatever it holds
+        return
+    try:
+        size = len(value.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:
+        size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_ANNOTATION_BYTES:
+        raise DecodeError(
+            f"{encoding} value is {size} bytes, over the {MAX_ANNOTATION_BYTES}-byte annotation limit"
+        )
+
+
+@attrs.frozen
+class _FunctionCodec:
+    """A codec made of a decode and an encode function, looked up when called."""
+
+    name: str
+    _decode: Callable[[], Callable[[str], list[DeviceInfo]]] = attrs.field(repr=False)
+    _encode: Callable[[], Callable[[Sequence[DeviceInfo]], str]] = attrs.field(repr=False)
+
+    def decode(self, value: str) -> list[DeviceInfo]:
+        return self._decode()(value)
+
+    def encode(self, devices: Sequence[DeviceInfo]) -> str:
+        return self._encode()(devices)
+
+
+JSON_CODEC: Codec = _FunctionCodec("json", lambda: _gojson.decode_json, lambda: _gojson.encode_json)
+LEGACY_CODEC: Codec = _FunctionCodec(
+    "legacy", lambda: _legacy.decode_legacy, lambda: _legacy.encode_legacy
+)
+CODECS: dict[str, Codec] = {JSON_CODEC.name: JSON_CODEC, LEGACY_CODEC.name: LEGACY_CODEC}
+
+
+def detect_encoding(value: str) -> str:
+    """``"json"`` when the first non-blank character is ``[`` or the value is ``null``, else ``"legacy"``."""
+    stripped = value.lstrip(_JSON_BLANK)
+    if stripped.startswith("[") or stripped.rstrip(_JSON_BLANK) == "null":
+        return JSON_CODEC.name
+    return LEGACY_CODEC.name
+
+
+def decode_any(value: str) -> list[DeviceInfo]:
+    """Decode a register value in either encoding (spec 3.4, beyond HAMi); raise ``DecodeError``."""
+    if not isinstance(value, str):
+        raise DecodeError(f"annotation value must be a str, got {type(value).__name__}")
+    return CODECS[detect_encoding(value)].decode(value)
