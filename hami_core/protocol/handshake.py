@@ -95,8 +95,10 @@ _GO_STRING = re.compile(
     + _CLOCK
     + r"(?:[.,](?P<fraction>\d+))?"
     + r" +(?P<sign>[-+])(?P<off_hours>\d{2})(?P<off_minutes>\d{2})"
-    # Go prints the zone's abbreviation, or a numeric one (+08, -0330) for zones that have none.
-    + r" +(?:[A-Za-z]{3,5}(?:[-+]\d{1,2})?|[-+]\d{2}(?:\d{2})?)"
+    # The zone's abbreviation in the shapes Go's parser takes (3 capitals; 4 or 5 ending in T; WITA,
+    # ChST, MeST; GMT with an hour offset), or the numeric one Go prints for a zone without a name (+08,
+    # +0545; Go's own parser refuses the 4-digit kind, but the numeric offset before it says it all).
+    + r" +(?:[A-Z]{3}|[A-Z]{3,4}T|WITA|ChST|MeST|GMT[-+]\d{1,2}|[-+]\d{2}(?:\d{2})?)"
     + r"(?: +m=[-+]\d+(?:\.\d{1,9})?)?",
     re.ASCII,
 )
