@@ -8,10 +8,13 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hami_core import ALLOCATABLE, HANDSHAKE, MAX_ANNOTATION_BYTES, DecodeError, DeviceInfo, VendorRules
 from hami_core.protocol.decide import (
     CacheChange,
+    Decision,
     HandshakeWrite,
     Observation,
     Reason,
@@ -463,3 +466,60 @@ def test_observation_refuses_bad_fields(kw: dict[str, Any], message: str) -> Non
     kw.setdefault("node", NODE)
     with pytest.raises((ValueError, TypeError), match=message):
         Observation(**kw)
+
+
+# --- invariants over random histories of one node ---------------------------------------------------------
+
+_REGISTERS = st.sampled_from([None, "", "a", "a;b", "!"])
+_HANDSHAKES = st.one_of(
+    st.sampled_from([None, "Reported_1", "Reported_2", "Requesting_garbage", "Deleted_2024-01-02 00:00:00",
+                     "ours"]),  # "ours": the last stamp written, as the watch would show it
+    st.integers(-120, 300).map(lambda age: f"age:{age}"),
+)
+_STEP = st.tuples(st.integers(0, 90), _REGISTERS, _HANDSHAKES, st.integers(0, 2),
+                  st.sampled_from([True] * 8 + [False]), st.sampled_from([True] * 8 + [False]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=st.lists(_STEP, min_size=1, max_size=25), nvidia=st.booleans())
+def test_invariants_over_random_histories(steps: list[tuple[int, str | None, str, int, bool, bool]],
+                                          nvidia: bool) -> None:
+    rule = NVIDIA if nvidia else MLU
+    memory, now, last_stamp = VendorMemory(), NOW, None
+    previous: tuple[Observation, Decision] | None = None
+    for dt, register, handshake, allocatable, present, selected in steps:
+        now += dt * SEC
+        if handshake == "ours":
+            handshake = last_stamp
+        elif handshake is not None and handshake.startswith("age:"):
+            handshake = format_stamp(now - int(handshake[4:]) * SEC)
+        o = obs(register=register, handshake=handshake, allocatable=allocatable, present=present,
+                selected=selected)
+        d = decide(o, memory, now=now, rules=rule)
+        assert d == decide(o, memory, now=now, rules=rule)  # pure
+        if d.write is not None:
+            assert d.write.annotation == rule.handshake_annotation
+            assert present and selected
+        if d.write is not None and d.write.value is not None:
+            assert register is not None or handshake is not None  # spec 4 rule 6
+            assert d.write.value == format_stamp(now)
+            last_stamp = d.write.value
+        if d.cache is CacheChange.SET:
+            assert d.devices and all(x.devicevendor == rule.vendor_key for x in d.devices)
+        elif d.cache is CacheChange.DROP:
+            assert memory.devices is not None and d.devices is None
+        else:
+            assert d.devices == memory.devices
+        if previous is not None:
+            before, was = previous
+            quiet = (o.register == before.register and o.handshake == before.handshake
+                     and allocatable == 0 and present and selected)
+            if was.reason in (Reason.CLEANED_UP, Reason.AWAITING_SIGN_OF_LIFE) and quiet:
+                # spec 4.2: no new sign of life, no readmission and no write
+                assert (d.reason, d.write) == (Reason.AWAITING_SIGN_OF_LIFE, None)
+            if (was.write is not None and was.write.value is not None and o.handshake == before.handshake
+                    and present and selected and dt < 60 and d.verdict is not V.DEAD):
+                # a stamp in flight is not written again before the watch shows it
+                assert d.write is None or d.write.value is None
+        memory = d.memory
+        previous = (o, d)
