@@ -5,6 +5,8 @@ Vendor drivers import only the names exported here, never inner modules.
 
 from __future__ import annotations
 
+from hami_core.plugins.fakesource import FAKE_DEVICES_ENV, fake_devices
+from hami_core.plugins.hookspecs import HOOKSPEC_VERSION, VendorSpec, hookimpl
 from hami_core.protocol.codecs import JSON_CODEC, LEGACY_CODEC, MAX_ANNOTATION_BYTES, Codec, decode_any
 from hami_core.protocol.convert import device_from_dict, device_to_dict
 from hami_core.protocol.decide import VendorRules
@@ -18,7 +20,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ALLOCATABLE",
+    "FAKE_DEVICES_ENV",
     "HANDSHAKE",
+    "HOOKSPEC_VERSION",
     "JSON_CODEC",
     "LEGACY_CODEC",
     "MAX_ANNOTATION_BYTES",
@@ -31,6 +35,7 @@ __all__ = [
     "MigPlacement",
     "MigProfile",
     "VendorRules",
+    "VendorSpec",
     "__version__",
     "decode_any",
     "decode_json",
@@ -39,4 +44,6 @@ __all__ = [
     "device_to_dict",
     "encode_json",
     "encode_legacy",
+    "fake_devices",
+    "hookimpl",
 ]

@@ -1,0 +1,48 @@
+"""Vendor drivers: hook specifications, discovery through entry points, validation, selection, test kit.
+
+The daemons call ``load_drivers``; driver authors use ``hookimpl`` and ``VendorSpec`` from ``hami_core``.
+"""
+
+from __future__ import annotations
+
+from hami_core.plugins.driver import VendorDriver
+from hami_core.plugins.errors import (
+    DriverConflictError,
+    DriverError,
+    DriverSelectionError,
+    NoDriversError,
+    PluginError,
+)
+from hami_core.plugins.fakesource import FAKE_DEVICES_ENV, fake_devices
+from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, HOOKSPEC_VERSION, VendorSpec, hookimpl
+from hami_core.plugins.manager import (
+    DriverManager,
+    LoadFailure,
+    LoadReport,
+    load_drivers,
+    parse_count_resources,
+    parse_vendor_names,
+    require_drivers,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "FAKE_DEVICES_ENV",
+    "HOOKSPEC_VERSION",
+    "DriverConflictError",
+    "DriverError",
+    "DriverManager",
+    "DriverSelectionError",
+    "LoadFailure",
+    "LoadReport",
+    "NoDriversError",
+    "PluginError",
+    "VendorDriver",
+    "VendorSpec",
+    "fake_devices",
+    "hookimpl",
+    "load_drivers",
+    "parse_count_resources",
+    "parse_vendor_names",
+    "require_drivers",
+]

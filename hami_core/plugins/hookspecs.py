@@ -1,0 +1,105 @@
+"""The hook specifications a vendor driver implements, and the record it describes itself with.
+
+A driver package exposes a module (or object) under the ``hami.vendors`` entry-point group. That module
+marks its functions with ``hookimpl`` and names them after the hooks below. Only
+``hami_vendor_drivers`` is required; the other hooks are optional.
+
+The vendor guide's hook reference (``docs/vendor-guide.md``) is checked against this module by a test:
+a hook added here without a section there fails the suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+import pluggy
+
+from hami_core.protocol.codecs import Codec
+from hami_core.protocol.liveness import LivenessRule
+from hami_core.protocol.model import DeviceInfo
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "HOOKSPEC_VERSION",
+    "PROJECT_NAME",
+    "HookSpecs",
+    "VendorSpec",
+    "hookimpl",
+    "hookspec",
+]
+
+#: The pluggy project name; hook implementations must use the marker made for it (``hookimpl``).
+PROJECT_NAME = "hami"
+#: The entry-point group the core discovers drivers in.
+ENTRY_POINT_GROUP = "hami.vendors"
+#: Version of this hook specification, ``major.minor``. A driver built for another major, or for a later
+#: minor, is refused. Adding a hook or an optional hook argument bumps the minor; anything else the major.
+HOOKSPEC_VERSION = "1.0"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@attrs.frozen(kw_only=True)
+class VendorSpec:
+    """How a driver describes one vendor. Every value is checked when the driver loads (see ``manager``).
+
+    One driver package may return several of these (one per chip, for instance).
+    """
+
+    #: Driver name, as operators type it in ``--vendors``: lower case letters, digits and ``-``.
+    name: str
+    #: HAMi's CommonWord for the vendor, e.g. ``NVIDIA``; the key of the scheduler's device cache.
+    vendor_key: str
+    #: Node annotation carrying the encoded device list, e.g. ``hami.io/node-nvidia-register``.
+    register_annotation: str
+    #: Node annotation of the handshake, e.g. ``hami.io/node-handshake-dcu``; ``None`` for no handshake.
+    handshake_annotation: str | None
+    #: ``"json"``, ``"legacy"``, or a codec object of the driver's own (``name``, ``encode``, ``decode``).
+    encoding: str | Codec
+    #: The ``status.allocatable`` resource counting the vendor's devices, e.g. ``nvidia.com/gpu``.
+    count_resource: str
+    #: ``"handshake"``, ``"allocatable"``, or a rule object of the driver's own (``name``, ``alive``).
+    liveness: str | LivenessRule
+    #: Whether the vendor's node-side plugin writes ``Reported_<time>`` into the handshake annotation.
+    writes_reported: bool
+    #: The hook specification version the driver was written against, e.g. ``"1.0"``.
+    hookspec_version: str
+
+
+class HookSpecs:
+    """The hooks. The core calls each driver's implementation on its own, so one driver's failure never
+    reaches another's."""
+
+    @hookspec
+    def hami_vendor_drivers(self) -> Iterable[VendorSpec]:
+        """Describe the vendors this plugin provides.
+
+        Called once per process, when drivers are loaded (daemon start-up, ``hami vendors``). Return one
+        ``VendorSpec`` per vendor, at least one. It must be cheap and must not touch hardware or the
+        network: it only describes. Required.
+        """
+        raise NotImplementedError
+
+    @hookspec
+    def hami_discover_devices(self, driver_name: str, node_name: str) -> list[DeviceInfo] | None:
+        """List the devices of ``driver_name`` on this node, for the reporter.
+
+        Called by the reporter on every pass (every 30 s, 5 s after a failure), only for drivers this
+        plugin provides. Return the devices in index order (an empty list means the node has none), or
+        ``None`` when the driver has no way to look (no hardware library, no simulation source). Raise
+        on a failed probe: the reporter logs it and retries. Optional: without it the reporter cannot
+        publish this vendor.
+        """
+        raise NotImplementedError
+
+    @hookspec
+    def hami_node_deleted(self, driver_name: str, node_name: str) -> None:
+        """Forget anything the driver keeps about ``node_name``.
+
+        Called by the scheduler when a Node object is deleted, once for every selected driver of this
+        plugin, after the core has dropped the node from its cache. The return value is ignored, and an
+        exception is logged without stopping the other drivers. Optional.
+        """
+        raise NotImplementedError

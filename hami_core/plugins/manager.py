@@ -1,0 +1,336 @@
+"""Finds, loads, checks and selects vendor drivers, and calls their hooks.
+
+Each entry point of the ``hami.vendors`` group is loaded on its own: a driver that fails to import, to
+register or to describe itself becomes a ``LoadFailure`` in the report and is skipped; the others load.
+Conflicts (two drivers claiming one name, vendor key or annotation key) and a bad operator selection are
+start-up errors, raised by ``select``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import cast
+
+import attrs
+import pluggy
+
+from hami_core.plugins.driver import VendorDriver, origin_of
+from hami_core.plugins.errors import (
+    DriverConflictError,
+    DriverError,
+    DriverSelectionError,
+    NoDriversError,
+    PluginError,
+)
+from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME, HookSpecs
+from hami_core.plugins.validate import driver_from_spec, resource_name_problem
+from hami_core.protocol.codecs import CODECS, Codec
+from hami_core.protocol.model import DeviceInfo
+
+__all__ = [
+    "DriverManager",
+    "LoadFailure",
+    "LoadReport",
+    "load_drivers",
+    "parse_count_resources",
+    "parse_vendor_names",
+    "require_drivers",
+]
+
+log = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class LoadFailure:
+    """A driver (or plugin, when the driver name is not known yet) that was refused and skipped."""
+
+    name: str
+    #: Distribution name, ``""`` for a directly registered plugin.
+    package: str
+    version: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.name} ({origin_of(self.name, self.package, self.version)}): {self.message}"
+
+
+@attrs.frozen
+class LoadReport:
+    """What loading found: the drivers that passed every check, and the ones refused with why."""
+
+    drivers: tuple[VendorDriver, ...]
+    failures: tuple[LoadFailure, ...]
+
+
+def parse_vendor_names(text: str | None) -> list[str] | None:
+    """``"nvidia, dcu"`` -> ``["nvidia", "dcu"]``; ``None`` (every installed driver) when unset or blank."""
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    return names or None
+
+
+def parse_count_resources(items: Iterable[str]) -> dict[str, str]:
+    """Parse operator overrides ``DRIVER=RESOURCE``; each item may hold several, separated by commas."""
+    overrides: dict[str, str] = {}
+    for item in items:
+        for part in (p.strip() for p in item.split(",")):
+            if not part:
+                continue
+            name, equals, resource = (s.strip() for s in part.partition("="))
+            if not equals or not name or not resource:
+                raise DriverSelectionError(f"count resource override {part!r}: expected DRIVER=RESOURCE")
+            if problem := resource_name_problem(resource):
+                raise DriverSelectionError(
+                    f"count resource override {part!r}: {resource!r} is not a resource name: {problem}"
+                )
+            overrides[name] = resource
+    return overrides
+
+
+class DriverManager:
+    """Owns one pluggy plugin manager and the drivers loaded into it.
+
+    Build one per process (or per test); load with ``load_entry_points`` and/or ``register``, then
+    ``select`` the drivers to run. The hook-calling methods route each call to the plugin that provides
+    the driver and to no other.
+    """
+
+    def __init__(self, codecs: Mapping[str, Codec] = CODECS) -> None:
+        self._codecs = codecs
+        self._pm = pluggy.PluginManager(PROJECT_NAME)
+        self._pm.add_hookspecs(HookSpecs)
+        #: (plugin name, origin) -> the plugin object and its drivers.
+        self._plugins: dict[tuple[str, str], tuple[object, list[VendorDriver]]] = {}
+        self._failures: list[LoadFailure] = []
+        self._callers: dict[tuple[str, str, str], pluggy.HookCaller] = {}
+
+    @property
+    def report(self) -> LoadReport:
+        """Every loaded driver (sorted by name) and every failure, in load order."""
+        drivers = sorted(
+            (d for _, ds in self._plugins.values() for d in ds), key=lambda d: (d.name, d.origin)
+        )
+        return LoadReport(tuple(drivers), tuple(self._failures))
+
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> LoadReport:
+        """Load every installed driver of ``group``, each on its own; failures are recorded, not raised."""
+        for entry_point in sorted(importlib.metadata.entry_points(group=group), key=lambda ep: ep.name):
+            dist = entry_point.dist
+            package = dist.name if dist is not None else ""
+            version = dist.version if dist is not None else ""
+            try:
+                plugin = entry_point.load()
+            except (Exception, SystemExit) as error:
+                self._fail(entry_point.name, package, version, f"import failed: {_describe(error)}")
+                continue
+            try:
+                self.register(plugin, entry_point.name, package=package, version=version)
+            except DriverError as error:
+                self._fail(error.name, package, version, error.detail)
+        self._pm.check_pending()
+        return self.report
+
+    def register(
+        self, plugin: object, name: str, *, package: str = "", version: str = ""
+    ) -> list[VendorDriver]:
+        """Register one plugin object (a module or any object with hook implementations) under ``name``.
+
+        Returns its drivers. Raises ``DriverError`` and leaves nothing registered when the plugin uses an
+        unknown hook (a typo), provides no ``hami_vendor_drivers``, or describes itself badly.
+        """
+        origin = origin_of(name, package, version)
+        key = name if not self._pm.has_plugin(name) else f"{name}@{origin}"
+        if self._pm.has_plugin(key):
+            raise DriverError(name, origin, "is already registered", kind="plugin")
+        try:
+            self._pm.register(plugin, name=key)
+        except Exception as error:
+            raise DriverError(name, origin, f"cannot register: {_describe(error)}", kind="plugin") from error
+        try:
+            drivers = self._describe(plugin, name, package, version)
+        except DriverError:
+            self._pm.unregister(plugin)
+            raise
+        self._plugins[(name, origin)] = (plugin, drivers)
+        return drivers
+
+    def _describe(self, plugin: object, name: str, package: str, version: str) -> list[VendorDriver]:
+        origin = origin_of(name, package, version)
+        unknown = sorted(
+            caller.name for caller in self._pm.get_hookcallers(plugin) or () if not caller.has_spec()
+        )
+        if unknown:
+            raise DriverError(
+                name, origin, f"implements unknown hook(s) {', '.join(unknown)} (a typo?)", kind="plugin"
+            )
+        impls = [impl for impl in self._pm.hook.hami_vendor_drivers.get_hookimpls() if impl.plugin is plugin]
+        if not impls:
+            raise DriverError(name, origin, "provides no hami_vendor_drivers hook", kind="plugin")
+        try:
+            specs = list(cast("Iterable[object]", impls[0].function()))
+        except Exception as error:
+            raise DriverError(
+                name, origin, f"hami_vendor_drivers failed: {_describe(error)}", kind="plugin"
+            ) from error
+        if not specs:
+            raise DriverError(name, origin, "hami_vendor_drivers describes no driver", kind="plugin")
+        drivers = [
+            driver_from_spec(spec, plugin=name, package=package, version=version, codecs=self._codecs)
+            for spec in specs
+        ]
+        names = [d.name for d in drivers]
+        if len(set(names)) != len(names):
+            duplicates = sorted({n for n in names if names.count(n) > 1})
+            raise DriverError(name, origin, f"describes driver {duplicates[0]!r} twice", kind="plugin")
+        return drivers
+
+    def _fail(self, name: str, package: str, version: str, message: str) -> None:
+        self._failures.append(LoadFailure(name, package, version, message))
+
+    def select(
+        self, names: Sequence[str] | None = None, count_resources: Mapping[str, str] | None = None
+    ) -> tuple[VendorDriver, ...]:
+        """The drivers to run: those named (a driver name, or a plugin name for all its drivers), or every
+        loaded one when ``names`` is ``None``; with the operator's count resource overrides applied.
+
+        Raises ``DriverSelectionError`` for a name that matches nothing and ``DriverConflictError`` when the
+        selected drivers claim a name, vendor key or annotation key twice.
+        """
+        loaded = self.report.drivers
+        if names is None:
+            chosen = list(loaded)
+        else:
+            chosen = []
+            for wanted in names:
+                matches = [d for d in loaded if wanted in (d.name, d.plugin)]
+                if not matches:
+                    raise DriverSelectionError(self._unknown_name(wanted, loaded))
+                chosen.extend(d for d in matches if d not in chosen)
+        overrides = dict(count_resources or {})
+        for name in overrides:
+            if not any(d.name == name for d in chosen):
+                selected = ", ".join(d.name for d in chosen) or "none"
+                raise DriverSelectionError(
+                    f"count resource override for {name!r}: no such driver selected (selected: {selected})"
+                )
+        chosen = [
+            attrs.evolve(d, count_resource=overrides[d.name]) if d.name in overrides else d for d in chosen
+        ]
+        check_conflicts(chosen)
+        return tuple(chosen)
+
+    def _unknown_name(self, wanted: str, loaded: Sequence[VendorDriver]) -> str:
+        installed = ", ".join(sorted({d.name for d in loaded})) or "none"
+        failed = [f for f in self._failures if f.name == wanted]
+        if failed:
+            return f"vendor driver {wanted!r} failed to load: {failed[0]} (installed: {installed})"
+        return f"unknown vendor driver {wanted!r} (installed: {installed})"
+
+    def plugin_of(self, driver: VendorDriver) -> object:
+        """The plugin object (usually a module) that provides ``driver``."""
+        entry = self._plugins.get((driver.plugin, driver.origin))
+        if entry is None:
+            raise PluginError(f"driver {driver.name!r} ({driver.origin}) is not loaded in this manager")
+        return entry[0]
+
+    def _caller(self, driver: VendorDriver, hook: str) -> pluggy.HookCaller:
+        """A hook caller that reaches only the plugin providing ``driver``."""
+        key = (driver.plugin, driver.origin, hook)
+        if key not in self._callers:
+            plugin = self.plugin_of(driver)
+            others = [p for p in self._pm.get_plugins() if p is not plugin]
+            self._callers[key] = self._pm.subset_hook_caller(hook, remove_plugins=others)
+        return self._callers[key]
+
+    def discover_devices(self, driver: VendorDriver, node_name: str) -> list[DeviceInfo] | None:
+        """Ask the driver for its devices on ``node_name`` (reporter side).
+
+        ``None`` when the driver cannot look. A driver error propagates; a result of the wrong type raises
+        ``PluginError`` naming the driver.
+        """
+        results = self._caller(driver, "hami_discover_devices")(driver_name=driver.name, node_name=node_name)
+        devices = results[0] if results else None
+        if devices is None:
+            return None
+        if not isinstance(devices, list) or not all(isinstance(d, DeviceInfo) for d in devices):
+            raise PluginError(
+                f"driver {driver.name!r} ({driver.origin}): hami_discover_devices must return a list of "
+                f"DeviceInfo or None, got {devices!r:.80}"
+            )
+        return devices
+
+    def node_deleted(self, drivers: Iterable[VendorDriver], node_name: str) -> list[str]:
+        """Tell every driver that ``node_name`` is gone. A driver that raises is logged and listed in the
+        result (one message per failure); the others are still called."""
+        problems: list[str] = []
+        for driver in drivers:
+            try:
+                self._caller(driver, "hami_node_deleted")(driver_name=driver.name, node_name=node_name)
+            except Exception as error:
+                message = (
+                    f"driver {driver.name!r} ({driver.origin}): hami_node_deleted failed: {_describe(error)}"
+                )
+                log.error("%s", message)
+                problems.append(message)
+        return problems
+
+
+def check_conflicts(drivers: Sequence[VendorDriver]) -> None:
+    """Raise ``DriverConflictError`` when two drivers claim one driver name, vendor key or annotation key."""
+    claims: dict[tuple[str, str], VendorDriver] = {}
+    problems: list[str] = []
+    for driver in drivers:
+        wanted = [("driver name", driver.name), ("vendor key", driver.vendor_key)]
+        wanted += [("annotation key", key) for key in driver.annotation_keys]
+        for what, value in wanted:
+            holder = claims.setdefault((what, value), driver)
+            if holder is not driver:
+                problems.append(
+                    f"{what} {value!r} is claimed by driver {holder.name!r} ({holder.origin}) "
+                    f"and driver {driver.name!r} ({driver.origin})"
+                )
+    if problems:
+        raise DriverConflictError(
+            "; ".join(problems) + "; select one of them with --vendors or uninstall one"
+        )
+
+
+def require_drivers(drivers: Sequence[VendorDriver], report: LoadReport) -> None:
+    """Raise ``NoDriversError`` when ``drivers`` is empty, saying what is installed and what failed."""
+    if drivers:
+        return
+    if report.failures:
+        failed = "; ".join(str(f) for f in report.failures)
+        raise NoDriversError(f"no vendor driver could be loaded: {failed}")
+    raise NoDriversError(
+        "no vendor driver is installed: install one (for example hami-vendor-nvidia) "
+        f"so that it registers in the {ENTRY_POINT_GROUP!r} entry-point group"
+    )
+
+
+def load_drivers(
+    vendors: Sequence[str] | None = None,
+    count_resources: Mapping[str, str] | None = None,
+    *,
+    group: str = ENTRY_POINT_GROUP,
+) -> tuple[DriverManager, tuple[VendorDriver, ...]]:
+    """What the daemons call at start-up: load the installed drivers, select, and insist on at least one.
+
+    Each driver that failed to load is logged as a warning.
+    Raises ``DriverSelectionError``, ``DriverConflictError`` or ``NoDriversError``.
+    """
+    manager = DriverManager()
+    report = manager.load_entry_points(group)
+    for failure in report.failures:
+        log.warning("vendor driver skipped: %s", failure)
+    drivers = manager.select(vendors, count_resources)
+    require_drivers(drivers, report)
+    return manager, drivers
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__

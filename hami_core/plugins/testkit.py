@@ -1,0 +1,213 @@
+"""The driver test kit: a contract every vendor driver package runs in its own tests.
+
+Use it from ``hami_core.testing``::
+
+    from hami_core.testing import DriverContract
+
+    class TestContract(DriverContract):
+        driver_name = "nvidia"
+        package = "hami-vendor-nvidia"
+
+pytest collects the subclass and runs every check below against the driver as installed, loaded through
+its real entry point. Needs pytest (a test dependency, not a runtime one).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from hami_core.plugins.driver import VendorDriver
+from hami_core.plugins.fakesource import FAKE_DEVICES_ENV
+from hami_core.plugins.manager import DriverManager
+from hami_core.plugins.validate import (
+    annotation_key_problem,
+    check_hookspec_version,
+    driver_name_problem,
+    resource_name_problem,
+    vendor_key_problem,
+)
+from hami_core.protocol.errors import DecodeError
+from hami_core.protocol.liveness import LivenessFacts
+from hami_core.protocol.model import DeviceInfo
+
+__all__ = ["SAMPLE_DEVICE_LISTS", "DriverContract"]
+
+#: Device lists every encoding must carry unchanged; the zero-valued device is the one most often lost.
+SAMPLE_DEVICE_LISTS: tuple[tuple[DeviceInfo, ...], ...] = (
+    (
+        DeviceInfo(
+            id="DEV-00552014-5c87",
+            count=10,
+            devmem=32768,
+            devcore=100,
+            type="Vendor-Model X 32GB",
+            numa=0,
+            mode="hami-core",
+            health=True,
+        ),
+    ),
+    (DeviceInfo(),),
+    (
+        DeviceInfo(
+            id="DEV-a", index=0, count=1, devmem=2**31 - 1, devcore=0, type="T", numa=-1, health=False
+        ),
+        DeviceInfo(
+            id="DEV-b",
+            index=1,
+            count=2**31 - 1,
+            devmem=0,
+            devcore=100,
+            type="T",
+            numa=1,
+            mode="mps",
+            health=True,
+        ),
+    ),
+)
+
+#: Values no register annotation encoding should accept.
+GARBAGE_VALUES = ("this is not a device list", "[{", "a,b:")
+
+_FRESH = LivenessFacts(stamp_expired=False, allocatable=0, allocatable_seen=False)
+
+
+class DriverContract:
+    """The framework's contract for one driver. Subclass it and set ``driver_name``.
+
+    ``package``: the distribution the driver must come from (checked when set). ``uses_fake_source``:
+    the driver's ``hami_discover_devices`` reads ``HAMI_FAKE_DEVICES`` (set ``False`` for a driver that
+    probes real hardware only).
+    """
+
+    driver_name: ClassVar[str]
+    package: ClassVar[str | None] = None
+    uses_fake_source: ClassVar[bool] = True
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def manager(cls) -> DriverManager:
+        """A manager with every installed driver loaded through its entry point."""
+        manager = DriverManager()
+        manager.load_entry_points()
+        return manager
+
+    @pytest.fixture
+    def driver(self, manager: DriverManager) -> VendorDriver:
+        """The driver under test, as the core loaded it."""
+        found = [d for d in manager.report.drivers if d.name == self.driver_name]
+        if not found:
+            failures = [str(f) for f in manager.report.failures if f.name == self.driver_name]
+            pytest.fail(f"driver {self.driver_name!r} did not load: {failures or 'no such entry point'}")
+        return found[0]
+
+    def test_loads_through_its_entry_point(self, driver: VendorDriver, manager: DriverManager) -> None:
+        assert not [f for f in manager.report.failures if f.name in (driver.name, driver.plugin)]
+        if self.package is not None:
+            assert driver.package == self.package
+            assert driver.version == importlib.metadata.version(self.package)
+
+    def test_describes_itself_consistently(self, driver: VendorDriver) -> None:
+        again = DriverManager()
+        again.load_entry_points()
+        twin = [d for d in again.report.drivers if d.name == driver.name and d.origin == driver.origin]
+        assert len(twin) == 1, "describing itself twice must give one driver of the same name"
+        for field in (
+            "vendor_key",
+            "register_annotation",
+            "handshake_annotation",
+            "encoding",
+            "count_resource",
+            "writes_reported",
+            "hookspec_version",
+        ):
+            assert getattr(twin[0], field) == getattr(driver, field), field
+        assert twin[0].liveness.name == driver.liveness.name
+        assert driver.encoding == driver.codec.name
+        assert check_hookspec_version(driver.hookspec_version) is None
+
+    def test_names_and_keys_are_well_formed(self, driver: VendorDriver) -> None:
+        assert driver_name_problem(driver.name) is None
+        assert vendor_key_problem(driver.vendor_key) is None
+        for key in driver.annotation_keys:
+            assert annotation_key_problem(key) is None, key
+        assert len(set(driver.annotation_keys)) == len(driver.annotation_keys)
+        assert resource_name_problem(driver.count_resource) is None
+
+    @pytest.mark.parametrize("devices", SAMPLE_DEVICE_LISTS, ids=["full", "zero-valued", "two-devices"])
+    def test_codec_round_trips(self, driver: VendorDriver, devices: tuple[DeviceInfo, ...]) -> None:
+        encoded = driver.codec.encode(devices)
+        assert isinstance(encoded, str)
+        decoded = driver.codec.decode(encoded)
+        assert decoded == list(devices)
+        assert driver.codec.encode(decoded) == encoded, "encoding must be byte-stable across a round trip"
+
+    def test_codec_encodes_an_empty_list(self, driver: VendorDriver) -> None:
+        assert isinstance(driver.codec.encode([]), str)
+
+    @pytest.mark.parametrize("value", GARBAGE_VALUES)
+    def test_codec_refuses_garbage_with_decode_error(self, driver: VendorDriver, value: str) -> None:
+        with pytest.raises(DecodeError):
+            driver.codec.decode(value)
+
+    def test_liveness_answers_the_standard_scenarios(self, driver: VendorDriver) -> None:
+        rule = driver.liveness
+        expired = LivenessFacts(stamp_expired=True, allocatable=0, allocatable_seen=False)
+        assert rule.alive(_FRESH) is True, "a fresh stamp means alive"
+        assert rule.alive(expired) is False, "an expired stamp with nothing allocatable means dead"
+        for seen in (False, True):
+            facts = LivenessFacts(stamp_expired=True, allocatable=2, allocatable_seen=seen)
+            assert rule.alive(facts) is True, "devices still allocatable means alive"
+        assert rule.alive(expired) == rule.alive(expired), "a rule must be pure"
+        if rule.name == "allocatable":
+            dropped = LivenessFacts(stamp_expired=False, allocatable=0, allocatable_seen=True)
+            assert rule.alive(dropped) is False, "a count seen above zero that drops to zero means dead"
+
+    def test_discovery_reads_the_fake_source(
+        self, driver: VendorDriver, manager: DriverManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.delenv(FAKE_DEVICES_ENV, raising=False)
+        found = manager.discover_devices(driver, "node-1")
+        assert found is None or isinstance(found, list)
+        if not self.uses_fake_source:
+            return
+        assert found is None, "without a source the driver must answer None, not an empty list"
+        source = tmp_path / "devices.json"
+        source.write_text(json.dumps({driver.name: [{"id": "DEV-0", "count": 4, "health": True}]}))
+        monkeypatch.setenv(FAKE_DEVICES_ENV, str(source))
+        assert manager.discover_devices(driver, "node-1") == [DeviceInfo(id="DEV-0", count=4, health=True)]
+
+    def test_node_deleted_is_accepted(self, driver: VendorDriver, manager: DriverManager) -> None:
+        assert manager.node_deleted([driver], "node-1") == []
+
+    def test_imports_only_the_public_facade(self, driver: VendorDriver, manager: DriverManager) -> None:
+        offending = [
+            f"{path}: {name}"
+            for path, name in _core_imports(manager.plugin_of(driver))
+            if name != "hami_core"
+        ]
+        assert not offending, f"drivers import only from 'hami_core', never its inner modules: {offending}"
+
+
+def _core_imports(plugin: object) -> Iterator[tuple[Path, str]]:
+    """Every ``hami_core...`` module imported by the source files of the plugin's top-level package."""
+    module_name = getattr(plugin, "__name__", None) or type(plugin).__module__
+    top = sys.modules[module_name.partition(".")[0]]
+    origin = Path(top.__file__ or "")
+    files = sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin]
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            yield from ((path, n) for n in names if n.partition(".")[0] == "hami_core")

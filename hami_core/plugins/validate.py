@@ -1,0 +1,198 @@
+"""Checks a driver's self-description, field by field, and turns it into a ``VendorDriver``.
+
+Each refusal is a ``DriverError`` whose one-line message names the driver, its package and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from hami_core.plugins.driver import VendorDriver, origin_of
+from hami_core.plugins.errors import DriverError
+from hami_core.plugins.hookspecs import HOOKSPEC_VERSION, VendorSpec
+from hami_core.protocol.codecs import CODECS, Codec
+from hami_core.protocol.liveness import BUILTIN_RULES, LivenessRule
+
+__all__ = [
+    "annotation_key_problem",
+    "check_hookspec_version",
+    "driver_from_spec",
+    "driver_name_problem",
+    "resource_name_problem",
+    "vendor_key_problem",
+]
+
+_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DRIVER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_VERSION = re.compile(r"(\d+)\.(\d+)")
+
+
+def _qualified_name_problem(key: str, *, prefix_required: bool) -> str | None:
+    """Why Kubernetes would reject ``key`` as a qualified name (``[prefix/]name``), or ``None``."""
+    prefix, slash, name = key.rpartition("/")
+    if slash:
+        if not prefix:
+            return "the prefix before '/' is empty"
+        if len(prefix) > 253:
+            return f"the prefix is {len(prefix)} characters, at most 253 allowed"
+        if not all(_DNS_LABEL.fullmatch(label) for label in prefix.split(".")):
+            return f"the prefix {prefix!r} is not a DNS subdomain (lower case labels separated by '.')"
+    elif prefix_required:
+        return "it needs a domain prefix, as in 'example.com/name'"
+    if not name:
+        return "the name part is empty"
+    if len(name) > 63:
+        return f"the name part is {len(name)} characters, at most 63 allowed"
+    if not _NAME.fullmatch(name):
+        return (
+            f"the name part {name!r} must be letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit"
+        )
+    return None
+
+
+def annotation_key_problem(key: object) -> str | None:
+    """Why Kubernetes would reject ``key`` as an annotation key, or ``None`` when it is well formed.
+
+    Kubernetes lower-cases an annotation key before checking it, so upper case is allowed anywhere.
+    """
+    if not isinstance(key, str):
+        return f"it must be a string, got {type(key).__name__}"
+    return _qualified_name_problem(key.lower(), prefix_required=True)
+
+
+def resource_name_problem(name: object) -> str | None:
+    """Why ``name`` is not a valid extended resource name (``domain/name``), or ``None``."""
+    if isinstance(name, bool) or not isinstance(name, str):
+        return f"it must be a resource name string, got {name!r} ({type(name).__name__})"
+    return _qualified_name_problem(name, prefix_required=True)
+
+
+def driver_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a driver (lower case letters, digits and ``-``, at most 63), or ``None``."""
+    if not isinstance(name, str):
+        return f"it must be a string, got {type(name).__name__}"
+    if not name or len(name) > 63 or not _DRIVER_NAME.fullmatch(name):
+        return "it must be 1-63 lower case letters, digits or '-', starting and ending with a letter or digit"
+    return None
+
+
+def vendor_key_problem(key: object) -> str | None:
+    """Why ``key`` cannot be a vendor key (letters, digits, ``-_.``, at most 63), or ``None``."""
+    if not isinstance(key, str):
+        return f"it must be a string, got {type(key).__name__}"
+    if not key or len(key) > 63 or not _NAME.fullmatch(key):
+        return "it must be 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+    return None
+
+
+def check_hookspec_version(wanted: object) -> str | None:
+    """Why a driver written for hook spec ``wanted`` cannot load here, or ``None`` when it can.
+
+    Refused: a malformed version, another major, or a later minor than the core offers.
+    """
+    offered = _VERSION.fullmatch(HOOKSPEC_VERSION)
+    assert offered is not None
+    match = _VERSION.fullmatch(wanted) if isinstance(wanted, str) else None
+    if match is None:
+        return f"hookspec_version must be 'MAJOR.MINOR', got {wanted!r}"
+    major, minor = int(match[1]), int(match[2])
+    if major != int(offered[1]):
+        return f"needs hook spec {major}.x, hami-core offers {HOOKSPEC_VERSION}"
+    if minor > int(offered[2]):
+        return f"needs hook spec {major}.{minor} or a later {major}.x, hami-core offers {HOOKSPEC_VERSION}"
+    return None
+
+
+def _codec(encoding: object, codecs: Mapping[str, Codec]) -> Codec | str:
+    """The codec for ``encoding``, or why there is none."""
+    if isinstance(encoding, str):
+        if encoding not in codecs:
+            known = ", ".join(sorted(codecs))
+            return f"encoding {encoding!r} is unknown (known: {known}; or pass a codec object)"
+        return codecs[encoding]
+    not_callable = [attr for attr in ("encode", "decode") if not callable(getattr(encoding, attr, None))]
+    if not_callable:
+        return f"encoding {encoding!r} is not a codec: {' and '.join(not_callable)} not callable"
+    name = getattr(encoding, "name", None)
+    if not isinstance(name, str) or not name:
+        return f"encoding {encoding!r} is not a codec: it has no name"
+    assert isinstance(encoding, Codec)
+    return encoding
+
+
+def _liveness(rule: object) -> LivenessRule | str:
+    """The liveness rule for ``rule``, or why there is none."""
+    if isinstance(rule, str):
+        if rule not in BUILTIN_RULES:
+            known = ", ".join(sorted(BUILTIN_RULES))
+            return f"liveness rule {rule!r} is unknown (known: {known}; or pass a rule object)"
+        return BUILTIN_RULES[rule]
+    name = getattr(rule, "name", None)
+    if not isinstance(name, str) or not name or not callable(getattr(rule, "alive", None)):
+        return f"liveness {rule!r} is not a rule: it needs a name and alive(facts)"
+    assert isinstance(rule, LivenessRule)
+    return rule
+
+
+def _field_problem(spec: VendorSpec) -> str | None:
+    """The first field of ``spec`` (its name already checked) that is wrong, as a message."""
+    if problem := check_hookspec_version(spec.hookspec_version):
+        return problem
+    if problem := vendor_key_problem(spec.vendor_key):
+        return f"vendor_key {spec.vendor_key!r} is malformed: {problem}"
+    if problem := annotation_key_problem(spec.register_annotation):
+        return f"register_annotation {spec.register_annotation!r} is not a valid annotation key: {problem}"
+    handshake = spec.handshake_annotation
+    if handshake is not None:
+        if problem := annotation_key_problem(handshake):
+            return f"handshake_annotation {handshake!r} is not a valid annotation key: {problem}"
+        if handshake == spec.register_annotation:
+            return "handshake_annotation is the same key as register_annotation"
+    if problem := resource_name_problem(spec.count_resource):
+        return f"count_resource {spec.count_resource!r} is malformed: {problem}"
+    if not isinstance(spec.writes_reported, bool):
+        return f"writes_reported must be True or False, got {spec.writes_reported!r}"
+    return None
+
+
+def driver_from_spec(
+    spec: object,
+    *,
+    plugin: str,
+    package: str,
+    version: str,
+    codecs: Mapping[str, Codec] = CODECS,
+) -> VendorDriver:
+    """Check one ``VendorSpec`` and build the ``VendorDriver``; raise ``DriverError`` naming the bad field."""
+    origin = origin_of(plugin, package, version)
+    if not isinstance(spec, VendorSpec):
+        detail = f"hami_vendor_drivers must yield VendorSpec records, got {type(spec).__name__}"
+        raise DriverError(plugin, origin, detail, kind="plugin")
+    if problem := driver_name_problem(spec.name):
+        raise DriverError(plugin, origin, f"driver name {spec.name!r} is malformed: {problem}", kind="plugin")
+    if problem := _field_problem(spec):
+        raise DriverError(spec.name, origin, problem)
+    codec = _codec(spec.encoding, codecs)
+    if isinstance(codec, str):
+        raise DriverError(spec.name, origin, codec)
+    liveness = _liveness(spec.liveness)
+    if isinstance(liveness, str):
+        raise DriverError(spec.name, origin, liveness)
+    return VendorDriver(
+        name=spec.name,
+        vendor_key=spec.vendor_key,
+        register_annotation=spec.register_annotation,
+        handshake_annotation=spec.handshake_annotation,
+        encoding=codec.name,
+        codec=codec,
+        count_resource=spec.count_resource,
+        liveness=liveness,
+        writes_reported=spec.writes_reported,
+        hookspec_version=spec.hookspec_version,
+        plugin=plugin,
+        package=package,
+        version=version,
+    )

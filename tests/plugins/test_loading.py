@@ -1,0 +1,176 @@
+"""Discovery through entry points, isolation of broken drivers, hook typos, version refusal."""
+
+from __future__ import annotations
+
+import pytest
+from plugins.driverkit import IN_TREE, Describes, FakeDist, good_driver, make_spec
+
+from hami_core import hookimpl
+from hami_core.plugins import DriverError, DriverManager, LoadFailure
+
+
+def test_the_four_in_tree_drivers_are_discovered_with_their_packages() -> None:
+    report = DriverManager().load_entry_points()
+    found = {d.name: d for d in report.drivers}
+    for name in IN_TREE:
+        assert found[name].package == f"hami-vendor-{name}"
+        assert found[name].plugin == name
+        assert found[name].version
+
+
+def test_a_driver_that_fails_to_import_is_reported_and_skipped(fake_dist: FakeDist) -> None:
+    fake_dist("hami-vendor-broken", "raise RuntimeError('libfoo.so: cannot open shared object file')\n")
+    report = DriverManager().load_entry_points()
+    assert (
+        LoadFailure(
+            "hami-vendor-broken",
+            "hami-vendor-broken",
+            "1.2.3",
+            "import failed: RuntimeError: libfoo.so: cannot open shared object file",
+        )
+        in report.failures
+    )
+    assert set(IN_TREE) <= {d.name for d in report.drivers}
+
+
+def test_a_driver_calling_sys_exit_on_import_does_not_stop_the_others(fake_dist: FakeDist) -> None:
+    fake_dist("hami-vendor-exits", "import sys\nsys.exit(3)\n")
+    fake_dist("hami-vendor-fine", good_driver("fine"))
+    report = DriverManager().load_entry_points()
+    assert [f.message for f in report.failures if f.package == "hami-vendor-exits"] == [
+        "import failed: SystemExit: 3"
+    ]
+    assert "fine" in {d.name for d in report.drivers}
+
+
+def test_a_driver_that_fails_to_describe_itself_is_reported_and_skipped(fake_dist: FakeDist) -> None:
+    fake_dist(
+        "hami-vendor-moody",
+        """
+        from hami_core import hookimpl
+
+        @hookimpl
+        def hami_vendor_drivers():
+            raise KeyError("config")
+        """,
+        entry_name="moody",
+    )
+    report = DriverManager().load_entry_points()
+    (failure,) = [f for f in report.failures if f.package == "hami-vendor-moody"]
+    assert str(failure) == "moody (hami-vendor-moody 1.2.3): hami_vendor_drivers failed: KeyError: 'config'"
+    assert set(IN_TREE) <= {d.name for d in report.drivers}
+
+
+def test_a_hook_name_with_a_typo_is_caught(fake_dist: FakeDist) -> None:
+    fake_dist(
+        "hami-vendor-typo",
+        good_driver("typo")
+        + """
+@hookimpl
+def hami_discover_device(driver_name, node_name):
+    return []
+""",
+        entry_name="typo",
+    )
+    manager = DriverManager()
+    report = manager.load_entry_points()
+    (failure,) = [f for f in report.failures if f.package == "hami-vendor-typo"]
+    assert failure.message == "implements unknown hook(s) hami_discover_device (a typo?)"
+    assert "typo" not in {d.name for d in report.drivers}
+
+
+def test_a_plugin_without_the_description_hook_is_refused() -> None:
+    class OnlyDiscovery:
+        @hookimpl
+        def hami_discover_devices(self, driver_name: str, node_name: str) -> None:
+            return None
+
+    with pytest.raises(DriverError, match=r"plugin 'lonely' \(<registered plugin lonely>\): provides no "):
+        DriverManager().register(OnlyDiscovery(), "lonely")
+
+
+def test_a_hook_with_wrong_arguments_is_refused_at_registration() -> None:
+    class WrongArgs(Describes):
+        @hookimpl
+        def hami_discover_devices(self, driver: str, node: str) -> None:
+            return None
+
+    with pytest.raises(DriverError, match=r"plugin 'wrong' .*cannot register: PluginValidationError"):
+        DriverManager().register(WrongArgs(make_spec()), "wrong")
+
+
+def test_a_refused_plugin_leaves_nothing_registered() -> None:
+    manager = DriverManager()
+    with pytest.raises(DriverError):
+        manager.register(Describes(make_spec(liveness="sometimes")), "acme")
+    assert manager.report.drivers == ()
+    assert [d.name for d in manager.register(Describes(make_spec()), "acme")] == ["acme"]
+
+
+@pytest.mark.parametrize(
+    ("wanted", "message"),
+    [
+        ("2.0", "driver 'acme' (<registered plugin acme>): needs hook spec 2.x, hami-core offers 1.0"),
+        ("0.9", "driver 'acme' (<registered plugin acme>): needs hook spec 0.x, hami-core offers 1.0"),
+        (
+            "1.7",
+            "driver 'acme' (<registered plugin acme>): needs hook spec 1.7 or a later 1.x, "
+            "hami-core offers 1.0",
+        ),
+        ("v1", "driver 'acme' (<registered plugin acme>): hookspec_version must be 'MAJOR.MINOR', got 'v1'"),
+    ],
+)
+def test_a_driver_for_an_incompatible_hook_spec_is_refused(wanted: str, message: str) -> None:
+    with pytest.raises(DriverError) as caught:
+        DriverManager().register(Describes(make_spec(hookspec_version=wanted)), "acme")
+    assert str(caught.value) == message
+
+
+def test_a_version_refusal_through_entry_points_names_the_package(fake_dist: FakeDist) -> None:
+    fake_dist("hami-vendor-future", good_driver("future").replace('"1.0"', '"2.3"'), version="5.0")
+    report = DriverManager().load_entry_points()
+    assert [str(f) for f in report.failures if f.package == "hami-vendor-future"] == [
+        "future (hami-vendor-future 5.0): needs hook spec 2.x, hami-core offers 1.0"
+    ]
+
+
+def test_one_plugin_may_provide_several_drivers() -> None:
+    manager = DriverManager()
+    specs = [
+        make_spec(
+            name=f"chip-{i}",
+            vendor_key=f"CHIP-{i}",
+            register_annotation=f"hami.io/r-{i}",
+            handshake_annotation=f"hami.io/h-{i}",
+        )
+        for i in range(3)
+    ]
+    drivers = manager.register(Describes(*specs), "chips", package="hami-vendor-chips", version="0.3")
+    assert [d.name for d in drivers] == ["chip-0", "chip-1", "chip-2"]
+    assert {(d.plugin, d.origin) for d in drivers} == {("chips", "hami-vendor-chips 0.3")}
+
+
+def test_a_plugin_describing_one_driver_twice_is_refused() -> None:
+    with pytest.raises(DriverError, match="describes driver 'acme' twice"):
+        DriverManager().register(Describes(make_spec(), make_spec()), "acme")
+
+
+def test_a_plugin_describing_nothing_is_refused() -> None:
+    with pytest.raises(DriverError, match="hami_vendor_drivers describes no driver"):
+        DriverManager().register(Describes(), "empty")
+
+
+def test_a_plugin_returning_something_else_than_specs_is_refused() -> None:
+    with pytest.raises(DriverError, match="must yield VendorSpec records, got dict"):
+        DriverManager().register(Describes({"name": "acme"}), "dicts")
+
+
+def test_typo_checking_leaves_the_manager_consistent(fake_dist: FakeDist) -> None:
+    """The offending plugin is unregistered, so pluggy's own check_pending at the end of loading passes."""
+    fake_dist(
+        "hami-vendor-typo2", "from hami_core import hookimpl\n@hookimpl\ndef hami_vendor_driver(): pass\n"
+    )
+    report = DriverManager().load_entry_points()
+    assert [f.message for f in report.failures if f.package == "hami-vendor-typo2"] == [
+        "implements unknown hook(s) hami_vendor_driver (a typo?)"
+    ]
