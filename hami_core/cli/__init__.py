@@ -14,3 +14,6 @@ def main() -> None:
 
 
 # Sub-commands: one line each, in the order they appear in --help.
+from hami_core.cli.vendors import vendors  # noqa: E402
+
+main.add_command(vendors)
