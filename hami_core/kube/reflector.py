@@ -208,7 +208,6 @@ class Reflector:
         self._apply_list(items)
         self.resource_version = resource_version
         self._gone_right_after_list = True
-        self._backoff.reset()
         self._synced.set()
         try:
             self._handler.on_synced(relisted=relisted)
