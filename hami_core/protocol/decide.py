@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, tzinfo
 
 import attrs
 
-from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES, Codec
+from hami_core.protocol.codecs import JSON_CODEC, LEGACY_CODEC, MAX_ANNOTATION_BYTES, Codec, decode_any
 from hami_core.protocol.errors import DecodeError
 from hami_core.protocol.handshake import (
     DEFAULT_WINDOW,
@@ -228,7 +228,10 @@ class Decision:
 
 
 def _reader(codec: Codec) -> Callable[[str], list[DeviceInfo]]:
-    """The register reader for a vendor codec (spec 3.4)."""
+    """The register reader for a vendor codec: a built-in encoding reads both (spec 3.4), since a vendor's
+    plugin of another HAMi version may write the other one; a driver's own codec reads its own."""
+    if codec is JSON_CODEC or codec is LEGACY_CODEC:
+        return decode_any
     return codec.decode
 
 
@@ -237,7 +240,8 @@ def _decode(
 ) -> tuple[DeviceInfo, ...] | str:
     """The devices of a register value with ``devicevendor`` set, or a one-line error."""
     where = f"node {obs.node}: annotation {rules.register_annotation}"
-    size = len(value.encode("utf-8", "surrogatepass"))
+    # A str of n characters is at most 4n bytes in UTF-8: only a long one needs encoding to be measured.
+    size = len(value.encode("utf-8", "surrogatepass")) if len(value) * 4 > MAX_ANNOTATION_BYTES else 0
     if size > MAX_ANNOTATION_BYTES:
         return f"{where}: value is {size} bytes, over the {MAX_ANNOTATION_BYTES}-byte annotation limit"
     try:
@@ -304,7 +308,8 @@ def decide(
     """Decide one vendor on one node: the handshake write, the cache change and the new memory.
 
     ``now`` is the scheduler's clock as an aware datetime in its zone: stamps are written in that zone
-    and zone-less stamps are read in it. ``decode`` may be a memoised reader; it defaults to the vendor's.
+    and zone-less stamps are read in it. ``decode`` may be a memoised reader; it defaults to the vendor's
+    (for the built-in encodings, one that reads both).
 
     A vendor without a handshake annotation has no stamp that could expire: its liveness rule is asked
     with ``stamp_expired=False``, so the built-in ``handshake`` rule keeps it while its register

@@ -11,7 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hami_core import ALLOCATABLE, HANDSHAKE, MAX_ANNOTATION_BYTES, DecodeError, DeviceInfo, VendorRules
+from hami_core import (
+    ALLOCATABLE,
+    HANDSHAKE,
+    JSON_CODEC,
+    LEGACY_CODEC,
+    MAX_ANNOTATION_BYTES,
+    DecodeError,
+    DeviceInfo,
+    VendorRules,
+)
 from hami_core.protocol.decide import (
     CacheChange,
     Decision,
@@ -523,3 +532,54 @@ def test_invariants_over_random_histories(steps: list[tuple[int, str | None, str
                 assert d.write is None or d.write.value is None
         memory = d.memory
         previous = (o, d)
+
+
+# --- the real codecs: readers accept both encodings (spec 3.4) --------------------------------------------
+
+JSON_NVIDIA = attrs.evolve(NVIDIA, codec=JSON_CODEC)
+LEGACY_MLU = attrs.evolve(MLU, codec=LEGACY_CODEC)
+A10_JSON = ('[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10","mode":"hami-core",'
+            '"health":true}]')
+A10_LEGACY = "GPU-0,10,24576,100,NVIDIA-A10,0,true,0,hami-core:"
+A10 = DeviceInfo(id="GPU-0", count=10, devmem=24576, devcore=100, type="NVIDIA-A10", mode="hami-core",
+                 health=True)
+
+
+@pytest.mark.parametrize("value", [A10_JSON, A10_LEGACY], ids=["json", "legacy"])
+@pytest.mark.parametrize("rule", [JSON_NVIDIA, LEGACY_MLU], ids=["json vendor", "legacy vendor"])
+def test_a_built_in_codec_reads_both_encodings(rule: VendorRules, value: str) -> None:
+    d = decide(obs(register=value, handshake=stamp()), VendorMemory(), now=NOW, rules=rule)
+    assert (d.reason, d.devices) == (R.REGISTERED, (attrs.evolve(A10, devicevendor=rule.vendor_key),))
+
+
+def test_an_old_nvidia_plugin_switching_encoding_is_an_update_not_a_loss() -> None:
+    """A rolling upgrade: the legacy value of a v2.7 plugin replaced by the JSON of a v2.8 one."""
+    first = decide(obs(register=A10_LEGACY, handshake=stamp(), allocatable=10), VendorMemory(), now=NOW,
+                   rules=JSON_NVIDIA)
+    second = decide(obs(register=A10_JSON, handshake=stamp(), allocatable=10), first.memory, now=NOW + SEC,
+                    rules=JSON_NVIDIA)
+    assert (second.reason, second.devices) == (R.UPDATED, first.devices)
+
+
+SEED_MLU = ("MLU-45013011-2257-0000-0000-000000000000,10,23308,0,MLU-MLU370-X4,0,false:"
+            "MLU-54043011-2257-0000-0000-000000000000,10,23308,0,")
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "quoted"),
+    [(LEGACY_MLU, SEED_MLU, "MLU-54043011"), (JSON_NVIDIA, "[null]", "null"), (JSON_NVIDIA, "[{", "")],
+    ids=["seed's truncated MLU value", "[null] element", "broken JSON"],
+)
+def test_real_decode_errors_degrade_with_a_clear_message(rule: VendorRules, value: str, quoted: str) -> None:
+    memory = VendorMemory(devices=(attrs.evolve(A10, devicevendor=rule.vendor_key),), register=A10_JSON)
+    d = decide(obs(register=value, handshake=stamp()), memory, now=NOW, rules=rule)
+    assert (d.reason, d.cache, d.devices, d.error_is_new) == (R.DEGRADED, KEEP, memory.devices, True)
+    assert d.error is not None and "\n" not in d.error
+    assert d.error.startswith(f"node {NODE}: annotation {rule.register_annotation}: ")
+    assert quoted in d.error
+
+
+def test_a_driver_codec_reads_only_its_own_encoding() -> None:
+    # TINY would take a JSON value as a device id; nothing reads it as JSON on a custom codec's behalf
+    d = decide(obs(register="[x]", handshake=stamp()), VendorMemory(), now=NOW, rules=MLU)
+    assert d.devices is not None and [x.id for x in d.devices] == ["[x]"]
