@@ -1,0 +1,563 @@
+"""A real kube-apiserver + etcd for the test suite, run as two local processes (no containers).
+
+``start_apiserver(workdir)`` starts etcd and kube-apiserver on free loopback ports with generated
+certificates, token identities (admin, the scheduler, reporters) and the RBAC of
+:mod:`harness.rbac`; ``stop_apiserver`` ends both. Every file lives under ``workdir``.
+
+The binaries come from ``scripts/build-k8s.sh``; :func:`k8s_bin_dir` computes the same cache
+directory from the same pins, so Python and the script agree on where they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import rbac
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RECIPE = 1  # keep equal to RECIPE in scripts/build-k8s.sh
+MODULES = ("tests/k8s/apiserver", "tests/k8s/etcd")
+DEFAULT_REPORTER_NODES = ("node-a", "node-b", "node-c", "node-d")
+START_TIMEOUT = 90.0
+STOP_TIMEOUT = 15.0
+
+
+class ApiServerError(RuntimeError):
+    """The API server could not be found, started or talked to."""
+
+
+# -- where the binaries are -------------------------------------------------------------------------
+
+
+def k8s_version(root: Path = REPO_ROOT) -> str:
+    """The pinned k8s.io/kubernetes version, read from the build module's go.mod."""
+    go_mod = root / MODULES[0] / "go.mod"
+    match = re.search(r"^\s*(?:require\s+)?k8s\.io/kubernetes\s+(v\S+)", go_mod.read_text(), re.MULTILINE)
+    if match is None:
+        raise ApiServerError(f"{go_mod}: no 'k8s.io/kubernetes vX.Y.Z' requirement")
+    return match.group(1)
+
+
+def k8s_bin_dir(root: Path = REPO_ROOT) -> Path:
+    """The directory scripts/build-k8s.sh builds into for the current pins (same key, same root)."""
+    digest = hashlib.sha256(f"recipe {RECIPE}\n".encode())
+    for module in MODULES:
+        for name in ("go.mod", "go.sum"):
+            digest.update((root / module / name).read_bytes())
+    cache = os.environ.get("HAMI_K8S_CACHE") or str(Path.home() / ".cache" / "hami-core" / "k8s")
+    return Path(cache) / f"{k8s_version(root)}-{digest.hexdigest()[:12]}"
+
+
+def find_binaries() -> Path:
+    """The directory holding ``kube-apiserver`` and ``etcd``: ``$HAMI_K8S_BIN`` or the build cache."""
+    override = os.environ.get("HAMI_K8S_BIN")
+    where = Path(override) if override else k8s_bin_dir()
+    source = "HAMI_K8S_BIN" if override else "the build cache"
+    missing = [name for name in ("kube-apiserver", "etcd") if not os.access(where / name, os.X_OK)]
+    if missing:
+        raise ApiServerError(
+            f"{' and '.join(missing)} not found in {where} ({source}); "
+            "run `bash scripts/build-k8s.sh` to build them"
+        )
+    return where
+
+
+# -- the running server -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApiServer:
+    """A running kube-apiserver: where it is, whom it trusts, and the processes behind it."""
+
+    url: str
+    ca_file: Path
+    workdir: Path
+    version: str
+    tokens: Mapping[str, str]
+    processes: tuple[subprocess.Popen[bytes], ...] = field(repr=False)
+
+    def token(self, identity: str) -> str:
+        """The bearer token of a pre-provisioned identity (``admin``, ``hami-scheduler``, a reporter)."""
+        try:
+            return self.tokens[identity]
+        except KeyError:
+            raise ApiServerError(
+                f"unknown token identity {identity!r}; known: {sorted(self.tokens)}"
+            ) from None
+
+    def reporter(self, node: str) -> str:
+        """The identity of ``node``'s reporter: a pre-provisioned token, else a new client certificate."""
+        user = rbac.reporter_user(node)
+        if user not in self.tokens:
+            self.add_identity(user, (rbac.REPORTER_GROUP,))
+        return user
+
+    def add_identity(self, user: str, groups: Iterable[str] = ()) -> str:
+        """Make a client-certificate identity (user name, groups) signed by the cluster CA; returns it."""
+        if user in self.tokens:
+            raise ApiServerError(f"identity {user!r} already exists as a token identity")
+        if not self._cert_paths(user)[0].exists():
+            _make_client_cert(self.ca_file.parent, _file_name(user), user, tuple(groups))
+        return user
+
+    def _cert_paths(self, identity: str) -> tuple[Path, Path]:
+        base = self.ca_file.parent / "clients" / _file_name(identity)
+        return base.with_suffix(".crt"), base.with_suffix(".key")
+
+    def _credentials(self, identity: str) -> dict[str, str]:
+        if identity in self.tokens:
+            return {"token": self.tokens[identity]}
+        cert, key = self._cert_paths(identity)
+        if not cert.exists():
+            known = sorted(self.tokens)
+            raise ApiServerError(f"unknown identity {identity!r}; known: {known} (or add_identity first)")
+        return {"client-certificate": str(cert), "client-key": str(key)}
+
+    def kubeconfig(self, identity: str = "admin") -> str:
+        """Path of a kubeconfig file (written on first use) that authenticates as ``identity``."""
+        credentials = self._credentials(identity)
+        path = self.workdir / "kubeconfigs" / f"{_file_name(identity)}.kubeconfig"
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            config = {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "harness",
+                        "cluster": {"server": self.url, "certificate-authority": str(self.ca_file)},
+                    }
+                ],
+                "users": [{"name": identity, "user": credentials}],
+                "contexts": [{"name": "harness", "context": {"cluster": "harness", "user": identity}}],
+                "current-context": "harness",
+            }
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(config, indent=2))  # JSON is YAML: every kubeconfig loader reads it
+            tmp.replace(path)
+        return str(path)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        identity: str = "admin",
+        content_type: str | None = None,
+    ) -> tuple[int, Any]:
+        """One raw API call; returns (status, decoded JSON body or text). Never raises on HTTP errors."""
+        credentials = self._credentials(identity)
+        cert = (
+            (credentials["client-certificate"], credentials["client-key"])
+            if "client-key" in credentials
+            else None
+        )
+        return _call(
+            self.url, self.ca_file, credentials.get("token"), method, path, body, content_type, cert=cert
+        )
+
+
+def _file_name(identity: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", identity)
+
+
+def _call(
+    url: str,
+    ca_file: Path,
+    token: str | None,
+    method: str,
+    path: str,
+    body: Any = None,
+    content_type: str | None = None,
+    timeout: float = 10.0,
+    cert: tuple[str, str] | None = None,
+) -> tuple[int, Any]:
+    headers = {"Accept": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = content_type or "application/json"
+    req = urllib.request.Request(url + path, data=data, method=method, headers=headers)
+    context = ssl.create_default_context(cafile=str(ca_file))
+    if cert is not None:
+        context.load_cert_chain(*cert)
+    try:
+        with urllib.request.urlopen(req, context=context, timeout=timeout) as resp:
+            status, raw = resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        status, raw = err.code, err.read()
+    text = raw.decode(errors="replace")
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text
+
+
+# -- certificates and identities ---------------------------------------------------------------------
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    try:
+        subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+    except FileNotFoundError:
+        raise ApiServerError("the openssl command is needed to make the API server's certificates") from None
+    except subprocess.CalledProcessError as err:
+        raise ApiServerError(
+            f"openssl {args[0]} failed: {err.stderr.decode(errors='replace').strip()}"
+        ) from None
+
+
+def _make_pki(pki: Path) -> None:
+    """CA, serving certificate for 127.0.0.1/localhost, and the service-account signing key pair."""
+    pki.mkdir(parents=True)
+    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+    _openssl(
+        "req",
+        "-x509",
+        *ec,
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=hami-core test CA",
+        cwd=pki,
+    )
+    _openssl(
+        "req",
+        "-new",
+        *ec,
+        "-keyout",
+        "serving.key",
+        "-out",
+        "serving.csr",
+        "-subj",
+        "/CN=kube-apiserver",
+        cwd=pki,
+    )
+    (pki / "serving.ext").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=critical,CA:FALSE\n"
+    )
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        "serving.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "serving.ext",
+        "-out",
+        "serving.crt",
+        cwd=pki,
+    )
+    _openssl(
+        "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", "sa.key", cwd=pki
+    )
+    _openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
+
+
+def _make_client_cert(pki: Path, name: str, user: str, groups: tuple[str, ...]) -> None:
+    """A client certificate for ``user`` (CN) in ``groups`` (O), as the API server reads them."""
+    clients = pki / "clients"
+    clients.mkdir(exist_ok=True)
+    subject = "/CN=" + _subject_escape(user) + "".join("/O=" + _subject_escape(g) for g in groups)
+    _openssl(
+        "req",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        f"clients/{name}.key",
+        "-out",
+        f"clients/{name}.csr",
+        "-subj",
+        subject,
+        cwd=pki,
+    )
+    (clients / f"{name}.ext").write_text("extendedKeyUsage=clientAuth\nbasicConstraints=critical,CA:FALSE\n")
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        f"clients/{name}.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        f"clients/{name}.ext",
+        "-out",
+        f"clients/{name}.crt",
+        cwd=pki,
+    )
+
+
+def _subject_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("/", "\\/").replace("=", "\\=").replace("+", "\\+")
+
+
+def _identities(reporter_nodes: Iterable[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """identity -> (user name, groups). The identity name is also the user name."""
+    people: dict[str, tuple[str, tuple[str, ...]]] = {
+        "admin": ("admin", ("system:masters",)),
+        rbac.SCHEDULER_USER: (rbac.SCHEDULER_USER, ()),
+    }
+    for node in reporter_nodes:
+        user = rbac.reporter_user(node)
+        people[user] = (user, (rbac.REPORTER_GROUP,))
+    return people
+
+
+def _write_token_file(path: Path, people: Mapping[str, tuple[str, tuple[str, ...]]]) -> dict[str, str]:
+    tokens: dict[str, str] = {}
+    lines = []
+    for identity, (user, groups) in people.items():
+        tokens[identity] = secrets.token_hex(16)
+        group_field = f',"{",".join(groups)}"' if groups else ""
+        lines.append(f"{tokens[identity]},{user},{user}{group_field}\n")
+    path.write_text("".join(lines))
+    path.chmod(0o600)
+    return tokens
+
+
+# -- processes ---------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _spawn(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a process and everything in its session: TERM, wait, then KILL."""
+    if proc.poll() is None:
+        with _suppress_missing():
+            os.killpg(proc.pid, signal.SIGTERM)
+        with suppress(subprocess.TimeoutExpired):
+            proc.wait(STOP_TIMEOUT)
+    with _suppress_missing():
+        os.killpg(proc.pid, signal.SIGKILL)  # leftovers of the group, if any
+    proc.wait()
+
+
+@contextmanager
+def _suppress_missing() -> Iterator[None]:
+    with suppress(ProcessLookupError):
+        yield
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _wait_until(what: str, ready: Any, procs: Mapping[str, tuple[subprocess.Popen[bytes], Path]]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    last = "never answered"
+    while time.monotonic() < deadline:
+        for name, (proc, log) in procs.items():
+            if proc.poll() is not None:
+                raise ApiServerError(
+                    f"{name} exited with {proc.returncode} before {what}; {log}:\n{_tail(log)}"
+                )
+        try:
+            ok, last = ready()
+            if ok:
+                return
+        except OSError as err:
+            last = str(err)
+        time.sleep(0.2)
+    logs = "\n".join(f"--- {log}:\n{_tail(log)}" for _, log in procs.values())
+    raise ApiServerError(f"timed out after {START_TIMEOUT:.0f}s waiting for {what} (last: {last})\n{logs}")
+
+
+def start_apiserver(
+    workdir: Path, bin_dir: Path | None = None, reporter_nodes: Iterable[str] = DEFAULT_REPORTER_NODES
+) -> ApiServer:
+    """Start etcd and kube-apiserver under ``workdir`` and return once ``/readyz`` is OK and RBAC exists."""
+    bins = bin_dir or find_binaries()
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    _make_pki(workdir / "pki")
+    tokens = _write_token_file(workdir / "tokens.csv", _identities(reporter_nodes))
+
+    etcd_port, peer_port, secure_port = _free_port(), _free_port(), _free_port()
+    etcd_url, peer_url = f"http://127.0.0.1:{etcd_port}", f"http://127.0.0.1:{peer_port}"
+    etcd_log, apiserver_log = workdir / "etcd.log", workdir / "kube-apiserver.log"
+    etcd = _spawn(
+        [
+            str(bins / "etcd"),
+            "--name=harness",
+            f"--data-dir={workdir / 'etcd-data'}",
+            f"--listen-client-urls={etcd_url}",
+            f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}",
+            f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=harness={peer_url}",
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        ],
+        etcd_log,
+    )
+    started: list[subprocess.Popen[bytes]] = [etcd]
+    try:
+        watched = {"etcd": (etcd, etcd_log)}
+        _wait_until("etcd to be healthy", lambda: _etcd_health(etcd_url), watched)
+        pki = workdir / "pki"
+        url = f"https://127.0.0.1:{secure_port}"
+        apiserver = _spawn(
+            [
+                str(bins / "kube-apiserver"),
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                "--endpoint-reconciler-type=none",  # a loopback address cannot back the kubernetes Service
+                f"--secure-port={secure_port}",
+                f"--cert-dir={pki}",
+                f"--tls-cert-file={pki / 'serving.crt'}",
+                f"--tls-private-key-file={pki / 'serving.key'}",
+                f"--client-ca-file={pki / 'ca.crt'}",
+                f"--token-auth-file={workdir / 'tokens.csv'}",
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
+                "--disable-admission-plugins=ServiceAccount",  # no controller-manager makes default SAs
+                f"--service-account-issuer={url}",
+                f"--service-account-key-file={pki / 'sa.pub'}",
+                f"--service-account-signing-key-file={pki / 'sa.key'}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--allow-privileged=true",
+                "--profiling=false",
+                "--v=1",
+            ],
+            apiserver_log,
+        )
+        started.append(apiserver)
+        watched["kube-apiserver"] = (apiserver, apiserver_log)
+        ca_file = pki / "ca.crt"
+        admin = tokens["admin"]
+        _wait_until("kube-apiserver /readyz", lambda: _readyz(url, ca_file), watched)
+        status, version = _call(url, ca_file, admin, "GET", "/version")
+        if status != 200:
+            raise ApiServerError(f"GET /version answered {status}: {version}")
+        server = ApiServer(
+            url=url,
+            ca_file=ca_file,
+            workdir=workdir,
+            version=version["gitVersion"],
+            tokens=tokens,
+            processes=(apiserver, etcd),
+        )
+        _install_rbac(server, watched)
+        return server
+    except BaseException:
+        for proc in reversed(started):
+            _end(proc)
+        raise
+
+
+def stop_apiserver(server: ApiServer) -> None:
+    """Stop kube-apiserver, then etcd; waits for both process groups to be gone. Idempotent."""
+    for proc in server.processes:
+        _end(proc)
+
+
+@contextmanager
+def running_apiserver(workdir: Path, **kwargs: Any) -> Iterator[ApiServer]:
+    """``start_apiserver`` for the length of a ``with`` block."""
+    server = start_apiserver(workdir, **kwargs)
+    try:
+        yield server
+    finally:
+        stop_apiserver(server)
+
+
+def _etcd_health(etcd_url: str) -> tuple[bool, str]:
+    with urllib.request.urlopen(etcd_url + "/health", timeout=2) as resp:
+        body = resp.read().decode(errors="replace")
+    return json.loads(body).get("health") == "true", body
+
+
+def _readyz(url: str, ca_file: Path) -> tuple[bool, str]:
+    status, body = _call(url, ca_file, None, "GET", "/readyz", timeout=2)
+    return status == 200, f"{status} {str(body)[-300:]}"
+
+
+def _install_rbac(server: ApiServer, watched: Mapping[str, tuple[subprocess.Popen[bytes], Path]]) -> None:
+    for collection, obj in rbac.objects():
+        status, body = server.request("POST", collection, obj)
+        if status not in (200, 201):
+            raise ApiServerError(
+                f"creating {obj['kind']} {obj['metadata']['name']} answered {status}: {body}"
+            )
+    _wait_until("the reporter admission policy to be enforced", lambda: _policy_enforced(server), watched)
+
+
+def _policy_enforced(server: ApiServer) -> tuple[bool, str]:
+    """Admission policies load asynchronously: probe until a reporter's foreign-node patch is refused."""
+    reporters = [name for name in server.tokens if name.startswith(rbac.REPORTER_PREFIX)]
+    if not reporters:
+        return True, "no reporters"
+    probe = "harness-policy-probe"
+    status, body = server.request("GET", f"/api/v1/nodes/{probe}")
+    if status == 404:
+        status, body = server.request("POST", "/api/v1/nodes", {"metadata": {"name": probe}})
+        if status != 201:
+            return False, f"creating the probe node answered {status}: {body}"
+    patch = {"metadata": {"annotations": {"hami.io/probe": "x"}}}
+    status, body = server.request(
+        "PATCH",
+        f"/api/v1/nodes/{probe}",
+        patch,
+        identity=reporters[0],
+        content_type="application/merge-patch+json",
+    )
+    if status == 200:
+        return False, "the policy did not refuse a foreign-node patch yet"
+    if status != 403 or "own Node" not in str(body):
+        return False, f"probe patch answered {status}: {body}"
+    status, body = server.request("DELETE", f"/api/v1/nodes/{probe}")
+    return status == 200, f"deleting the probe node answered {status}: {body}"

@@ -1,0 +1,220 @@
+"""The real-API-server harness works, seen through the official client: identities, RBAC and the
+reporter admission policy behave as a production install of hami-core needs them to."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness.apiserver import (
+    REPO_ROOT,
+    ApiServer,
+    ApiServerError,
+    find_binaries,
+    k8s_bin_dir,
+    k8s_version,
+    start_apiserver,
+)
+from harness.fixtures import unique_node_name
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def core(apiserver: ApiServer, identity: str = "admin") -> client.CoreV1Api:
+    return client.CoreV1Api(config.new_client_from_config(config_file=apiserver.kubeconfig(identity)))
+
+
+def refused(call: Callable[..., Any], *args: Any, **kwargs: Any) -> ApiException:
+    """The error an API call fails with (the test fails if the call succeeds)."""
+    with pytest.raises(ApiException) as info:
+        call(*args, **kwargs)
+    return info.value
+
+
+@pytest.fixture
+def node(apiserver: ApiServer) -> Iterator[str]:
+    """A fresh Node created by the admin, deleted afterwards."""
+    name = unique_node_name()
+    core(apiserver).create_node(client.V1Node(metadata=client.V1ObjectMeta(name=name, labels={"t": "x"})))
+    yield name
+    apiserver.request("DELETE", f"/api/v1/nodes/{name}")
+
+
+def test_readyz_is_ok(apiserver: ApiServer) -> None:
+    status, body = apiserver.request("GET", "/readyz")
+    assert (status, body) == (200, "ok")
+
+
+def test_version_matches_the_pin(apiserver: ApiServer) -> None:
+    info = client.VersionApi(config.new_client_from_config(config_file=apiserver.kubeconfig())).get_code()
+    pin = k8s_version()
+    assert info.git_version == pin == apiserver.version
+    assert (info.major, info.minor) == ("1", pin.split(".")[1])
+
+
+def test_binaries_come_from_the_cache_the_build_script_names() -> None:
+    if os.environ.get("HAMI_K8S_BIN"):
+        pytest.skip("HAMI_K8S_BIN overrides the build cache")
+    printed = subprocess.run(
+        ["bash", "scripts/build-k8s.sh", "--print-dir"],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert printed == str(k8s_bin_dir())
+
+
+def test_admin_creates_patches_and_deletes_a_node(apiserver: ApiServer) -> None:
+    api = core(apiserver)
+    name = unique_node_name()
+    created = api.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=name)))
+    assert created.metadata.name == name
+
+    patched = api.patch_node(
+        name,
+        {"metadata": {"annotations": {"hami.io/node-handshake": "Requesting_2026-01-02 03:04:05"}}},
+        _content_type=MERGE_PATCH,
+    )
+    assert patched.metadata.annotations["hami.io/node-handshake"] == "Requesting_2026-01-02 03:04:05"
+    assert int(patched.metadata.resource_version) > int(created.metadata.resource_version)
+
+    api.patch_node_status(
+        name, {"status": {"allocatable": {"nvidia.com/gpu": "4"}, "capacity": {"nvidia.com/gpu": "4"}}}
+    )
+    assert api.read_node(name).status.allocatable == {"nvidia.com/gpu": "4"}
+
+    api.patch_node(
+        name, {"metadata": {"annotations": {"hami.io/node-handshake": None}}}, _content_type=MERGE_PATCH
+    )
+    assert "hami.io/node-handshake" not in (api.read_node(name).metadata.annotations or {})
+
+    api.delete_node(name)
+    assert refused(api.read_node, name).status == 404
+
+
+def test_scheduler_lists_watches_and_patches_nodes_but_cannot_delete_them(
+    apiserver: ApiServer, node: str, apiserver_namespace: str
+) -> None:
+    api = core(apiserver, "hami-scheduler")
+    assert node in {n.metadata.name for n in api.list_node().items}
+
+    events = watch.Watch().stream(api.list_node, field_selector=f"metadata.name={node}", timeout_seconds=10)
+    first = next(events)
+    events.close()
+    assert (first["type"], first["object"].metadata.name) == ("ADDED", node)
+
+    api.patch_node(
+        node,
+        {"metadata": {"annotations": {"hami.io/node-handshake": "Deleted_x"}}},
+        _content_type=MERGE_PATCH,
+    )
+    assert refused(api.delete_node, node).status == 403
+    assert refused(api.patch_node_status, node, {"status": {"capacity": {"x/y": "1"}}}).status == 403
+
+    leases = client.CoordinationV1Api(api.api_client)
+    lease = client.V1Lease(
+        metadata=client.V1ObjectMeta(name="hami-scheduler"), spec=client.V1LeaseSpec(holder_identity="a")
+    )
+    leases.create_namespaced_lease(apiserver_namespace, lease)
+    got = leases.read_namespaced_lease("hami-scheduler", apiserver_namespace)
+    assert got.spec.holder_identity == "a"
+    leases.delete_namespaced_lease("hami-scheduler", apiserver_namespace)
+
+    # Events about a cluster-scoped object (a Node) must live in "default"; the API server refuses others.
+    event = {
+        "metadata": {"generateName": "hami-"},
+        "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node},
+        "reason": "Test",
+        "message": "m",
+        "type": "Normal",
+    }
+    status, body = apiserver.request("POST", f"/api/v1/namespaces/{apiserver_namespace}/events", event)
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "involvedObject.namespace")
+    status, body = apiserver.request(
+        "POST", "/api/v1/namespaces/default/events", event, identity="hami-scheduler"
+    )
+    assert status == 201, body.get("message")
+    apiserver.request("DELETE", f"/api/v1/namespaces/default/events/{body['metadata']['name']}")
+    new_style = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"generateName": "hami-"},
+        "regarding": {"kind": "Lease", "namespace": apiserver_namespace, "name": "hami-scheduler"},
+        "eventTime": "2026-01-02T03:04:05.000000Z",
+        "reportingController": "hami.io/scheduler",
+        "reportingInstance": "test",
+        "action": "Elect",
+        "reason": "Test",
+        "type": "Normal",
+    }
+    status, body = apiserver.request(
+        "POST",
+        f"/apis/events.k8s.io/v1/namespaces/{apiserver_namespace}/events",
+        new_style,
+        identity="hami-scheduler",
+    )
+    assert status == 201, body.get("message")
+    status, _ = apiserver.request("GET", "/api/v1/namespaces/default/secrets", identity="hami-scheduler")
+    assert status == 403
+
+
+def test_token_identities_are_who_they_say(apiserver: ApiServer) -> None:
+    for identity, groups in (("admin", "system:masters"), ("hami-reporter:node-a", "hami:reporters")):
+        status, review = apiserver.request(
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+            identity=identity,
+        )
+        assert status == 201
+        assert review["status"]["userInfo"]["username"] == identity
+        assert groups in review["status"]["userInfo"]["groups"]
+
+
+def test_reporter_patches_only_its_own_nodes_hami_annotations(apiserver: ApiServer, node: str) -> None:
+    own = core(apiserver, apiserver.reporter(node))
+    done = own.patch_node(
+        node, {"metadata": {"annotations": {"hami.io/node-nvidia-register": "[]"}}}, _content_type=MERGE_PATCH
+    )
+    assert done.metadata.annotations["hami.io/node-nvidia-register"] == "[]"
+    assert own.read_node(node).metadata.name == node
+
+    def refusal(body: dict[str, object], api: client.CoreV1Api = own) -> ApiException:
+        return refused(api.patch_node, node, body, _content_type=MERGE_PATCH)
+
+    assert refusal({"metadata": {"annotations": {"other.io/x": "1"}}}).status == 403
+    assert refusal({"metadata": {"labels": {"t": "changed"}}}).status == 403
+    assert refusal({"spec": {"unschedulable": True}}).status == 403
+    assert refused(own.delete_node, node).status == 403
+    assert refused(own.list_node).status == 403
+
+    other = core(apiserver, apiserver.reporter(unique_node_name()))
+    err = refusal({"metadata": {"annotations": {"hami.io/node-nvidia-register": "[1]"}}}, other)
+    assert err.status == 403
+    assert "own Node" in str(err.body)
+    assert core(apiserver).read_node(node).metadata.annotations["hami.io/node-nvidia-register"] == "[]"
+
+
+def test_missing_binaries_name_the_build_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HAMI_K8S_BIN", str(tmp_path))
+    with pytest.raises(
+        ApiServerError, match=r"kube-apiserver and etcd not found in .*bash scripts/build-k8s.sh"
+    ):
+        find_binaries()
+
+
+def test_a_process_that_dies_at_start_fails_with_its_log(tmp_path: Path) -> None:
+    bins = tmp_path / "bin"
+    bins.mkdir()
+    for name in ("etcd", "kube-apiserver"):
+        (bins / name).write_text("#!/bin/sh\necho 'cannot listen: address in use' >&2\nexit 3\n")
+        (bins / name).chmod(0o755)
+    with pytest.raises(ApiServerError, match=r"(?s)etcd exited with 3 before .*address in use"):
+        start_apiserver(tmp_path / "work", bin_dir=bins)
