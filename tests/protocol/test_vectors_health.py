@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 import attrs
 import pytest
 
-from hami_core import ALLOCATABLE, HANDSHAKE, DecodeError, DeviceInfo, VendorRules
+from hami_core import ALLOCATABLE, HANDSHAKE, JSON_CODEC, DeviceInfo, VendorRules, device_from_dict
 from hami_core.protocol.decide import (
     CacheChange,
     Decision,
@@ -44,33 +43,11 @@ CASES: list[dict[str, Any]] = json.loads(VECTORS.read_text(encoding="utf-8"))
 
 TZ = timezone(timedelta(hours=8))
 NOW = datetime(2026, 11, 29, 18, 4, 5, tzinfo=TZ)
-_FIELDS = {f.name for f in attrs.fields(DeviceInfo)} - {"mig_profiles", "custominfo"}
-
-
-@attrs.frozen
-class ListCodec:
-    """JSON lists of device objects, for these tests (the wire format's own tests live with the codecs)."""
-
-    name: str = "json-list"
-
-    def decode(self, value: str) -> list[DeviceInfo]:
-        try:
-            items = json.loads(value)
-        except ValueError as exc:
-            raise DecodeError(f"not JSON: {exc}") from None
-        if not isinstance(items, list):
-            raise DecodeError("not a JSON list")
-        return [device(item) for item in items]
-
-    def encode(self, devices: Sequence[DeviceInfo]) -> str:
-        return json.dumps([{k: getattr(d, k) for k in sorted(_FIELDS)} for d in devices])
-
-
-CODEC = ListCodec()
+CODEC = JSON_CODEC
 
 
 def device(item: dict[str, Any]) -> DeviceInfo:
-    return DeviceInfo(**{k: v for k, v in item.items() if k in _FIELDS})
+    return device_from_dict({k: v for k, v in item.items() if k != "devicevendor"})
 
 
 def fill(text: str) -> str:
