@@ -89,6 +89,13 @@ GOOD = [
     ("2024-01-23 16:30:04 +1200 +12", at(2024, 1, 23, 4, 30, 4, tz=UTC)),
     # Go accepts offsets up to 24 hours
     ("2024-01-23 04:30:04 +2400 XYZ", at(2024, 1, 22, 4, 30, 4, tz=UTC)),
+    # abbreviation shapes Go's parser takes: 4 or 5 capitals ending in T, WITA, ChST, GMT with hours
+    ("2024-01-23 14:30:04 +1000 AEST", at(2024, 1, 23, 4, 30, 4, tz=UTC)),
+    ("2024-01-23 12:30:04 +0800 WITA", at(2024, 1, 23, 4, 30, 4, tz=UTC)),
+    ("2024-01-23 14:30:04 +1000 ChST", at(2024, 1, 23, 4, 30, 4, tz=UTC)),
+    ("2024-01-23 07:30:04 +0300 GMT+3", at(2024, 1, 23, 4, 30, 4, tz=UTC)),
+    # Kathmandu's numeric abbreviation, which Go prints but does not parse back; the offset decides
+    ("2024-01-23 10:15:04 +0545 +0545", at(2024, 1, 23, 4, 30, 4, tz=UTC)),
 ]
 
 
@@ -115,6 +122,10 @@ BAD = [
     ("2026.11-29 18:04:05", "matches none"),  # mixed separators
     ("2026-11-29 18:04:05 +0000", "matches none"),  # offset without abbreviation
     ("2026-11-29 18:04:05 m=+1.5", "matches none"),  # monotonic without zone
+    ("2024-01-23 12:30:04 +0800 cst", "matches none"),  # lower-case abbreviation
+    ("2024-01-23 12:30:04 +0800 CSmT", "matches none"),  # mixed case
+    ("2024-01-23 12:30:04 +0800 ABCD", "matches none"),  # 4 capitals not ending in T
+    ("2024-01-23 12:30:04 +0800 CST m=+1.5x", "matches none"),  # junk in the monotonic reading
     ("٢٠٢٦-11-29 18:04:05", "matches none"),  # non-ASCII digits
     ("2026-13-01 00:00:00", "month 13 out of range"),
     ("2026-00-01 00:00:00", "month 0 out of range"),
