@@ -49,6 +49,7 @@ def _make_converter() -> cattrs.Converter:
     converter = cattrs.Converter(forbid_extra_keys=True)
     memory_mb, slice_count = override(rename="memoryMB"), override(rename="sliceCount")
     mig_profiles = override(rename="migProfiles")
+    custominfo = override(omit=True)  # copied by device_to_dict itself: cattrs would recurse into it
     converter.register_unstructure_hook(
         MigProfile,
         make_dict_unstructure_fn(MigProfile, converter, memory_mb=memory_mb, slice_count=slice_count),
@@ -61,7 +62,8 @@ def _make_converter() -> cattrs.Converter:
         ),
     )
     converter.register_unstructure_hook(
-        DeviceInfo, make_dict_unstructure_fn(DeviceInfo, converter, mig_profiles=mig_profiles)
+        DeviceInfo,
+        make_dict_unstructure_fn(DeviceInfo, converter, mig_profiles=mig_profiles, custominfo=custominfo),
     )
     converter.register_structure_hook(
         DeviceInfo,
@@ -136,8 +138,6 @@ def device_to_dict(device: DeviceInfo) -> dict[str, Any]:
     """Every key of the device, with the protocol's JSON key names; ``migProfiles`` is a list and
     ``custominfo`` a dict or ``None``."""
     raw: dict[str, Any] = _CONVERTER.unstructure(device, DeviceInfo)
-    result = {key: raw[key] for key in DEVICE_KEYS}
-    result["migProfiles"] = list(result["migProfiles"])
-    if result["custominfo"] is not None:
-        result["custominfo"] = dict(result["custominfo"])
-    return result
+    raw["migProfiles"] = list(raw["migProfiles"])
+    raw["custominfo"] = None if device.custominfo is None else dict(device.custominfo)
+    return {key: raw[key] for key in DEVICE_KEYS}
