@@ -3,6 +3,19 @@
 ``decide`` looks at one node for one vendor, together with what the scheduler remembers about it, and
 says what to write to the handshake annotation, how the device cache changes, and why. It does no I/O and
 reads no clock: the caller passes ``now``.
+
+Choices the spec leaves open, made here:
+
+* A vendor found dead while not registered is not cleaned (nothing to clean, no write, as HAMi) but does
+  enter "awaiting a sign of life", so a scheduler that starts next to a dead node does not stamp it
+  every window.
+* A readmitted vendor starts a fresh window: an expired stamp still on the node is re-stamped, not
+  cleaned again at once. A report counts as a sign of life only if it differs from the handshake seen at
+  cleanup; a register annotation only if present and different from the value seen at cleanup.
+* Leaving the selector forgets the vendor's memory, as deletion does.
+* A stamp we asked to write is remembered until the node shows it, so a resync before the watch catches
+  up does not write it twice; if it never shows, it is written again one window later. A cleanup's delete
+  is not repeated: retrying failed patches is the writer's job.
 """
 
 from __future__ import annotations
