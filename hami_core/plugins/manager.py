@@ -116,11 +116,15 @@ class DriverManager:
         return LoadReport(tuple(drivers), tuple(self._failures))
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> LoadReport:
-        """Load every installed driver of ``group``, each on its own; failures are recorded, not raised."""
+        """Load every installed driver of ``group``, each on its own; failures are recorded, not raised.
+
+        Entry points already loaded by an earlier call are skipped."""
         for entry_point in sorted(importlib.metadata.entry_points(group=group), key=lambda ep: ep.name):
             dist = entry_point.dist
             package = dist.name if dist is not None else ""
             version = dist.version if dist is not None else ""
+            if (entry_point.name, origin_of(entry_point.name, package, version)) in self._plugins:
+                continue  # loaded by an earlier call
             try:
                 plugin = entry_point.load()
             except (Exception, SystemExit) as error:
@@ -142,9 +146,10 @@ class DriverManager:
         unknown hook (a typo), provides no ``hami_vendor_drivers``, or describes itself badly.
         """
         origin = origin_of(name, package, version)
-        key = name if not self._pm.has_plugin(name) else f"{name}@{origin}"
-        if self._pm.has_plugin(key):
+        if (name, origin) in self._plugins:
             raise DriverError(name, origin, "is already registered", kind="plugin")
+        # Two packages may use one entry-point name; both load, and ``select`` reports the conflict.
+        key = name if not self._pm.has_plugin(name) else f"{name}@{origin}"
         try:
             self._pm.register(plugin, name=key)
         except Exception as error:

@@ -174,3 +174,19 @@ def test_typo_checking_leaves_the_manager_consistent(fake_dist: FakeDist) -> Non
     assert [f.message for f in report.failures if f.package == "hami-vendor-typo2"] == [
         "implements unknown hook(s) hami_vendor_driver (a typo?)"
     ]
+
+
+def test_registering_one_plugin_name_twice_is_refused() -> None:
+    manager = DriverManager()
+    manager.register(Describes(make_spec()), "acme")
+    with pytest.raises(
+        DriverError, match=r"^plugin 'acme' \(<registered plugin acme>\): is already registered$"
+    ):
+        manager.register(Describes(make_spec(name="other")), "acme")
+    assert [d.name for d in manager.report.drivers] == ["acme"]
+
+
+def test_loading_entry_points_twice_loads_each_once() -> None:
+    manager = DriverManager()
+    first = manager.load_entry_points()
+    assert manager.load_entry_points() == first
