@@ -25,12 +25,13 @@ __all__ = [
 
 _NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DRIVER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _VERSION = re.compile(r"(\d+)\.(\d+)")
 
 
 def _qualified_name_problem(key: str, *, prefix_required: bool) -> str | None:
     """Why Kubernetes would reject ``key`` as a qualified name (``[prefix/]name``), or ``None``."""
+    if key.count("/") > 1:
+        return "it has more than one '/'"
     prefix, slash, name = key.rpartition("/")
     if slash:
         if not prefix:
@@ -56,11 +57,12 @@ def _qualified_name_problem(key: str, *, prefix_required: bool) -> str | None:
 def annotation_key_problem(key: object) -> str | None:
     """Why Kubernetes would reject ``key`` as an annotation key, or ``None`` when it is well formed.
 
-    Kubernetes lower-cases an annotation key before checking it, so upper case is allowed anywhere.
+    A qualified name with an optional DNS-subdomain prefix. Kubernetes lower-cases an annotation key
+    before checking it, so upper case is allowed anywhere.
     """
     if not isinstance(key, str):
         return f"it must be a string, got {type(key).__name__}"
-    return _qualified_name_problem(key.lower(), prefix_required=True)
+    return _qualified_name_problem(key.lower(), prefix_required=False)
 
 
 def resource_name_problem(name: object) -> str | None:
@@ -74,7 +76,7 @@ def driver_name_problem(name: object) -> str | None:
     """Why ``name`` cannot name a driver (lower case letters, digits and ``-``, at most 63), or ``None``."""
     if not isinstance(name, str):
         return f"it must be a string, got {type(name).__name__}"
-    if not name or len(name) > 63 or not _DRIVER_NAME.fullmatch(name):
+    if not name or len(name) > 63 or not _DNS_LABEL.fullmatch(name):
         return "it must be 1-63 lower case letters, digits or '-', starting and ending with a letter or digit"
     return None
 

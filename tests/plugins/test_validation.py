@@ -36,7 +36,7 @@ class NoAlive:
 
 BAD_VALUES: list[tuple[str, Any, str]] = [
     ("register_annotation", "hami.io/node acme", "register_annotation 'hami.io/node acme' is not a valid"),
-    ("register_annotation", "node-acme-register", "it needs a domain prefix"),
+    ("register_annotation", "node acme", "the name part 'node acme' must be letters, digits"),
     ("register_annotation", "hami.io/", "the name part is empty"),
     ("register_annotation", "/node-acme", "the prefix before '/' is empty"),
     ("register_annotation", "hami..io/x", "is not a DNS subdomain"),
@@ -52,7 +52,7 @@ BAD_VALUES: list[tuple[str, Any, str]] = [
     (
         "handshake_annotation",
         "hami.io/a/b",
-        "handshake_annotation 'hami.io/a/b' is not a valid annotation key",
+        "handshake_annotation 'hami.io/a/b' is not a valid annotation key: it has more than one '/'",
     ),
     ("handshake_annotation", "hami.io/node-acme-register", "the same key as register_annotation"),
     ("liveness", "sometimes", "liveness rule 'sometimes' is unknown (known: allocatable, handshake"),
@@ -102,6 +102,7 @@ def test_upper_case_in_an_annotation_key_is_allowed_as_kubernetes_allows_it() ->
     """Kubernetes lower-cases annotation keys before checking them; HAMi's Iluvatar keys rely on it."""
     assert annotation_key_problem("hami.io/node-MR-V100-register") is None
     assert annotation_key_problem("Hami.IO/node") is None
+    assert annotation_key_problem("node-acme-register") is None, "the prefix is optional for annotations"
     assert resource_name_problem("iluvatar.ai/MR-V100-vgpu") is None
     assert resource_name_problem("Iluvatar.ai/x") is not None
 
