@@ -19,7 +19,7 @@ from hami_core.plugins import (
     parse_vendor_names,
 )
 
-__all__ = ["driver_options", "drivers_from_options", "vendors", "vendors_json"]
+__all__ = ["JSON_KEYS", "driver_options", "drivers_from_options", "vendors", "vendors_json"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -66,7 +66,7 @@ def _selection(
     try:
         return parse_vendor_names(vendors), parse_count_resources(count_resources)
     except PluginError as error:
-        raise click.UsageError(str(error)) from None
+        raise _as_click_error(error) from None
 
 
 def drivers_from_options(
