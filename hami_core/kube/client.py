@@ -80,6 +80,9 @@ def api_error(action: str, status: int | None, message: str) -> ClusterError:
 def _translate(action: str, exc: BaseException) -> NoReturn:
     if isinstance(exc, ApiException):
         raise api_error(action, exc.status, _server_message(exc)) from None
+    if isinstance(exc, ValueError):  # the client's own validation of a typed body (pydantic)
+        detail = " ".join(str(exc).split())[:300]
+        raise Invalid(f"{action}: the request body was refused before sending: {detail}") from None
     if isinstance(exc, urllib3.exceptions.HTTPError | OSError):
         detail = " ".join(str(exc).split())[:300]
         raise Unavailable(f"{action}: {type(exc).__name__}: {detail}") from None

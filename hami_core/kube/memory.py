@@ -168,7 +168,7 @@ class MemoryCluster:
         self,
         *,
         history: int = 1000,
-        start_resource_version: int = 100,
+        start_resource_version: int = 1,
         bookmark_interval: float | None = 60.0,
         continue_snapshots: int = 16,
         clock: Callable[[], float] = time.monotonic,
@@ -532,7 +532,11 @@ class MemoryCluster:
             what = f"update lease {lease.namespace}/{lease.name}"
             current = self._leases.get(key)
             if current is None:
-                raise NotFound(f"{what}: leases {lease.name!r} not found", status=404)
+                # Leases allow create-on-update: the real server creates it, ignoring the precondition.
+                body["metadata"]["resourceVersion"] = str(self._next_rv())
+                body["metadata"]["uid"] = str(uuid.uuid4())
+                self._leases[key] = body
+                return lease_from_json(body)
             if not lease.resource_version:
                 raise Invalid(f"{what}: metadata.resourceVersion must be specified for an update", status=422)
             if lease.resource_version != current["metadata"]["resourceVersion"]:
@@ -565,8 +569,17 @@ class MemoryCluster:
                 meta["name"] = f"{prefix}{next(self._names):05x}"
             if meta.setdefault("namespace", namespace) != namespace:
                 raise Invalid(f"{what}: metadata.namespace does not match the request's namespace")
-            if not isinstance(event.get("involvedObject"), Mapping):
+            involved = event.get("involvedObject")
+            if not isinstance(involved, Mapping):
                 raise Invalid(f"{what}: involvedObject is required", status=422)
+            # As the API server validates core/v1 Events: an object without a namespace (a Node) has
+            # its Events in "default"; a namespaced object's Events live in its own namespace.
+            involved_namespace = involved.get("namespace") or ""
+            if namespace != (involved_namespace or "default"):
+                raise Invalid(
+                    f"{what}: involvedObject.namespace {involved_namespace!r} does not match event.namespace",
+                    status=422,
+                )
             if any(
                 e["metadata"]["name"] == meta["name"] and e["metadata"]["namespace"] == namespace
                 for e in self._events

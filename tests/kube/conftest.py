@@ -11,7 +11,7 @@ import pytest
 from hami_core.kube.client import KubeCluster
 from hami_core.kube.memory import MemoryCluster
 
-CLUSTER_KINDS = ["memory"]  # "apiserver" joins once the harness fixtures are registered
+CLUSTER_KINDS = ["memory", "apiserver"]
 
 
 @pytest.fixture(params=CLUSTER_KINDS)
