@@ -75,13 +75,13 @@ LDFLAGS="-s -w -X $VERSION_PKG.gitVersion=$K8S_VERSION -X $VERSION_PKG.gitMajor=
 LDFLAGS="$LDFLAGS -X $VERSION_PKG.gitMinor=$MINOR -X $VERSION_PKG.gitTreeState=clean"
 
 log "kube-apiserver $K8S_VERSION: go build (modules are downloaded on first use)"
-(cd tests/k8s/apiserver && go build -mod=readonly -trimpath -ldflags "$LDFLAGS" \
+(cd tests/k8s/apiserver && go build -mod=readonly -trimpath -buildvcs=false -ldflags "$LDFLAGS" \
     -o "$STAGE/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver) \
     || die "building kube-apiserver $K8S_VERSION failed (see the go output above)"
 log "kube-apiserver built after $(( $(date +%s) - started ))s"
 
 log "etcd $ETCD_VERSION: go build"
-(cd tests/k8s/etcd && go build -mod=readonly -trimpath -ldflags "-s -w" \
+(cd tests/k8s/etcd && go build -mod=readonly -trimpath -buildvcs=false -ldflags "-s -w" \
     -o "$STAGE/etcd" go.etcd.io/etcd/server/v3) \
     || die "building etcd $ETCD_VERSION failed (see the go output above)"
 

@@ -89,6 +89,10 @@ def test_admin_creates_patches_and_deletes_a_node(apiserver: ApiServer) -> None:
         name, {"status": {"allocatable": {"nvidia.com/gpu": "4"}, "capacity": {"nvidia.com/gpu": "4"}}}
     )
     assert api.read_node(name).status.allocatable == {"nvidia.com/gpu": "4"}
+    api.patch_node(name, {"status": {"allocatable": {"nvidia.com/gpu": "8"}}}, _content_type=MERGE_PATCH)
+    assert api.read_node(name).status.allocatable == {"nvidia.com/gpu": "4"}, (
+        "status only via the subresource"
+    )
 
     api.patch_node(
         name, {"metadata": {"annotations": {"hami.io/node-handshake": None}}}, _content_type=MERGE_PATCH

@@ -62,7 +62,15 @@ def apiserver_namespace(apiserver: ApiServer) -> Iterator[str]:
     apiserver.request("DELETE", f"/api/v1/namespaces/{name}")
 
 
+def _uses_apiserver(item: pytest.Item) -> bool:
+    """Asks for the fixture, or is the ``apiserver`` case of a test parametrised over cluster kinds."""
+    if "apiserver" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "apiserver" in callspec.params.values()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "apiserver" in getattr(item, "fixturenames", ()):
+        if _uses_apiserver(item):
             item.add_marker(pytest.mark.apiserver)
