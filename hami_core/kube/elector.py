@@ -1,0 +1,231 @@
+"""Leader election over a ``coordination.k8s.io/v1`` Lease (spec section 6).
+
+The algorithm is client-go's: a candidate takes the Lease when it does not exist, when it is released
+(empty holder), or when its record has not changed for a full lease duration *as observed on this
+process's monotonic clock* (so clocks of different machines never have to agree). The holder renews every
+retry period; a holder that has not renewed within the renew deadline stops leading at once, before any
+other replica may take over, so two leaders never write at the same time.
+
+Beyond HAMi: the holder identity is matched exactly (HAMi matches a hostname prefix), and a stopping
+leader releases the Lease so a follower takes over without waiting for it to expire.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import attrs
+
+from hami_core.kube.port import Cluster, ClusterError, Conflict, Lease, NotFound
+
+__all__ = ["ElectionConfig", "LeaderElector"]
+
+log = logging.getLogger(__name__)
+
+
+@attrs.frozen(kw_only=True)
+class ElectionConfig:
+    """Where the Lease lives, who we are, and the timings (kube-scheduler's defaults)."""
+
+    namespace: str
+    name: str
+    identity: str
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+    def __attrs_post_init__(self) -> None:
+        if not self.identity:
+            raise ValueError("leader election identity must not be empty")
+        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
+            raise ValueError(
+                "leader election timings must satisfy 0 < retry period < renew deadline < lease duration "
+                f"(got {self.retry_period}, {self.renew_deadline}, {self.lease_duration})"
+            )
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class LeaderElector:
+    """Runs the election loop; ``is_leader`` may be asked from any thread before every write.
+
+    ``on_started(term)`` is called when this replica becomes leader (``term`` counts up from 1 in this
+    process), ``on_stopped()`` when it stops. Callbacks run on the elector's thread and must not block.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        config: ElectionConfig,
+        *,
+        on_started: Callable[[int], None] = lambda term: None,
+        on_stopped: Callable[[], None] = lambda: None,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self._cluster = cluster
+        self.config = config
+        self._on_started = on_started
+        self._on_stopped = on_stopped
+        self._monotonic = monotonic
+        self._wall = wall
+        self._lock = threading.Lock()
+        self._observed: Lease | None = None
+        self._observed_at = 0.0
+        self._renewed_at: float | None = None
+        self._term = 0
+        self._leading = False
+
+    # -- queries (any thread) -------------------------------------------------------------------------
+
+    @property
+    def term(self) -> int:
+        """How many times this process has become leader; the current term while leading."""
+        with self._lock:
+            return self._term
+
+    def is_leader(self) -> bool:
+        """True only while we hold the Lease and renewed it within the renew deadline."""
+        with self._lock:
+            return self._leading_locked()
+
+    def _leading_locked(self) -> bool:
+        return (
+            self._leading
+            and self._renewed_at is not None
+            and self._monotonic() - self._renewed_at < self.config.renew_deadline
+        )
+
+    @property
+    def holder(self) -> str | None:
+        """The holder of the Lease as last observed (``None`` when unknown or released)."""
+        with self._lock:
+            return self._observed.holder_identity if self._observed else None
+
+    # -- the loop -------------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Acquire, renew, and on ``stop`` release. Never raises; returns after releasing."""
+        try:
+            while not stop.is_set():
+                self.step()
+                stop.wait(self.config.retry_period)
+        finally:
+            self.release()
+
+    def step(self) -> None:
+        """One try to acquire or renew, then a check of the deadline. Exposed for tests."""
+        try:
+            acquired = self._try_acquire_or_renew()
+        except ClusterError as exc:
+            log.warning("leader election: %s", exc)
+            acquired = False
+        except Exception:  # a bug must not kill the election thread and leave a stale leader
+            log.exception("leader election: unexpected error")
+            acquired = False
+        started = stopped = False
+        with self._lock:
+            if acquired:
+                self._renewed_at = self._monotonic()
+                if not self._leading:
+                    self._leading = True
+                    self._term += 1
+                    started = True
+            elif self._leading and not self._leading_locked():
+                self._leading = False
+                stopped = True
+            term = self._term
+        if started:
+            log.info(
+                "leader election: became leader of %s/%s as %r (term %d)",
+                self.config.namespace,
+                self.config.name,
+                self.config.identity,
+                term,
+            )
+            self._on_started(term)
+        if stopped:
+            log.warning(
+                "leader election: lost the lease %s/%s (no renewal within %.1fs)",
+                self.config.namespace,
+                self.config.name,
+                self.config.renew_deadline,
+            )
+            self._on_stopped()
+
+    def release(self) -> None:
+        """Give the Lease up (holder cleared) if we hold it, so a follower takes over at once."""
+        with self._lock:
+            was_leading = self._leading
+            self._leading = False
+            observed = self._observed
+        if was_leading:
+            self._on_stopped()
+        if observed is None or observed.holder_identity != self.config.identity:
+            return
+        released = attrs.evolve(
+            observed, holder_identity=None, lease_duration_seconds=1, renew_time=self._wall()
+        )
+        try:
+            self._cluster.update_lease(released)
+            log.info("leader election: released %s/%s", self.config.namespace, self.config.name)
+        except ClusterError as exc:
+            log.warning("leader election: could not release the lease: %s", exc)
+
+    # -- internals ------------------------------------------------------------------------------------
+
+    def _observe(self, lease: Lease) -> None:
+        with self._lock:
+            if self._observed is None or self._observed.resource_version != lease.resource_version:
+                self._observed = lease
+                self._observed_at = self._monotonic()
+
+    def _try_acquire_or_renew(self) -> bool:
+        cfg = self.config
+        now = self._wall()
+        duration = max(1, round(cfg.lease_duration))
+        try:
+            current = self._cluster.get_lease(cfg.namespace, cfg.name)
+        except NotFound:
+            fresh = Lease(
+                name=cfg.name,
+                namespace=cfg.namespace,
+                holder_identity=cfg.identity,
+                lease_duration_seconds=duration,
+                acquire_time=now,
+                renew_time=now,
+                lease_transitions=0,
+            )
+            try:
+                created = self._cluster.create_lease(fresh)
+            except Conflict:
+                return False  # another replica created it first
+            self._observe(created)
+            return True
+        self._observe(current)
+        ours = current.holder_identity == cfg.identity
+        if not ours and current.holder_identity:
+            with self._lock:
+                expired = self._monotonic() - self._observed_at >= cfg.lease_duration
+            if not expired:
+                return False
+        update = attrs.evolve(
+            current,
+            holder_identity=cfg.identity,
+            lease_duration_seconds=duration,
+            renew_time=now,
+            acquire_time=current.acquire_time if ours else now,
+            lease_transitions=current.lease_transitions + (0 if ours else 1),
+        )
+        try:
+            updated = self._cluster.update_lease(update)
+        except Conflict:
+            return False
+        self._observe(updated)
+        return True

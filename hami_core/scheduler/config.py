@@ -1,0 +1,48 @@
+"""Everything ``hami scheduler run`` can be told, with the protocol's values as defaults."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from typing import Any
+
+import attrs
+
+from hami_core.scheduler.selector import NodeSelector
+
+__all__ = ["SchedulerConfig", "default_identity"]
+
+
+def default_identity() -> str:
+    """Unique per process, as kube-scheduler's ``<hostname>_<uuid>``; matched exactly, never by prefix."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4()}"
+
+
+def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{attribute.name.replace('_', '-')} must be > 0, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class SchedulerConfig:
+    #: Re-evaluate every node this often (seconds; the seed's 15 s). Never relists the API server.
+    resync: float = attrs.field(default=15.0, validator=_positive)
+    #: A scheduler stamp older than this is expired (seconds; the seed's 60 s).
+    handshake_window: float = attrs.field(default=60.0, validator=_positive)
+    node_selector: NodeSelector = attrs.field(factory=NodeSelector)
+    lease_namespace: str = "kube-system"
+    lease_name: str = "hami-scheduler"
+    identity: str = attrs.field(factory=default_identity)
+    lease_duration: float = attrs.field(default=15.0, validator=_positive)
+    renew_deadline: float = attrs.field(default=10.0, validator=_positive)
+    retry_period: float = attrs.field(default=2.0, validator=_positive)
+    #: Client-side rate limit for writes: 5,000 new nodes are stamped in about 25 s.
+    qps: float = attrs.field(default=200.0, validator=_positive)
+    burst: int = attrs.field(default=400, validator=_positive)
+    max_in_flight: int = attrs.field(default=16, validator=_positive)
+    http_host: str = "0.0.0.0"
+    #: 0 picks a free port; ``None`` serves no HTTP.
+    http_port: int | None = 9395
+    #: Namespace of the Warning Events about Nodes (cluster-scoped objects).
+    event_namespace: str = "default"

@@ -1,0 +1,240 @@
+"""The registrar: turns one node's snapshot into decisions for every vendor, and keeps cache and memory.
+
+It is the scheduler's single writer of the device cache and of the per node+vendor memory. It does no
+I/O: it returns the annotation patch to send (one merge patch per node, all vendors together) and when
+to look at the node again. The daemon around it feeds it snapshots, runs the patches, and reports failed
+patches back with :meth:`patch_failed`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+
+import attrs
+
+from hami_core.kube.port import NodeSnapshot
+from hami_core.kube.quantity import QuantityError, quantity_count
+from hami_core.protocol.decide import (
+    CacheChange,
+    Decision,
+    Observation,
+    Reason,
+    VendorMemory,
+    VendorRules,
+    decide,
+)
+from hami_core.protocol.handshake import DEFAULT_WINDOW
+from hami_core.scheduler.cache import DeviceCache, VendorEntry
+from hami_core.scheduler.selector import NodeSelector
+
+__all__ = ["DecodeWarning", "Evaluation", "Registrar"]
+
+log = logging.getLogger(__name__)
+
+_NOTHING_KNOWN = VendorMemory()
+
+
+@attrs.frozen(kw_only=True)
+class DecodeWarning:
+    """A register value that does not decode, seen for the first time: log it, post an Event, count it."""
+
+    node: str
+    uid: str
+    vendor_key: str
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class Evaluation:
+    """What one evaluation of a node asks the daemon to do."""
+
+    node: str
+    #: The annotation merge patch (``None`` deletes a key); empty when nothing is to be written.
+    patch: Mapping[str, str | None]
+    #: When to evaluate the node again because a stamp expires then (``None``: no need).
+    recheck_at: datetime | None
+    warnings: tuple[DecodeWarning, ...] = ()
+    #: vendor key -> decision, for logs and tests.
+    decisions: Mapping[str, Decision] = attrs.field(factory=dict)
+
+
+class Registrar:
+    """Applies :func:`decide` to nodes for a fixed set of vendors."""
+
+    def __init__(
+        self,
+        vendors: Sequence[VendorRules],
+        cache: DeviceCache,
+        *,
+        selector: NodeSelector | None = None,
+        window: timedelta = DEFAULT_WINDOW,
+    ) -> None:
+        self._vendors = tuple(vendors)
+        self.cache = cache
+        self._selector = selector or NodeSelector({})
+        self._window = window
+        self._memory: dict[tuple[str, str], VendorMemory] = {}
+        self._failed_lock = threading.Lock()
+        #: Patches that failed, per node, to be sent again at the node's next evaluation.
+        self._failed: dict[str, dict[str, str | None]] = {}
+        self.counters: Counter[str] = Counter()
+
+    @property
+    def vendors(self) -> tuple[VendorRules, ...]:
+        return self._vendors
+
+    def memory(self, node: str, vendor_key: str) -> VendorMemory:
+        return self._memory.get((node, vendor_key), _NOTHING_KNOWN)
+
+    def known_nodes(self) -> set[str]:
+        """Nodes the registrar remembers anything about."""
+        return {node for node, _ in self._memory}
+
+    def relevant(self, node: NodeSnapshot) -> tuple[object, ...]:
+        """Everything of a snapshot that can change a decision; equal tuples mean no re-evaluation needed."""
+        ann = node.annotations
+        alloc = node.allocatable
+        return (
+            self._selector.matches(node.labels),
+            tuple(ann.get(v.register_annotation) for v in self._vendors),
+            tuple(ann.get(v.handshake_annotation) if v.handshake_annotation else None for v in self._vendors),
+            tuple(alloc.get(v.count_resource) for v in self._vendors),
+        )
+
+    def evaluate(self, name: str, node: NodeSnapshot | None, *, now: datetime, writes: bool) -> Evaluation:
+        """Decide every vendor on node ``name`` (``node=None``: it was deleted).
+
+        ``writes`` says whether this replica may write (is leader). A follower still updates the cache,
+        but a stamp it would have written is not remembered as in flight.
+        """
+        self.counters["evaluations"] += 1
+        patch: dict[str, str | None] = {}
+        warnings: list[DecodeWarning] = []
+        decisions: dict[str, Decision] = {}
+        recheck: datetime | None = None
+        present = node is not None
+        selected = present and node is not None and self._selector.matches(node.labels)
+        for rules in self._vendors:
+            obs = self._observe(name, node, rules, present=present, selected=selected)
+            key = (name, rules.vendor_key)
+            decision = decide(obs, self._memory.get(key, _NOTHING_KNOWN), now=now, rules=rules,
+                              window=self._window)
+            decisions[rules.vendor_key] = decision
+            memory = decision.memory
+            if decision.write is not None:
+                if writes:
+                    patch[decision.write.annotation] = decision.write.value
+                    self.counters["stamps" if decision.write.value is not None else "handshake_deletes"] += 1
+                else:
+                    memory = attrs.evolve(memory, stamp_in_flight=None, stamp_replaces=None)
+            if memory == _NOTHING_KNOWN:
+                self._memory.pop(key, None)
+            else:
+                self._memory[key] = memory
+            self._apply_cache(name, rules.vendor_key, decision, now)
+            if decision.reason is Reason.CLEANED_UP:
+                self.counters["cleanups"] += 1
+            if decision.error_is_new and decision.error is not None:
+                self.counters["decode_errors"] += 1
+                uid = node.uid if node else ""
+                warnings.append(DecodeWarning(node=name, uid=uid, vendor_key=rules.vendor_key,
+                                              message=decision.error))
+            if decision.recheck_at is not None and (recheck is None or decision.recheck_at < recheck):
+                recheck = decision.recheck_at
+        if writes:
+            for annotation, value in self._take_failed(name).items():
+                if annotation in patch:
+                    continue
+                # Re-send a failed delete only while the key is still there; a failed stamp was
+                # forgotten (see patch_failed) and is re-decided above with a fresh time.
+                if value is None and node is not None and annotation in node.annotations:
+                    patch[annotation] = None
+        else:
+            self._take_failed(name)
+        if not present:
+            self.cache.remove_node(name)
+        return Evaluation(node=name, patch=patch, recheck_at=recheck, warnings=tuple(warnings),
+                          decisions=decisions)
+
+    def patch_failed(self, name: str, patch: Mapping[str, str | None]) -> None:
+        """A patch for ``name`` failed: forget its stamps as in flight and keep its deletes for a retry.
+
+        Safe to call from the writer's threads.
+        """
+        with self._failed_lock:
+            pending = self._failed.setdefault(name, {})
+            pending.update(patch)
+
+    def _take_failed(self, name: str) -> dict[str, str | None]:
+        with self._failed_lock:
+            failed = self._failed.pop(name, {})
+        for annotation, value in failed.items():
+            if value is None:
+                continue
+            for rules in self._vendors:
+                if rules.handshake_annotation != annotation:
+                    continue
+                key = (name, rules.vendor_key)
+                memory = self._memory.get(key)
+                if memory is not None and memory.stamp_in_flight == value:
+                    self._memory[key] = attrs.evolve(memory, stamp_in_flight=None, stamp_replaces=None)
+        return failed
+
+    def forget_in_flight(self) -> None:
+        """Drop every stamp remembered as in flight (on losing or gaining the lease)."""
+        for key, memory in list(self._memory.items()):
+            if memory.stamp_in_flight is not None:
+                self._memory[key] = attrs.evolve(memory, stamp_in_flight=None, stamp_replaces=None)
+
+    def _observe(
+        self, name: str, node: NodeSnapshot | None, rules: VendorRules, *, present: bool, selected: bool
+    ) -> Observation:
+        if node is None:
+            return Observation(node=name, present=False, selected=False)
+        handshake = node.annotations.get(rules.handshake_annotation) if rules.handshake_annotation else None
+        raw = node.allocatable.get(rules.count_resource)
+        try:
+            allocatable = max(0, quantity_count(raw))
+        except QuantityError:
+            log.warning("node %s: allocatable %s=%r is not a quantity; counted as 0", name,
+                        rules.count_resource, raw)
+            allocatable = 0
+        return Observation(
+            node=name,
+            present=present,
+            selected=selected,
+            register=node.annotations.get(rules.register_annotation),
+            handshake=handshake,
+            allocatable=allocatable,
+        )
+
+    def _apply_cache(self, node: str, vendor_key: str, decision: Decision, now: datetime) -> None:
+        if decision.cache is CacheChange.DROP:
+            self.cache.remove(node, vendor_key)
+            return
+        devices = decision.memory.devices
+        if devices is None:
+            if decision.cache is CacheChange.SET:
+                self.cache.remove(node, vendor_key)
+            return
+        entry = self.cache.vendor(node, vendor_key)
+        degraded = decision.reason is Reason.DEGRADED
+        state = "degraded" if degraded else "registered"
+        if (
+            decision.cache is CacheChange.SET
+            or entry is None
+            or entry.state != state
+            or entry.error != decision.error
+        ):
+            self.cache.put(node, VendorEntry(
+                vendor_key=vendor_key,
+                devices=devices,
+                state=state,
+                reason=decision.reason.value,
+                error=decision.error if degraded else None,
+                updated_at=now,
+            ))
