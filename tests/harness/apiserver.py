@@ -10,20 +10,23 @@ directory from the same pins, so Python and the script agree on where they are.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,8 @@ MODULES = ("tests/k8s/apiserver", "tests/k8s/etcd")
 DEFAULT_REPORTER_NODES = ("node-a", "node-b", "node-c", "node-d")
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 15.0
+PORT_ATTEMPTS = 3
+PR_SET_PDEATHSIG = 1  # prctl option, from <sys/prctl.h>
 
 
 class ApiServerError(RuntimeError):
@@ -356,17 +361,46 @@ def _write_token_file(path: Path, people: Mapping[str, tuple[str, tuple[str, ...
 # -- processes ---------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago (held together while choosing)."""
+    with ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+
+
+def _resolve_prctl() -> Any:
+    """libc's prctl, looked up in the parent (a forked child should not load libraries)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _resolve_prctl()
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGKILL when the test process dies, so a killed pytest leaves no servers behind.
+
+    The signal follows the thread that started the child, so start servers from a thread that lives
+    as long as they do (pytest's main thread does).
+    """
+    _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _spawn(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if _PRCTL is not None else None,
         )
 
 
@@ -424,8 +458,19 @@ def start_apiserver(
     workdir.mkdir(parents=True, exist_ok=True)
     _make_pki(workdir / "pki")
     tokens = _write_token_file(workdir / "tokens.csv", _identities(reporter_nodes))
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        try:
+            return _launch(bins, workdir, tokens)
+        except ApiServerError as err:
+            # A free port can be taken by another process before ours binds it: try new ones.
+            if "address already in use" not in str(err) or attempt == PORT_ATTEMPTS:
+                raise
+            shutil.rmtree(workdir / "etcd-data", ignore_errors=True)
+    raise AssertionError("unreachable")
 
-    etcd_port, peer_port, secure_port = _free_port(), _free_port(), _free_port()
+
+def _launch(bins: Path, workdir: Path, tokens: dict[str, str]) -> ApiServer:
+    etcd_port, peer_port, secure_port = _free_ports(3)
     etcd_url, peer_url = f"http://127.0.0.1:{etcd_port}", f"http://127.0.0.1:{peer_port}"
     etcd_log, apiserver_log = workdir / "etcd.log", workdir / "kube-apiserver.log"
     etcd = _spawn(
