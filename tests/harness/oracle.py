@@ -15,7 +15,9 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ __all__ = [
     "Oracle",
     "OracleError",
     "OracleResult",
+    "deep_recursion",
     "device_payload",
     "hami_oracle",
     "oracle_binary",
@@ -58,6 +61,21 @@ class OracleResult:
     def rejected(self) -> bool:
         """HAMi refuses the input: a returned error or a crash."""
         return not self.ok
+
+
+#: Go nests JSON up to 10000 levels; parsing or comparing such a value in Python needs this much room.
+_DEEP_LIMIT = 25_000
+
+
+@contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Room to parse and compare values nested as deeply as Go allows (10000 levels)."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, _DEEP_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
 
 
 def oracle_key(sources: Path = ORACLE_SOURCES, go: str = "go") -> str:
@@ -161,7 +179,8 @@ class Oracle:
                 f"the oracle died (exit code {proc.returncode}) on {line[:200]!r}{self._stderr()}"
             )
         try:
-            parsed = json.loads(answer)
+            with deep_recursion():
+                parsed = json.loads(answer)
         except json.JSONDecodeError as exc:
             raise OracleError(f"the oracle answered non-JSON {answer[:200]!r}: {exc}") from exc
         if not isinstance(parsed, dict):
