@@ -199,7 +199,7 @@ def test_reporter_patches_only_its_own_nodes_hami_annotations(apiserver: ApiServ
     assert refused(own.delete_node, node).status == 403
     assert refused(own.list_node).status == 403
 
-    other = core(apiserver, apiserver.reporter(unique_node_name()))
+    other = core(apiserver, apiserver.reporter(unique_node_name() + ".example.com"))
     err = refusal({"metadata": {"annotations": {"hami.io/node-nvidia-register": "[1]"}}}, other)
     assert err.status == 403
     assert "own Node" in str(err.body)

@@ -122,8 +122,8 @@ class ApiServer:
         return user
 
     def _cert_paths(self, identity: str) -> tuple[Path, Path]:
-        base = self.ca_file.parent / "clients" / _file_name(identity)
-        return base.with_suffix(".crt"), base.with_suffix(".key")
+        clients, name = self.ca_file.parent / "clients", _file_name(identity)
+        return clients / f"{name}.crt", clients / f"{name}.key"
 
     def _credentials(self, identity: str) -> dict[str, str]:
         if identity in self.tokens:
@@ -179,7 +179,9 @@ class ApiServer:
 
 
 def _file_name(identity: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", identity)
+    """A file name for an identity: readable, and distinct for distinct identities."""
+    readable = re.sub(r"[^A-Za-z0-9_.-]", "_", identity)
+    return f"{readable}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
 
 
 def _call(
