@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "HAMI"})
@@ -17,3 +19,27 @@ def main() -> None:
 from hami_core.cli.vendors import vendors  # noqa: E402
 
 main.add_command(vendors)
+from hami_core.cli.codec import codec  # noqa: E402
+
+main.add_command(codec)
+from hami_core.cli.scheduler import scheduler  # noqa: E402
+
+main.add_command(scheduler)
+
+
+def run() -> None:
+    """The ``hami`` entry point: ``main`` with every usage error on one line (exit 2)."""
+    try:
+        main.main(standalone_mode=False)
+    except click.UsageError as exc:
+        where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
+        click.echo(f"error: {where}{exc.format_message()}", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        click.echo(f"error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)

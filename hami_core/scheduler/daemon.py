@@ -119,6 +119,10 @@ class Scheduler:
             self._http.stop()
         log.info("scheduler %s stopped", self.config.identity)
 
+    def request_stop(self) -> None:
+        """Ask ``wait`` to return (safe from a signal handler); call ``stop`` afterwards."""
+        self._stop.set()
+
     def wait(self) -> None:
         """Block until ``stop`` is called from elsewhere (a signal handler)."""
         while not self._stop.wait(1.0):

@@ -1,0 +1,151 @@
+"""``hami scheduler run``: the cluster-wide registration daemon."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from types import FrameType
+
+import click
+
+from hami_core.cli.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
+from hami_core.cli.vendors import driver_options, drivers_from_options
+from hami_core.kube.client import KubeCluster
+from hami_core.kube.port import ClusterError
+from hami_core.scheduler.config import SchedulerConfig, default_identity
+from hami_core.scheduler.daemon import Scheduler
+from hami_core.scheduler.selector import NodeSelector, parse_node_selector
+
+__all__ = ["scheduler"]
+
+log = logging.getLogger(__name__)
+
+
+def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> NodeSelector:
+    try:
+        return parse_node_selector(value or "")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _listen(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, int] | None:
+    if value in ("", "off", "none"):
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"{value!r} is not HOST:PORT (or 'off')")
+    return host or "0.0.0.0", int(port)
+
+
+SECONDS = click.FloatRange(min=0, min_open=True)
+
+
+@click.group("scheduler")
+def scheduler() -> None:
+    """The cluster-wide daemon that registers devices from node annotations."""
+
+
+@scheduler.command("run")
+@click.option("--kubeconfig", envvar=["HAMI_KUBECONFIG", "KUBECONFIG"], type=click.Path(dir_okay=False),
+              help="Kubeconfig file. Default: in-cluster config when running in a Pod, else ~/.kube/config. "
+              "Env: HAMI_KUBECONFIG, KUBECONFIG.")
+@click.option("--context", envvar="HAMI_CONTEXT", help="Kubeconfig context. Env: HAMI_CONTEXT.")
+@driver_options
+@click.option("--node-selector", envvar="HAMI_NODE_SELECTOR", callback=_selector, metavar="K=V,...",
+              help="Only nodes with all these labels register. Env: HAMI_NODE_SELECTOR.")
+@click.option("--lease-namespace", envvar="HAMI_LEASE_NAMESPACE", default="kube-system", show_default=True,
+              help="Namespace of the leader Lease. Env: HAMI_LEASE_NAMESPACE.")
+@click.option("--lease-name", envvar="HAMI_LEASE_NAME", default="hami-scheduler", show_default=True,
+              help="Name of the leader Lease. Env: HAMI_LEASE_NAME.")
+@click.option("--identity", envvar="HAMI_IDENTITY", default=None,
+              help="Holder identity, unique per replica. Default: <pod or host name>_<uuid>. "
+              "Env: HAMI_IDENTITY.")
+@click.option("--lease-duration", envvar="HAMI_LEASE_DURATION", type=SECONDS, default=15.0,
+              show_default=True, help="Seconds. Env: HAMI_LEASE_DURATION.")
+@click.option("--renew-deadline", envvar="HAMI_RENEW_DEADLINE", type=SECONDS, default=10.0,
+              show_default=True, help="Seconds. Env: HAMI_RENEW_DEADLINE.")
+@click.option("--retry-period", envvar="HAMI_RETRY_PERIOD", type=SECONDS, default=2.0,
+              show_default=True, help="Seconds. Env: HAMI_RETRY_PERIOD.")
+@click.option("--resync", envvar="HAMI_RESYNC", type=SECONDS, default=15.0,
+              show_default=True, help="Seconds between re-evaluations of every node. Env: HAMI_RESYNC.")
+@click.option("--handshake-window", envvar="HAMI_HANDSHAKE_WINDOW", type=SECONDS,
+              default=60.0, show_default=True,
+              help="Seconds after which a scheduler stamp is expired. Env: HAMI_HANDSHAKE_WINDOW.")
+@click.option("--qps", envvar="HAMI_QPS", type=SECONDS, default=200.0, show_default=True,
+              help="Write rate limit (requests per second). Env: HAMI_QPS.")
+@click.option("--burst", envvar="HAMI_BURST", type=click.IntRange(min=1), default=400, show_default=True,
+              help="Write burst. Env: HAMI_BURST.")
+@click.option("--max-in-flight", envvar="HAMI_MAX_IN_FLIGHT", type=click.IntRange(min=1), default=16,
+              show_default=True, help="Concurrent patches. Env: HAMI_MAX_IN_FLIGHT.")
+@click.option("--http-listen", envvar="HAMI_HTTP_LISTEN", default="0.0.0.0:9395", show_default=True,
+              callback=_listen, help="HOST:PORT of the status endpoint, or 'off'. Env: HAMI_HTTP_LISTEN.")
+@click.option("--log-format", envvar="HAMI_LOG_FORMAT", type=click.Choice(LOG_FORMATS), default="text",
+              show_default=True, help="Env: HAMI_LOG_FORMAT.")
+@click.option("--log-level", envvar="HAMI_LOG_LEVEL", type=click.Choice(LOG_LEVELS), default="info",
+              show_default=True, help="Env: HAMI_LOG_LEVEL.")
+def run(
+    kubeconfig: str | None,
+    context: str | None,
+    vendors: str | None,
+    count_resources: tuple[str, ...],
+    node_selector: NodeSelector,
+    lease_namespace: str,
+    lease_name: str,
+    identity: str | None,
+    lease_duration: float,
+    renew_deadline: float,
+    retry_period: float,
+    resync: float,
+    handshake_window: float,
+    qps: float,
+    burst: int,
+    max_in_flight: int,
+    http_listen: tuple[str, int] | None,
+    log_format: str,
+    log_level: str,
+) -> None:
+    """Run the scheduler: watch nodes, stamp handshakes, keep the device cache, clean up dead nodes."""
+    if not retry_period < renew_deadline < lease_duration:
+        raise click.UsageError("need --retry-period < --renew-deadline < --lease-duration")
+    configure_logging(log_format, log_level)
+    _, drivers = drivers_from_options(vendors, count_resources)
+    try:
+        config = SchedulerConfig(
+            resync=resync, handshake_window=handshake_window, node_selector=node_selector,
+            lease_namespace=lease_namespace, lease_name=lease_name, identity=identity or default_identity(),
+            lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
+            qps=qps, burst=burst, max_in_flight=max_in_flight,
+            http_host=http_listen[0] if http_listen else "",
+            http_port=http_listen[1] if http_listen else None,
+        )
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        cluster = _connect(kubeconfig, context)
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    daemon = Scheduler(cluster, [d.rules() for d in drivers], config)
+
+    def _terminate(signum: int, frame: FrameType | None) -> None:
+        log.info("received %s: stopping", signal.Signals(signum).name)
+        daemon.request_stop()
+
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
+    try:
+        daemon.start()
+    except OSError as exc:
+        raise click.ClickException(f"cannot start: {exc}") from None
+    daemon.wait()
+    daemon.stop()
+    sys.exit(0)
+
+
+def _connect(kubeconfig: str | None, context: str | None) -> KubeCluster:
+    if kubeconfig:
+        return KubeCluster.from_kubeconfig(kubeconfig, context=context)
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return KubeCluster.in_cluster()
+    return KubeCluster.from_kubeconfig(os.path.expanduser("~/.kube/config"), context=context)
