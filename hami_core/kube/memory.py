@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 
 from hami_core.kube.port import (
+    ClusterError,
     Conflict,
     Gone,
     Invalid,
@@ -80,14 +81,9 @@ class _Change:
     new: NodeSnapshot | None
 
 
-def _parse_rv(value: str, what: str) -> int:
-    try:
-        rv = int(value)
-    except ValueError:
-        raise Invalid(f"{what}: resourceVersion {shorten(value)} is not a valid resource version") from None
-    if rv < 0:
-        raise Invalid(f"{what}: resourceVersion {shorten(value)} is not a valid resource version")
-    return rv
+def _parse_rv(value: str) -> int | None:
+    """An unsigned resourceVersion, or ``None`` when ``value`` is not one."""
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def _string_map(value: object, where: str) -> dict[str, str]:
@@ -371,7 +367,17 @@ class MemoryCluster:
                     if selector.matches(node.labels)
                 ]
             else:
-                start = _parse_rv(resource_version, "watch nodes")
+                parsed = _parse_rv(resource_version)
+                if parsed is None:
+                    # The real server fails such a watch inside the stream, with a 500.
+                    return _MemoryWatch.failing(
+                        self,
+                        Unavailable(
+                            f"watch nodes: 500 resourceVersion: Invalid value: {resource_version!r}",
+                            status=500,
+                        ),
+                    )
+                start = parsed
             gone = self._force_gone > 0
             if gone:
                 self._force_gone -= 1
@@ -603,7 +609,9 @@ class _MemoryWatch:
         bookmarks: bool,
         forced_gone: bool,
         initial: list[WatchEvent],
+        error: ClusterError | None = None,
     ) -> None:
+        self._error = error
         self._cluster = cluster
         self._initial = deque(initial)
         self._cursor = start
@@ -616,6 +624,21 @@ class _MemoryWatch:
         self._bookmark_generation = cluster._bookmark_generation
         self._drop_generation = cluster._drop_generation
         self._last_sent = cluster._clock()
+
+    @classmethod
+    def failing(cls, cluster: MemoryCluster, error: ClusterError) -> _MemoryWatch:
+        """A watch whose iteration raises ``error`` at once."""
+        selector = parse_label_selector("")
+        return cls(
+            cluster,
+            start=0,
+            selector=selector,
+            deadline=None,
+            bookmarks=False,
+            forced_gone=False,
+            initial=[],
+            error=error,
+        )
 
     def close(self) -> None:
         with self._cluster._cond:
@@ -658,6 +681,8 @@ class _MemoryWatch:
         cluster = self._cluster
         if not self._started:
             self._started = True
+            if self._error is not None:
+                raise self._error
             if self._forced_gone:
                 raise Gone(f"watch nodes: too old resource version: {self._cursor} (forced)", status=410)
             if self._cursor < cluster._oldest:

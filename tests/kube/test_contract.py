@@ -24,6 +24,7 @@ from hami_core.kube.port import (
     NodeList,
     NodeSnapshot,
     NotFound,
+    Unavailable,
     WatchEvent,
     WatchStream,
 )
@@ -265,6 +266,14 @@ def test_watch_from_an_old_resource_version_replays_everything_since(
     assert summary(events) == [("ADDED", name)] + [("MODIFIED", name)] * 3
     assert events[0].node == created
     cluster.delete_node(name)
+
+
+@pytest.mark.parametrize("resource_version", ["abc", "-5"])
+def test_watch_from_an_unparsable_resource_version_fails_in_the_stream(
+    cluster: Any, resource_version: str
+) -> None:
+    with pytest.raises(Unavailable, match="500"):
+        list(cluster.watch_nodes(resource_version=resource_version, timeout_seconds=2))
 
 
 def test_watch_with_a_label_selector_sees_objects_enter_and_leave(
