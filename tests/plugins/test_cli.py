@@ -120,7 +120,7 @@ def test_conflicting_drivers_exit_1_naming_both_packages(runner: CliRunner, fake
     result = runner.invoke(main, ["vendors"])
     assert result.exit_code == 1
     assert (
-        "Error: vendor key 'NVIDIA' is claimed by driver 'nvidia' (hami-vendor-nvidia 0.1.0) and driver "
+        "vendor key 'NVIDIA' is claimed by driver 'nvidia' (hami-vendor-nvidia 0.1.0) and driver "
         "'twin' (hami-vendor-gpu-twin 1.2.3)" in result.stderr
     )
     assert runner.invoke(main, ["vendors", "--vendors", "twin"]).exit_code == 0
