@@ -541,3 +541,14 @@ def test_events_are_stored(cluster: Any, namespace: str) -> None:
     pod_event = {**body, "involvedObject": {"kind": "Pod", "name": "p", "namespace": namespace}}
     cluster.create_event(namespace, pod_event)
     assert [e["involvedObject"]["name"] for e in cluster.events(namespace)] == ["p"]
+
+
+def test_a_patch_that_changes_nothing_writes_nothing(cluster: Any) -> None:
+    name = node_name()
+    cluster.create_node(name, annotations={"a": "1"})
+    first = cluster.patch_node_annotations(name, {"a": "2"})
+    same = cluster.patch_node_annotations(name, {"a": "2", "absent": None})
+    assert same.resource_version == first.resource_version
+    status = cluster.patch_node_status(name, {"example.com/gpu": "2"})
+    assert cluster.patch_node_status(name, {"example.com/gpu": "2"}).resource_version == status.resource_version
+    cluster.delete_node(name)
