@@ -39,6 +39,7 @@ __all__ = [
     "decode_json",
     "encode_json",
     "encode_mig_profile",
+    "go_bytes",
     "go_string",
     "go_text",
 ]
@@ -67,7 +68,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_SPLIT = re.compile("([\ud800-\udfff])")
 
 
-def _go_bytes(value: str) -> bytes:
+def go_bytes(value: str) -> bytes:
+    """The bytes Go holds for ``value``: its UTF-8, with U+DC80..U+DCFF (``surrogateescape``) turned
+    back into the single bytes they stand for."""
     out = bytearray()
     for position, piece in enumerate(_SURROGATE_SPLIT.split(value)):
         if position % 2 == 0:
@@ -82,7 +85,7 @@ def _go_bytes(value: str) -> bytes:
 def _invalid_bytes_marked(value: str) -> str:
     """``value`` as Go's UTF-8 decoding sees it, each invalid byte a lone surrogate (one per byte, as
     Go's ``utf8.DecodeRune`` gives one ``RuneError`` per invalid byte)."""
-    return _go_bytes(value).decode("utf-8", "surrogateescape")
+    return go_bytes(value).decode("utf-8", "surrogateescape")
 
 
 def go_text(value: str) -> str:

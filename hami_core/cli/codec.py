@@ -1,0 +1,181 @@
+"""``hami codec``: decode and encode register annotation values from the command line.
+
+The contract other tools rely on:
+
+* ``hami codec decode [--format auto|json|legacy] [--batch]`` reads one annotation value from stdin,
+  byte for byte, and prints a JSON array of device objects with the keys ``id, index, count, devmem,
+  devcore, type, numa, mode, health, migProfiles, custominfo``.
+* ``hami codec encode [--format json|legacy] [--batch]`` reads a JSON array of device objects (missing
+  keys are zero values) and prints the annotation value exactly, without a trailing newline.
+* An error is one ``error: <message>`` line on stderr and exit status 1.
+* ``--batch``: JSON Lines in (decode: one JSON string per line; encode: one JSON array per line) and out
+  (``{"devices": [...]}`` / ``{"value": "..."}`` or ``{"error": "..."}``), one result per input line;
+  exit status 0 once every line was processed, whatever the results.
+
+Invalid UTF-8 in a value is kept as Go would see it (each bad byte, not a replacement of it), so
+``decode`` treats it exactly as HAMi does.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import click
+
+from hami_core.protocol.codecs import decode_any
+from hami_core.protocol.convert import device_from_dict, device_to_dict
+from hami_core.protocol.errors import DecodeError, EncodeError
+from hami_core.protocol.gojson import decode_json, encode_json, go_bytes
+from hami_core.protocol.legacy import decode_legacy, encode_legacy
+from hami_core.protocol.model import DeviceInfo
+
+__all__ = ["DECODERS", "ENCODERS", "OUTPUT_KEYS", "codec"]
+
+DECODERS: dict[str, Callable[[str], list[DeviceInfo]]] = {
+    "auto": decode_any, "json": decode_json, "legacy": decode_legacy,
+}
+ENCODERS: dict[str, Callable[[Sequence[DeviceInfo]], str]] = {"json": encode_json, "legacy": encode_legacy}
+#: The keys of each device object ``decode`` prints, in this order.
+OUTPUT_KEYS = (
+    "id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health", "migProfiles",
+    "custominfo",
+)
+
+
+class _InputError(ValueError):
+    """Input that is not what the command reads (not JSON, not a string, not an array ...)."""
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split("\n")) or type(error).__name__
+
+
+def _bytes_to_text(raw: bytes) -> str:
+    """Bytes as a str that keeps every invalid UTF-8 byte (as U+DC80..U+DCFF)."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _InputError(f"{name} is not JSON")
+
+
+def _json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise _InputError(f"{what} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise _InputError(f"{what} is nested too deeply") from None
+
+
+def _device_objects(devices: list[DeviceInfo]) -> list[dict[str, Any]]:
+    return [{key: obj[key] for key in OUTPUT_KEYS} for obj in map(device_to_dict, devices)]
+
+
+def _dump(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    except RecursionError:
+        raise _InputError("custominfo is nested too deeply to print as JSON") from None
+
+
+def _parse_devices(text: str, what: str) -> list[DeviceInfo]:
+    objs = _json(text, what)
+    if not isinstance(objs, list):
+        raise _InputError(f"{what} must be a JSON array of device objects, got {type(objs).__name__}")
+    devices = []
+    for position, obj in enumerate(objs):
+        try:
+            devices.append(device_from_dict(obj))
+        except ValueError as exc:
+            raise _InputError(f"device {position}: {exc}") from None
+    return devices
+
+
+def _fail(error: BaseException) -> NoReturn:
+    click.echo(f"error: {_one_line(error)}", err=True)
+    sys.exit(1)  # not click's Exit: its code is lost when click runs outside standalone mode
+
+
+def _stdin() -> bytes:
+    return sys.stdin.buffer.read()
+
+
+def _lines(raw: bytes) -> list[bytes]:
+    lines = raw.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return [line.removesuffix(b"\r") for line in lines]
+
+
+def _write_lines(results: list[str]) -> None:
+    click.echo("".join(result + "\n" for result in results), nl=False)
+
+
+@click.group("codec")
+def codec() -> None:
+    """Decode and encode register annotation values (legacy colon or Go-compatible JSON)."""
+
+
+@codec.command("decode")
+@click.option(
+    "--format", "encoding", type=click.Choice(sorted(DECODERS)), default="auto", show_default=True,
+    help="The value's encoding; auto reads JSON when it starts with '[' or is null, else legacy.",
+)
+@click.option(
+    "--batch", is_flag=True, help="JSON Lines: one JSON string per input line, one result per line."
+)
+def decode(encoding: str, batch: bool) -> None:
+    """Read an annotation value from stdin and print its devices as a JSON array."""
+    decoder = DECODERS[encoding]
+    raw = _stdin()
+    if not batch:
+        try:
+            output = _dump(_device_objects(decoder(_bytes_to_text(raw))))
+        except (DecodeError, _InputError) as exc:
+            _fail(exc)
+        click.echo(output)
+        return
+    results: list[str] = []
+    for number, line in enumerate(_lines(raw), start=1):
+        try:
+            value = _json(_bytes_to_text(line), f"line {number}")
+            if not isinstance(value, str):
+                raise _InputError(f"line {number} must be a JSON string, got {type(value).__name__}")
+            results.append(_dump({"devices": _device_objects(decoder(value))}))
+        except (DecodeError, _InputError) as exc:
+            results.append(_dump({"error": _one_line(exc)}))
+    _write_lines(results)
+
+
+@codec.command("encode")
+@click.option(
+    "--format", "encoding", type=click.Choice(sorted(ENCODERS)), default="json", show_default=True,
+    help="The encoding to write.",
+)
+@click.option(
+    "--batch", is_flag=True, help="JSON Lines: one JSON array per input line, one result per line."
+)
+def encode(encoding: str, batch: bool) -> None:
+    """Read a JSON array of device objects from stdin and print the annotation value exactly."""
+    encoder = ENCODERS[encoding]
+    raw = _stdin()
+    if not batch:
+        try:
+            value = encoder(_parse_devices(_bytes_to_text(raw), "input"))
+        except (EncodeError, _InputError) as exc:
+            _fail(exc)
+        sys.stdout.buffer.write(go_bytes(value))
+        sys.stdout.buffer.flush()
+        return
+    results: list[str] = []
+    for number, line in enumerate(_lines(raw), start=1):
+        try:
+            value = encoder(_parse_devices(_bytes_to_text(line), f"line {number}"))
+            results.append(_dump({"value": value}))
+        except (EncodeError, _InputError) as exc:
+            results.append(_dump({"error": _one_line(exc)}))
+    _write_lines(results)
