@@ -252,9 +252,12 @@ class Oracle:
 def hami_oracle() -> Iterator[Oracle]:
     """The Go oracle, started once for the session; a missing build fails the test with how to build it."""
     try:
-        binary = oracle_binary()
+        binary: Path | None = oracle_binary()
+        problem = ""
     except (FileNotFoundError, subprocess.CalledProcessError) as exc:
-        pytest.fail(f"Go conformance oracle unavailable: {exc}", pytrace=False)
+        binary, problem = None, str(exc)
+    if binary is None:
+        pytest.fail(f"Go conformance oracle unavailable: {problem}", pytrace=False)
     oracle = Oracle(binary)
     try:
         yield oracle

@@ -25,6 +25,7 @@ from harness.oracle import Oracle, OracleResult
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from hami_core.protocol.codecs import decode_any
 from hami_core.protocol.errors import DecodeError, EncodeError
 from hami_core.protocol.gojson import decode_json, encode_json
 from hami_core.protocol.legacy import decode_legacy, encode_legacy
@@ -713,6 +714,39 @@ def test_json_decode_agrees_on_mutated_real_values(
     insert = data.draw(st.sampled_from(["", "", ",", "}", "]", "null", " ", "1", '"', "\\", "e5", ".0", "-"]))
     mutated = value[:cut] + insert + value[cut + data.draw(st.integers(0, 2)) :]
     assert_same_decode(mutated, run_ours(decode_json, mutated), hami_oracle.decode_json(mutated))
+
+
+@SETTINGS
+@given(devices=_devices(_legacy_text, profiles=False, index=_GO_INDEX), data=st.data())
+def test_legacy_decode_agrees_on_mutated_real_values(
+    hami_oracle: Oracle, devices: list[DeviceInfo], data: st.DataObject
+) -> None:
+    value = hami_oracle.encode_legacy(devices).value
+    assert value is not None
+    cut = data.draw(st.integers(0, len(value)))
+    insert = data.draw(st.sampled_from(["", "", ",", ":", "::", ",,", " ", "-", "+", "0", "\n", "x"]))
+    mutated = value[:cut] + insert + value[cut + data.draw(st.integers(0, 2)) :]
+    assert_same_decode(mutated, run_ours(decode_legacy, mutated), hami_oracle.decode_legacy(mutated))
+
+
+def _hami_decoder_for(hami_oracle: Oracle, value: str) -> Callable[[str], OracleResult]:
+    """Spec 3.4, read independently: JSON when the first non-blank character is '[' or the value is
+    null (JSON's own blanks around it), else legacy."""
+    stripped = value.strip(" \t\r\n")
+    if stripped.startswith("[") or stripped == "null":
+        return hami_oracle.decode_json
+    return hami_oracle.decode_legacy
+
+
+@SETTINGS
+@given(value=st.one_of(legacy_values(), json_values()))
+@example(value=" null\n")
+@example(value="[x,1,2,3,T,0,true:")
+def test_reading_either_format_agrees(hami_oracle: Oracle, value: str) -> None:
+    """Beyond HAMi (spec 3.4): one reader for both encodings; on each value it must do what HAMi's
+    decoder for the detected encoding does."""
+    theirs = _hami_decoder_for(hami_oracle, value)(value)
+    assert_same_decode(value, run_ours(decode_any, value), theirs)
 
 
 @SETTINGS
