@@ -31,6 +31,8 @@ _INDEX_MAX = INT64.high  # HAMi writes the index through a signed Go int
 
 
 def _parse_int(text: str, field: str, go_range: IntRange, where: str) -> int:
+    if len(text) <= 9 and text.isdigit() and text.isascii():  # the common case, in range of every field
+        return int(text)
     if _GO_INT.fullmatch(text) is None:
         raise DecodeError(f"{where}: invalid {field} field {shorten(text)}: not a base-10 integer")
     digits = text.lstrip("+-").lstrip("0")
