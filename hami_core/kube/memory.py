@@ -45,7 +45,7 @@ from hami_core.kube.port import (
     WatchEventType,
 )
 from hami_core.kube.quantity import QuantityError, canonical_quantity, parse_quantity
-from hami_core.kube.selector import LabelSelector, is_qualified_name, parse_label_selector
+from hami_core.kube.selector import LabelSelector, is_label_value, is_qualified_name, parse_label_selector
 from hami_core.kube.wire import lease_body, lease_from_json, node_snapshot
 from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES
 from hami_core.protocol.errors import shorten
@@ -100,11 +100,12 @@ def _validate_metadata(obj: Mapping[str, Any], where: str) -> None:
     meta = obj.get("metadata", {})
     labels = _string_map(meta.get("labels"), f"{where} metadata.labels")
     annotations = _string_map(meta.get("annotations"), f"{where} metadata.annotations")
-    selector_text = ",".join(f"{k}={v}" for k, v in labels.items())
-    try:
-        parse_label_selector(selector_text)
-    except Invalid as err:
-        raise Invalid(f"{where} metadata.labels: invalid label ({err})") from None
+    for key, value in labels.items():
+        if not is_qualified_name(key) or not is_label_value(value):
+            raise Invalid(f"{where} metadata.labels: invalid label {key!r}: {shorten(value)}", status=422)
+    for key in annotations:
+        if not is_qualified_name(key.lower()):
+            raise Invalid(f"{where} metadata.annotations: {shorten(key)} is not a valid key", status=422)
     size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
     if size > MAX_ANNOTATION_BYTES:
         raise Invalid(

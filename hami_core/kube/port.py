@@ -165,8 +165,13 @@ class Cluster(Protocol):
     def create_lease(self, lease: Lease) -> Lease: ...
 
     def update_lease(self, lease: Lease) -> Lease:
-        """Replace the Lease; ``Conflict`` when ``lease.resource_version`` is stale."""
+        """Replace the Lease; ``Conflict`` when ``lease.resource_version`` is stale, ``Invalid`` when it is
+        empty. A Lease that does not exist is created (the API server allows create-on-update for Leases,
+        whatever the precondition), so only ``create_lease`` guarantees a single winner."""
         ...
 
     # Events
-    def create_event(self, namespace: str, body: Mapping[str, Any]) -> None: ...
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
+        """Create a core/v1 Event. The server requires an Event about a cluster-scoped object (a Node)
+        to live in ``default``, and one about a namespaced object to live in that object's namespace."""
+        ...

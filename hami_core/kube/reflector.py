@@ -104,6 +104,8 @@ class Reflector:
         self.resource_version = ""
         #: How many full lists were made (the first one included).
         self.lists = 0
+        #: ``clock()`` at the last sign of progress (a list, a watch opened, an event); for liveness.
+        self.last_progress = clock()
         self._gone_right_after_list = False
 
     # -- reading the store ------------------------------------------------------------------------------
@@ -208,6 +210,7 @@ class Reflector:
         self._apply_list(items)
         self.resource_version = resource_version
         self._gone_right_after_list = True
+        self.last_progress = self._clock()
         self._synced.set()
         try:
             self._handler.on_synced(relisted=relisted)
@@ -242,6 +245,7 @@ class Reflector:
         )
         with self._lock:
             self._watch = watch
+        self.last_progress = self._clock()
         try:
             if self._stop.is_set():
                 return True
@@ -259,6 +263,7 @@ class Reflector:
 
     def _apply(self, event: WatchEvent) -> None:
         self.resource_version = event.resource_version
+        self.last_progress = self._clock()
         node = event.node
         if event.type == "BOOKMARK" or node is None:
             return

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from hami_core.kube.port import Invalid
 from hami_core.protocol.errors import shorten
 
-__all__ = ["LabelSelector", "is_qualified_name", "parse_label_selector"]
+__all__ = ["LabelSelector", "is_label_value", "is_qualified_name", "parse_label_selector"]
 
 _NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
 _PREFIX = r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)"
@@ -26,6 +26,11 @@ Requirement = Callable[[Mapping[str, str]], bool]
 def is_qualified_name(text: str) -> bool:
     """A valid label key, annotation key or resource name: ``[prefix/]name``."""
     return bool(_KEY.fullmatch(text)) and len(text.partition("/")[0] if "/" in text else "") <= 253
+
+
+def is_label_value(text: str) -> bool:
+    """A valid label value: empty, or up to 63 of ``[A-Za-z0-9-_.]``, alphanumeric at both ends."""
+    return bool(_VALUE.fullmatch(text))
 
 
 def _key(text: str, selector: str) -> str:

@@ -131,6 +131,23 @@ def test_annotations_beyond_the_size_limit_are_invalid(cluster: Any) -> None:
     cluster.delete_node(name)
 
 
+@pytest.mark.parametrize(
+    "labels",
+    [{"pool": "a,b"}, {"pool": "x" * 64}, {"bad key": "v"}, {"pool": "-edge"}],
+)
+def test_invalid_labels_are_refused(cluster: Any, labels: dict[str, str]) -> None:
+    with pytest.raises(Invalid):
+        cluster.create_node(node_name(), labels=labels)
+
+
+def test_invalid_annotation_keys_are_refused(cluster: Any) -> None:
+    name = node_name()
+    cluster.create_node(name, annotations={"Example.COM/Mixed-Case": "fine"})
+    with pytest.raises(Invalid):
+        cluster.patch_node_annotations(name, {"not a key": "v"})
+    cluster.delete_node(name)
+
+
 def test_allocatable_lives_in_status_and_changes_only_through_the_status_subresource(cluster: Any) -> None:
     name = node_name()
     cluster.create_node(name)

@@ -263,3 +263,21 @@ def test_a_node_leaving_the_selector_is_deleted_from_the_store(selector: str) ->
         assert a.resource_version != back.resource_version
     finally:
         reflector.stop()
+
+
+def test_progress_is_stamped_by_lists_and_events() -> None:
+    ticks = iter(range(1, 10_000))
+    cluster = MemoryCluster()
+    log = Log()
+    reflector = Reflector(cluster, log, FAST, sleep=lambda s: None, clock=lambda: float(next(ticks)))
+    assert reflector.last_progress == 1.0
+    reflector.start()
+    try:
+        log.wait_for(("synced", False))
+        after_list = reflector.last_progress
+        assert after_list > 1.0
+        node = cluster.create_node("n1")
+        log.wait_for(("upsert", None, "n1", node.resource_version))
+        assert reflector.last_progress > after_list
+    finally:
+        reflector.stop()
