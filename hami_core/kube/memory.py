@@ -155,8 +155,10 @@ class MemoryCluster:
     """Thread-safe in-memory implementation of the ``Cluster`` port (plus test helpers).
 
     ``history``: how many Node changes a watch can replay; a watch from an older resourceVersion gets
-    ``Gone``. ``start_resource_version``: the first write gets the next one; watching from anything older
-    is ``Gone``, as on a real server whose storage was compacted before the watch cache started.
+    ``Gone``. ``start_resource_version``: the first write gets the next one; the history starts there and
+    watching from anything older is ``Gone``, as on a real server from before its watch cache started
+    (on a freshly started server that is about 1, so even resourceVersion "1" replays; the default
+    matches).
     ``bookmark_interval``: seconds between BOOKMARK events on a quiet watch that allows them (``None``:
     only on demand, through :meth:`send_bookmarks`).
     """
@@ -214,7 +216,8 @@ class MemoryCluster:
             self._force_gone += count
 
     def compact(self) -> None:
-        """Forget the whole watch history, as an etcd compaction would: older watches get ``Gone``."""
+        """Forget the whole watch history, as when the real server's watch cache window moves on past
+        every change so far: a watch from an older resourceVersion gets ``Gone``."""
         with self._cond:
             self._history.clear()
             self._oldest = self._rv
@@ -644,6 +647,7 @@ class _MemoryWatch:
     def close(self) -> None:
         with self._cluster._cond:
             self._closed = True
+            self._cluster._watches.discard(self)
             self._cluster._cond.notify_all()
 
     def __iter__(self) -> Iterator[WatchEvent]:
