@@ -110,7 +110,7 @@ def run(
     if not retry_period < renew_deadline < lease_duration:
         raise click.UsageError("need --retry-period < --renew-deadline < --lease-duration")
     configure_logging(log_format, log_level)
-    _, drivers = drivers_from_options(vendors, count_resources)
+    manager, drivers = drivers_from_options(vendors, count_resources)
     try:
         config = SchedulerConfig(
             resync=resync, handshake_window=handshake_window, node_selector=node_selector,
@@ -126,7 +126,8 @@ def run(
         cluster = _connect(kubeconfig, context)
     except ClusterError as exc:
         raise click.ClickException(str(exc)) from None
-    daemon = Scheduler(cluster, [d.rules() for d in drivers], config)
+    daemon = Scheduler(cluster, [d.rules() for d in drivers], config,
+                       on_node_deleted=lambda node: manager.node_deleted(drivers, node))
 
     def _terminate(signum: int, frame: FrameType | None) -> None:
         log.info("received %s: stopping", signal.Signals(signum).name)

@@ -81,6 +81,7 @@ class LeaderElector:
         self._renewed_at: float | None = None
         self._term = 0
         self._leading = False
+        self._release_on_stop = True
 
     # -- queries (any thread) -------------------------------------------------------------------------
 
@@ -117,7 +118,15 @@ class LeaderElector:
                 self.step()
                 stop.wait(self.config.retry_period)
         finally:
-            self.release()
+            if self._release_on_stop:
+                self.release()
+            else:
+                with self._lock:
+                    self._leading = False
+
+    def abandon(self) -> None:
+        """Make ``run`` stop without releasing the Lease, as a crashed process would (for tests)."""
+        self._release_on_stop = False
 
     def step(self) -> None:
         """One try to acquire or renew, then a check of the deadline. Exposed for tests."""

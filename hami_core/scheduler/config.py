@@ -44,5 +44,6 @@ class SchedulerConfig:
     http_host: str = "0.0.0.0"
     #: 0 picks a free port; ``None`` serves no HTTP.
     http_port: int | None = 9395
-    #: Namespace of the Warning Events about Nodes (cluster-scoped objects).
+    #: Namespace of the Warning Events about Nodes: the API server requires ``default`` for events about
+    #: cluster-scoped objects.
     event_namespace: str = "default"

@@ -51,6 +51,7 @@ class Scheduler:
         *,
         clock: Callable[[], datetime] = _local_now,
         monotonic: Callable[[], float] = time.monotonic,
+        on_node_deleted: Callable[[str], object] = lambda node: None,
     ) -> None:
         if not vendors:
             raise ValueError("the scheduler needs at least one vendor driver")
@@ -58,6 +59,7 @@ class Scheduler:
         self._cluster = cluster
         self._clock = clock
         self._monotonic = monotonic
+        self._on_node_deleted = on_node_deleted
         self.cache = DeviceCache()
         self.registrar = Registrar(vendors, self.cache, selector=cfg.node_selector,
                                    window=timedelta(seconds=cfg.handshake_window))
@@ -106,8 +108,13 @@ class Scheduler:
             thread.start()
             self._threads.append(thread)
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop every loop; the elector releases the Lease so a follower takes over at once."""
+    def stop(self, timeout: float = 10.0, *, release: bool = True) -> None:
+        """Stop every loop; the elector releases the Lease so a follower takes over at once.
+
+        ``release=False`` leaves the Lease to expire, as a crashed replica would (for tests).
+        """
+        if not release:
+            self.elector.abandon()
         self._stop.set()
         self.queue.shutdown()
         self.reflector.stop(timeout)
@@ -201,6 +208,10 @@ class Scheduler:
         if node is None:
             self.events.forget(name)
             self._patch_failures.pop(name, None)
+            try:
+                self._on_node_deleted(name)
+            except Exception:
+                log.exception("node %s: node-deleted hook failed", name)
         self._note_evaluated(name)
 
     def _report(self, evaluation: Evaluation) -> None:

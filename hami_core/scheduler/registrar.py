@@ -216,13 +216,17 @@ class Registrar:
         if decision.cache is CacheChange.DROP:
             self.cache.remove(node, vendor_key)
             return
+        degraded = decision.reason is Reason.DEGRADED
         devices = decision.memory.devices
+        if devices is None and degraded:
+            devices = ()  # degraded with no good list yet: shown, with nothing to schedule on
         if devices is None:
             if decision.cache is CacheChange.SET:
                 self.cache.remove(node, vendor_key)
+            elif self.cache.vendor(node, vendor_key) is not None:
+                self.cache.remove(node, vendor_key)  # e.g. a degraded entry whose vendor went away
             return
         entry = self.cache.vendor(node, vendor_key)
-        degraded = decision.reason is Reason.DEGRADED
         state = "degraded" if degraded else "registered"
         if (
             decision.cache is CacheChange.SET

@@ -1,0 +1,209 @@
+"""The scheduler daemon end to end, against the in-memory cluster and the real kube-apiserver alike."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import attrs
+from harness.scheduler_world import WINDOW, World, wait_for
+
+from hami_core.protocol.codecs import decode_any
+
+NVIDIA_REGISTER = ('[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10",'
+                   '"mode":"hami-core","health":true}]')
+REGISTER = {
+    "hami.io/node-nvidia-register": NVIDIA_REGISTER,
+    "hami.io/node-mlu-register": "MLU-45013011,10,23308,0,MLU-MLU370-X4,0,true,0,hami-core:",
+    "hami.io/node-dcu-register": "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
+                                 "DCU-2,4,16384,100,DCU-Z100,1,true,1,hami:",
+    "hami.io/node-register-xpu": '[{"id":"XPU-0","count":4,"devmem":98304,"devcore":100,"type":"P800",'
+                                 '"health":true}]',
+}
+ALLOCATABLE = {"nvidia.com/gpu": "10", "cambricon.com/mlu": "1", "hygon.com/dcunum": "8",
+               "kunlunxin.com/vxpu": "4"}
+HANDSHAKES = {"NVIDIA": "hami.io/node-handshake", "MLU": "hami.io/node-handshake-mlu",
+              "DCU": "hami.io/node-handshake-dcu", "XPU": "hami.io/node-handshake-xpu"}
+VENDOR_OF = {"hami.io/node-nvidia-register": "NVIDIA", "hami.io/node-mlu-register": "MLU",
+             "hami.io/node-dcu-register": "DCU", "hami.io/node-register-xpu": "XPU"}
+
+
+def expected(register_key: str, value: str) -> tuple[Any, ...]:
+    vendor = VENDOR_OF[register_key]
+    return tuple(attrs.evolve(d, devicevendor=vendor) for d in decode_any(value))
+
+
+def stamped(world: World, node: str, vendor: str) -> bool:
+    return world.annotations(node).get(HANDSHAKES[vendor], "").startswith("Requesting_")
+
+
+def registered(replica: Any, node: str) -> set[str]:
+    return {k for k, e in replica.cache.node(node).items() if e.state == "registered"}
+
+
+def test_all_four_vendors_are_stamped_and_registered_with_one_patch(world: World) -> None:
+    node = world.node("all", REGISTER, ALLOCATABLE)
+    bare = world.node("cpu-only")
+    replica = world.scheduler()
+    wait_for("four vendors registered", lambda: registered(replica, node) == set(HANDSHAKES))
+    wait_for("ready", replica.ready)
+    for key, value in REGISTER.items():
+        assert replica.cache.vendor(node, VENDOR_OF[key]).devices == expected(key, value)
+    annotations = wait_for("stamps", lambda: (a := world.annotations(node)) and
+                           all(k in a for k in HANDSHAKES.values()) and a)
+    for key in HANDSHAKES.values():
+        assert annotations[key].startswith("Requesting_20"), annotations[key]
+    # Spec 4 rule 6: a node without any vendor gets no handshake at all.
+    assert world.annotations(bare) == {}
+    replica.writer.wait_idle(5)
+    calls = replica._cluster.calls
+    assert calls["patch_node_annotations"] == 1, calls  # all four stamps in one merge patch
+    assert calls["get_node"] == 0 and calls["list_nodes"] == 1, calls
+
+
+def test_a_plugin_report_is_re_stamped(world: World) -> None:
+    node = world.node("mlu", {"hami.io/node-mlu-register": REGISTER["hami.io/node-mlu-register"]})
+    replica = world.scheduler("mlu")
+    wait_for("stamp", lambda: stamped(world, node, "MLU"))
+    report = "Reported 2024-01-23 04:30:04.434037031 +0000 UTC m=+1104711.777756895"
+    world.admin.patch_node_annotations(node, {HANDSHAKES["MLU"]: report})
+    wait_for("re-stamp", lambda: stamped(world, node, "MLU"))
+    assert registered(replica, node) == {"MLU"}
+    replica.writer.wait_idle(5)
+    assert replica._cluster.calls["patch_node_annotations"] == 2
+
+
+def test_dead_plugin_is_cleaned_up_and_stays_out_until_a_sign_of_life(world: World) -> None:
+    node = world.node("dcu", {"hami.io/node-dcu-register": REGISTER["hami.io/node-dcu-register"]},
+                      {"hygon.com/dcunum": "8"})
+    replica = world.scheduler("dcu")
+    wait_for("registered", lambda: registered(replica, node) == {"DCU"})
+    # The plugin dies: kubelet drops the allocatable count, no more reports.
+    world.admin.patch_node_status(node, {"hygon.com/dcunum": "0"})
+    wait_for("cleanup", lambda: not replica.cache.node(node), timeout=WINDOW * 4)
+    wait_for("handshake deleted", lambda: HANDSHAKES["DCU"] not in world.annotations(node))
+    assert world.annotations(node)["hami.io/node-dcu-register"] == REGISTER["hami.io/node-dcu-register"]
+    # No flapping (spec 4.2): more than a window later it is neither re-stamped nor re-registered.
+    time.sleep(WINDOW * 1.5)
+    assert not replica.cache.node(node)
+    assert HANDSHAKES["DCU"] not in world.annotations(node)
+    # A sign of life readmits it.
+    world.admin.patch_node_annotations(node, {HANDSHAKES["DCU"]: "Reported_2026.11.29 10:00:00"})
+    wait_for("readmitted", lambda: registered(replica, node) == {"DCU"})
+    wait_for("re-stamped", lambda: stamped(world, node, "DCU"))
+    assert replica.registrar.counters["cleanups"] == 1
+
+
+def test_nvidia_with_an_old_stamp_and_allocatable_stays_registered(world: World) -> None:
+    node = world.node("gpu", {"hami.io/node-nvidia-register": NVIDIA_REGISTER,
+                              "hami.io/node-handshake": "Requesting_2024-01-23 04:30:04"},
+                      {"nvidia.com/gpu": "10"})
+    replica = world.scheduler("nvidia")
+    wait_for("registered", lambda: registered(replica, node) == {"NVIDIA"})
+    time.sleep(WINDOW + 1)
+    assert registered(replica, node) == {"NVIDIA"}
+    assert world.annotations(node)["hami.io/node-handshake"] == "Requesting_2024-01-23 04:30:04"
+    assert replica._cluster.calls["patch_node_annotations"] == 0
+    # NVIDIA's rule: once the count was > 0, its drop to 0 cleans up at once.
+    world.admin.patch_node_status(node, {"nvidia.com/gpu": "0"})
+    wait_for("cleanup", lambda: not replica.cache.node(node))
+    wait_for("handshake deleted", lambda: "hami.io/node-handshake" not in world.annotations(node))
+
+
+def test_a_malformed_annotation_degrades_only_that_vendor_on_that_node(world: World) -> None:
+    good = world.node("good", REGISTER, ALLOCATABLE)
+    truncated = "MLU-1,10,23308,0,MLU-370,0,true:MLU-2,10,"  # the seed's truncated second record
+    bad = world.node("bad", {**REGISTER, "hami.io/node-mlu-register": truncated}, ALLOCATABLE)
+    replica = world.scheduler()
+    wait_for("good registered", lambda: registered(replica, good) == set(HANDSHAKES))
+    wait_for("bad node's other vendors", lambda: registered(replica, bad) == {"NVIDIA", "DCU", "XPU"})
+    entry = wait_for("degraded", lambda: replica.cache.vendor(bad, "MLU"))
+    assert entry.state == "degraded" and entry.devices == () and "segment 2" in (entry.error or "")
+    # A later good value, then a truncated one: the last good list is kept while degraded.
+    value = REGISTER["hami.io/node-mlu-register"]
+    world.admin.patch_node_annotations(bad, {"hami.io/node-mlu-register": value})
+    wait_for("recovered", lambda: registered(replica, bad) == set(HANDSHAKES))
+    world.admin.patch_node_annotations(bad, {"hami.io/node-mlu-register": value[:20]})
+    wait_for("degraded again", lambda: replica.cache.vendor(bad, "MLU").state == "degraded")
+    assert replica.cache.vendor(bad, "MLU").devices == expected("hami.io/node-mlu-register", value)
+    events = wait_for("two warning events", lambda: len(e := _events(world, bad)) >= 2 and e)
+    assert {e["reason"] for e in events} == {"HamiRegisterAnnotationInvalid"}
+    assert not _events(world, good)
+    assert all(e["type"] == "Warning" for e in events)
+    assert registered(replica, good) == set(HANDSHAKES)
+    assert replica.alive()
+
+
+def _events(world: World, node: str) -> list[dict[str, Any]]:
+    """Events about Nodes (cluster-scoped) live in the ``default`` namespace."""
+    return [e for e in world.admin.events("default") if e["involvedObject"]["name"] == node]
+
+
+def test_huge_and_binary_values_are_degraded_not_fatal(world: World) -> None:
+    huge = "[" + ",".join(['{"id":"G"}'] * 20_000) + "]"  # ~200 KiB: under the API server's limit
+    node = world.node("huge", {"hami.io/node-nvidia-register": huge + "x",
+                               "hami.io/node-dcu-register": "\x00\x01\ufffe:,,:"}, ALLOCATABLE)
+    replica = world.scheduler("nvidia", "dcu")
+    wait_for("both degraded", lambda: {k for k, e in replica.cache.node(node).items()
+                                       if e.state == "degraded"} == {"NVIDIA", "DCU"})
+    assert replica.alive()
+
+
+def test_node_leaving_the_selector_leaves_the_cache(world: World) -> None:
+    node = world.node("sel", {"hami.io/node-nvidia-register": NVIDIA_REGISTER}, {"nvidia.com/gpu": "1"})
+    replica = world.scheduler("nvidia")
+    wait_for("registered", lambda: registered(replica, node) == {"NVIDIA"})
+    world.admin.merge_patch_node(node, {"metadata": {"labels": {"hami-test": None}}})
+    wait_for("gone from the cache", lambda: not replica.cache.node(node))
+
+
+def test_node_deleted_and_recreated_starts_clean(world: World) -> None:
+    annotations = {"hami.io/node-dcu-register": REGISTER["hami.io/node-dcu-register"]}
+    node = world.node("recreate", annotations)
+    replica = world.scheduler("dcu")
+    wait_for("registered", lambda: registered(replica, node) == {"DCU"})
+    wait_for("cleaned up (no allocatable)", lambda: not replica.cache.node(node), timeout=WINDOW * 4)
+    assert replica.registrar.memory(node, "DCU").awaiting_sign_of_life
+    world.admin.delete_node(node)
+    wait_for("forgotten", lambda: node not in replica.registrar.known_nodes())
+    world.admin.create_node(node, labels=world.label, annotations=annotations)
+    wait_for("registered anew", lambda: registered(replica, node) == {"DCU"})
+    wait_for("stamped anew", lambda: stamped(world, node, "DCU"))
+
+
+def test_two_replicas_one_writer_and_handover_without_cleanup(world: World) -> None:
+    nodes = [world.node(f"ha{i}", REGISTER, ALLOCATABLE) for i in range(3)]
+    first = world.scheduler(identity="replica-1")
+    second = world.scheduler(identity="replica-10")  # HAMi's prefix match would confuse these two
+    leader = wait_for("a leader", lambda: next((r for r in (first, second) if r.ready()), None))
+    follower = second if leader is first else first
+    assert not follower.elector.is_leader() and not follower.ready()
+    for n in nodes:
+        wait_for("warm follower cache", lambda n=n: registered(follower, n) == set(HANDSHAKES))
+    leader.writer.wait_idle(5)
+    assert follower._cluster.calls["patch_node_annotations"] == 0
+    assert leader._cluster.calls["patch_node_annotations"] == len(nodes)
+    # The leader crashes (no release): the follower takes over once the lease expires.
+    started = time.monotonic()
+    leader.stop(release=False)
+    wait_for("takeover", follower.ready, timeout=10)
+    assert time.monotonic() - started < follower.config.lease_duration + 3
+    for n in nodes:
+        assert registered(follower, n) == set(HANDSHAKES)
+    time.sleep(WINDOW + 1)
+    assert first.registrar.counters["cleanups"] == 0 and second.registrar.counters["cleanups"] == 0
+    for n in nodes:
+        assert registered(follower, n) == set(HANDSHAKES)
+
+
+def test_graceful_stop_releases_the_lease_for_an_immediate_takeover(world: World) -> None:
+    world.node("rel", {"hami.io/node-nvidia-register": NVIDIA_REGISTER}, {"nvidia.com/gpu": "1"})
+    first = world.scheduler("nvidia", identity="a", lease_duration=8.0, renew_deadline=6.0)
+    wait_for("first leads", first.ready)
+    second = world.scheduler("nvidia", identity="b", lease_duration=8.0, renew_deadline=6.0)
+    time.sleep(0.5)
+    assert not second.elector.is_leader()
+    started = time.monotonic()
+    first.stop()
+    wait_for("second leads", second.ready, timeout=6)
+    assert time.monotonic() - started < 4.0  # well under the 8 s lease: it was released, not expired
