@@ -107,3 +107,23 @@ def test_mig_profile_wire_format(case: dict[str, Any]) -> None:
     device = DeviceInfo(id="GPU-0", mig_profiles=[profile])
     assert decode_json(encode_json([device])) == [device]
     assert device_to_dict(device)["migProfiles"] == [{**wire, "placements": wire["placements"]}]
+
+
+def _json_error_values() -> list[Any]:
+    """Register values from HAMi's vendor tests whose JSON decode fails, with Go's error kind."""
+    cases = json.loads(VECTORS.read_text(encoding="utf-8"))
+    chosen = []
+    for case in cases:
+        if "error_kind" not in case or "PairScores" in case["source"]:  # that one fails on the score
+            continue
+        for key, value in case["input"]["annotations"].items():
+            if not key.endswith("-score"):
+                chosen.append(pytest.param(value, case["error_kind"], id=case["source"].split(":", 1)[1]))
+    return chosen
+
+
+@pytest.mark.parametrize(("value", "kind"), _json_error_values())
+def test_json_error_kinds_from_vendor_cases(value: str, kind: str) -> None:
+    with pytest.raises(JsonDecodeError) as caught:
+        decode_json(value)
+    assert caught.value.kind == kind
