@@ -397,6 +397,7 @@ class Interposer:
         self.list_gate.set()
         self.list_waiting = threading.Event()
         self.current: WatchStream | None = None
+        self.watches = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -409,6 +410,7 @@ class Interposer:
         return result
 
     def watch_nodes(self, **kwargs: Any) -> WatchStream:
+        self.watches += 1
         if self.gone_next:
             self.gone_next = False
             return _GoneStream()
@@ -467,6 +469,28 @@ def test_reflector_relists_after_gone_without_losing_or_repeating_anything(
         reflector.stop()
     for name in (a, b, d):
         cluster.delete_node(name)
+
+
+def test_reflector_resumes_after_its_watch_times_out_without_listing_again(
+    cluster: Any, test_label: dict[str, str]
+) -> None:
+    recorder = Recorder()
+    config = ReflectorConfig(label_selector=selector_of(test_label), watch_timeout=(1, 1))
+    proxy = Interposer(cluster)
+    reflector = Reflector(proxy, recorder, config)
+    reflector.start()
+    try:
+        recorder.wait_for(("synced", "False", None))
+        time.sleep(2.5)
+        name = node_name()
+        node = cluster.create_node(name, labels=test_label)
+        recorder.wait_for(("upsert", None, f"{name}@{node.resource_version}"))
+        assert proxy.watches >= 2  # the first watch timed out; a later one saw the Node
+        assert reflector.lists == 1
+        assert reflector.names() == [name]
+    finally:
+        reflector.stop()
+    cluster.delete_node(name)
 
 
 # -- leases ---------------------------------------------------------------------------------------------
