@@ -20,7 +20,6 @@ import binascii
 import copy
 import itertools
 import json
-import re
 import threading
 import time
 import uuid
@@ -44,17 +43,14 @@ from hami_core.kube.port import (
     WatchEvent,
     WatchEventType,
 )
-from hami_core.kube.quantity import QuantityError, canonical_quantity, parse_quantity
-from hami_core.kube.selector import LabelSelector, is_label_value, is_qualified_name, parse_label_selector
+from hami_core.kube.selector import LabelSelector, parse_label_selector
+from hami_core.kube.validation import canonical_resources, validate_metadata, validate_name
 from hami_core.kube.wire import lease_body, lease_from_json, node_snapshot
-from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES
 from hami_core.protocol.errors import shorten
 
 __all__ = ["MemoryCluster", "merge_patch"]
 
 Json = dict[str, Any]
-
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", re.ASCII)
 
 
 def merge_patch(target: object, patch: object) -> Any:
@@ -84,64 +80,6 @@ class _Change:
 def _parse_rv(value: str) -> int | None:
     """An unsigned resourceVersion, or ``None`` when ``value`` is not one."""
     return int(value) if value.isascii() and value.isdigit() else None
-
-
-def _string_map(value: object, where: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise Invalid(f"{where}: must be a map of strings to strings")
-    return dict(value)
-
-
-def _validate_metadata(obj: Mapping[str, Any], where: str) -> None:
-    meta = obj.get("metadata", {})
-    labels = _string_map(meta.get("labels"), f"{where} metadata.labels")
-    annotations = _string_map(meta.get("annotations"), f"{where} metadata.annotations")
-    for key, value in labels.items():
-        if not is_qualified_name(key) or not is_label_value(value):
-            raise Invalid(f"{where} metadata.labels: invalid label {key!r}: {shorten(value)}", status=422)
-    for key in annotations:
-        if not is_qualified_name(key.lower()):
-            raise Invalid(f"{where} metadata.annotations: {shorten(key)} is not a valid key", status=422)
-    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
-    if size > MAX_ANNOTATION_BYTES:
-        raise Invalid(
-            f"{where} metadata.annotations: too long: {size} bytes, at most {MAX_ANNOTATION_BYTES} allowed"
-        )
-
-
-#: Resources the API server counts in whole units besides extended ones (``apis/core/helper``).
-_INTEGER_RESOURCES = frozenset(
-    {"pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps"}
-    | {"persistentvolumeclaims", "services.nodeports", "services.loadbalancers"}
-)
-
-
-def _is_integer_resource(name: str) -> bool:
-    native = "/" not in name or "kubernetes.io/" in name
-    extended = not native and not name.startswith("requests.")
-    return extended or name in _INTEGER_RESOURCES
-
-
-def _canonical_resources(value: object, where: str) -> dict[str, str]:
-    """Validate a resource list as Node validation does, and store its quantities in canonical form."""
-    result: dict[str, str] = {}
-    for name, text in _string_map(value, where).items():
-        if not is_qualified_name(name):
-            raise Invalid(f"{where}[{name!r}]: not a valid resource name", status=422)
-        try:
-            amount = parse_quantity(text)
-            result[name] = canonical_quantity(text)
-        except QuantityError as err:
-            raise Invalid(f"{where}[{name!r}]: {err}", status=400) from None
-        if amount < 0:
-            raise Invalid(f"{where}[{name!r}]: {text} must be greater than or equal to 0", status=422)
-        if _is_integer_resource(name) and parse_quantity(result[name]).denominator != 1:
-            raise Invalid(f"{where}[{name!r}]: {text} must be an integer", status=422)
-    return result
 
 
 class _Fault:
@@ -408,8 +346,7 @@ class MemoryCluster:
     ) -> NodeSnapshot:
         with self._cond:
             self._request("create", "nodes")
-            if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
-                raise Invalid(f"create node {name!r}: metadata.name must be a DNS subdomain", status=422)
+            validate_name(name, f"create node {name!r}:")
             raw: Json = {
                 "apiVersion": "v1",
                 "kind": "Node",
@@ -425,7 +362,7 @@ class MemoryCluster:
                 raw["metadata"]["labels"] = dict(labels)
             if annotations:
                 raw["metadata"]["annotations"] = dict(annotations)
-            _validate_metadata(raw, f"create node {name!r}:")
+            validate_metadata(raw, f"create node {name!r}:")
             if name in self._nodes:
                 raise Conflict(f"create node {name!r}: nodes {name!r} already exists", status=409)
             raw["metadata"]["resourceVersion"] = str(self._next_rv())
@@ -499,11 +436,11 @@ class MemoryCluster:
             status = updated.get("status") or {}
             for field in ("allocatable", "capacity"):
                 if field in status:
-                    status[field] = _canonical_resources(status[field], f"{what}: status.{field}")
+                    status[field] = canonical_resources(status[field], f"{what}: status.{field}")
             updated["status"] = status
         else:
             updated["status"] = copy.deepcopy(current.get("status", {}))
-        _validate_metadata(updated, f"{what}:")
+        validate_metadata(updated, f"{what}:")
         if updated == current:
             return self._snapshots[name]  # a no-op patch does not write, as etcd's guaranteed update
         updated["metadata"]["resourceVersion"] = str(self._next_rv())
