@@ -144,6 +144,16 @@ def world(request: pytest.FixtureRequest) -> Iterator[World]:
 
 
 @pytest.fixture
+def memory_world(request: pytest.FixtureRequest) -> Iterator[World]:
+    """The in-memory cluster only: for faults injected exactly (410 on demand, the next N patches)."""
+    w = _world("memory", request)
+    try:
+        yield w
+    finally:
+        w.stop_all()
+
+
+@pytest.fixture
 def real_world(request: pytest.FixtureRequest) -> Iterator[World]:
     """The real API server only: for faults that need a real network path (see ``proxy``)."""
     w = _world("apiserver", request)
