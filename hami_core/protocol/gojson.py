@@ -364,7 +364,8 @@ _LITERALS = {"t": "true", "f": "false", "n": "null"}
 
 
 def _char(c: str) -> str:
-    return "'\\''" if c == "'" else f"'{repr(c)[1:-1]}'" if c != '"' else "'\"'"
+    """A character quoted for an error message, as Go quotes it: ``'x'``, ``'\\n'``, ``'\\''``."""
+    return "'\\''" if c == "'" else f"'{repr(c)[1:-1]}'"
 
 
 def _syntax_error(text: str) -> tuple[int, str, str] | None:
