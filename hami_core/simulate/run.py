@@ -1,0 +1,213 @@
+"""Runs a scenario: an in-memory cluster, simulated device plugins, one real scheduler replica, and an
+observer that records every registration change and checks the protocol's promises at the end."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+
+import attrs
+
+from hami_core.kube.memory import MemoryCluster
+from hami_core.plugins.driver import VendorDriver
+from hami_core.protocol.handshake import format_report
+from hami_core.scheduler.config import SchedulerConfig
+from hami_core.scheduler.daemon import Scheduler
+from hami_core.simulate.scenario import Action, Scenario
+
+__all__ = ["SimulationResult", "run_scenario"]
+
+_TICK = 0.1
+
+
+@attrs.frozen(kw_only=True)
+class SimulationResult:
+    #: (seconds since start, node, vendor key, old state, new state)
+    timeline: tuple[tuple[float, str, str, str, str], ...]
+    #: node -> vendor key -> (state, reason, device count, error)
+    final: Mapping[str, Mapping[str, tuple[str, str, int, str | None]]]
+    #: Promises that did not hold (empty when all did).
+    violations: tuple[str, ...]
+    requests: Mapping[str, int]
+
+
+@attrs.define
+class _PluginState:
+    node: str
+    driver: VendorDriver
+    register: str
+    allocatable: int
+    alive: bool = True
+    killed_at: float | None = None
+    revived_at: float | None = None
+
+
+def run_scenario(
+    scenario: Scenario,
+    drivers: Mapping[str, VendorDriver],
+    *,
+    say: Callable[[str], None] = print,
+) -> SimulationResult:
+    """Run ``scenario`` in wall time with the given drivers (by name); ``say`` gets each timeline line."""
+    missing = sorted({p.driver for n in scenario.nodes for p in n.plugins} - set(drivers))
+    if missing:
+        raise ValueError(f"scenario needs drivers that are not selected or installed: {', '.join(missing)}")
+    cluster = MemoryCluster()
+    plugins: dict[tuple[str, str], _PluginState] = {}
+    for node in scenario.nodes:
+        annotations = {drivers[p.driver].register_annotation: p.register for p in node.plugins}
+        cluster.create_node(node.name, labels=dict(node.labels), annotations=annotations)
+        allocatable = {drivers[p.driver].count_resource: str(p.allocatable) for p in node.plugins}
+        if allocatable:
+            cluster.patch_node_status(node.name, allocatable)
+        for p in node.plugins:
+            plugins[(node.name, p.driver)] = _PluginState(node.name, drivers[p.driver], p.register,
+                                                          p.allocatable)
+    config = SchedulerConfig(
+        resync=scenario.resync, handshake_window=scenario.handshake_window, lease_namespace="kube-system",
+        identity="simulated-scheduler", lease_duration=3.0, renew_deadline=2.0, retry_period=0.5,
+        http_port=None,
+    )
+    used = sorted({p.driver.name for p in plugins.values()}) or sorted(drivers)
+    scheduler = Scheduler(cluster, [drivers[name].rules() for name in used], config)
+    start = time.monotonic()
+    observer = _Observer(scheduler, start, say)
+    stop = threading.Event()
+    reporter = threading.Thread(target=_report_loop, args=(cluster, plugins, scenario, stop), daemon=True)
+    say(f"{len(scenario.nodes)} nodes, drivers {', '.join(used)}; handshake window "
+        f"{scenario.handshake_window:g}s, resync {scenario.resync:g}s, {scenario.duration:g}s in all")
+    scheduler.start()
+    reporter.start()
+    actions = sorted(scenario.actions, key=lambda a: a.at)
+    deleted: dict[str, float] = {}
+    try:
+        while (elapsed := time.monotonic() - start) < scenario.duration:
+            while actions and actions[0].at <= elapsed:
+                _apply(actions.pop(0), cluster, plugins, deleted, elapsed, say)
+            observer.observe()
+            time.sleep(_TICK)
+        observer.observe()
+    finally:
+        stop.set()
+        reporter.join(5)
+        scheduler.stop(5)
+    violations = _check(scenario, scheduler, cluster, plugins, observer, deleted)
+    final = {
+        node: {k: (e.state, e.reason, len(e.devices), e.error) for k, e in sorted(vendors.items())}
+        for node, vendors in ((n, scheduler.cache.node(n)) for n in scheduler.cache.nodes())
+    }
+    requests = {verb: cluster.request_count(verb, "nodes") for verb in ("get", "list", "watch", "patch")}
+    return SimulationResult(timeline=tuple(observer.timeline), final=final, violations=tuple(violations),
+                            requests=requests)
+
+
+class _Observer:
+    def __init__(self, scheduler: Scheduler, start: float, say: Callable[[str], None]) -> None:
+        self._scheduler = scheduler
+        self._start = start
+        self._say = say
+        self._last: dict[tuple[str, str], str] = {}
+        self.timeline: list[tuple[float, str, str, str, str]] = []
+        #: (node, vendor) -> times it entered "registered"
+        self.registered_at: dict[tuple[str, str], list[float]] = {}
+        self.left_at: dict[tuple[str, str], list[float]] = {}
+
+    def observe(self) -> None:
+        now = time.monotonic() - self._start
+        cache = self._scheduler.cache
+        current: dict[tuple[str, str], str] = {}
+        for node in cache.nodes():
+            for vendor, entry in cache.node(node).items():
+                current[(node, vendor)] = f"{entry.state} ({entry.reason})" if entry.state != "registered" \
+                    else f"registered, {len(entry.devices)} devices"
+        for key in sorted(set(current) | set(self._last)):
+            old, new = self._last.get(key, "absent"), current.get(key, "absent")
+            if old == new:
+                continue
+            self.timeline.append((now, key[0], key[1], old, new))
+            self._say(f"t={now:5.1f}s  {key[0]:<10} {key[1]:<7} {old} -> {new}")
+            if new.startswith("registered") and not old.startswith("registered"):
+                self.registered_at.setdefault(key, []).append(now)
+            if new == "absent":
+                self.left_at.setdefault(key, []).append(now)
+        self._last = current
+
+
+def _report_loop(
+    cluster: MemoryCluster, plugins: Mapping[tuple[str, str], _PluginState], scenario: Scenario,
+    stop: threading.Event,
+) -> None:
+    """Every live plugin that writes reports sends ``Reported_<now>`` (spec 7), all of a node in one patch."""
+    while not stop.wait(scenario.report_interval):
+        by_node: dict[str, dict[str, str | None]] = {}
+        for state in plugins.values():
+            driver = state.driver
+            if state.alive and driver.writes_reported and driver.handshake_annotation:
+                by_node.setdefault(state.node, {})[driver.handshake_annotation] = \
+                    format_report(datetime.now().astimezone())
+        for node, patch in by_node.items():
+            try:
+                cluster.patch_node_annotations(node, patch)
+            except Exception:
+                continue
+
+
+def _apply(action: Action, cluster: MemoryCluster, plugins: dict[tuple[str, str], _PluginState],
+           deleted: dict[str, float], elapsed: float, say: Callable[[str], None]) -> None:
+    say(f"t={elapsed:5.1f}s  {action.node:<10} {action.driver or '-':<7} ** {action.do}"
+        + (f" {action.value[:40]!r}..." if action.value else ""))
+    if action.do == "delete":
+        cluster.delete_node(action.node)
+        deleted[action.node] = elapsed
+        for key in [k for k in plugins if k[0] == action.node]:
+            plugins[key].alive = False
+        return
+    state = plugins[(action.node, action.driver)]
+    if action.do == "kill":
+        state.alive, state.killed_at = False, elapsed
+        cluster.patch_node_status(action.node, {state.driver.count_resource: "0"})
+    elif action.do == "revive":
+        state.alive, state.revived_at = True, elapsed
+        cluster.patch_node_status(action.node, {state.driver.count_resource: str(state.allocatable)})
+    elif action.do == "set-register":
+        state.register = action.value
+        cluster.patch_node_annotations(action.node, {state.driver.register_annotation: action.value})
+
+
+def _check(
+    scenario: Scenario, scheduler: Scheduler, cluster: MemoryCluster,
+    plugins: Mapping[tuple[str, str], _PluginState], observer: _Observer, deleted: Mapping[str, float],
+) -> Sequence[str]:
+    problems: list[str] = []
+    grace = scenario.handshake_window + scenario.resync + 1.5
+    for (node, name), state in plugins.items():
+        key = (node, state.driver.vendor_key)
+        entries = observer.registered_at.get(key, [])
+        if node in deleted:
+            if scheduler.cache.node(node):
+                problems.append(f"{node}: deleted but still in the cache")
+            continue
+        if state.revived_at is not None:
+            # A revival is a sign of life: the vendor must be back by the end.
+            if scheduler.cache.vendor(node, state.driver.vendor_key) is None \
+                    and scenario.duration - state.revived_at > grace:
+                problems.append(f"{node}/{name}: revived at t={state.revived_at:.1f}s but not registered")
+            continue
+        if state.killed_at is None:
+            if observer.left_at.get(key):
+                problems.append(f"{node}/{name}: a live plugin was dropped at {observer.left_at[key]}")
+            continue
+        if scheduler.cache.vendor(node, state.driver.vendor_key) is not None \
+                and scenario.duration - state.killed_at > grace:
+            problems.append(f"{node}/{name}: dead since t={state.killed_at:.1f}s but still registered")
+        later = [t for t in entries if t > state.killed_at + 0.5]
+        if later:
+            problems.append(f"{node}/{name}: re-registered at {later} without a sign of life (flapping)")
+    for sim in scenario.nodes:
+        if not sim.plugins and sim.name not in deleted:
+            stamped = [k for k in cluster.get_node(sim.name).annotations if "handshake" in k]
+            if stamped:
+                problems.append(f"{sim.name}: has no accelerator but was stamped ({', '.join(stamped)})")
+    return problems
