@@ -101,4 +101,5 @@ def decode_any(value: str) -> list[DeviceInfo]:
     """Decode a register value in either encoding (spec 3.4, beyond HAMi); raise ``DecodeError``."""
     if not isinstance(value, str):
         raise DecodeError(f"annotation value must be a str, got {type(value).__name__}")
+    check_size(value, "annotation")  # before detect_encoding copies it
     return CODECS[detect_encoding(value)].decode(value)
