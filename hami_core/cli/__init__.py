@@ -33,7 +33,7 @@ main.add_command(simulate)
 def run() -> None:
     """The ``hami`` entry point: ``main`` with every usage error on one line (exit 2)."""
     try:
-        main.main(standalone_mode=False)
+        code = main.main(standalone_mode=False)
     except click.UsageError as exc:
         where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
         click.echo(f"error: {where}{exc.format_message()}", err=True)
@@ -46,3 +46,5 @@ def run() -> None:
     except click.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)
+    # Without standalone mode, click returns the code of ``ctx.exit(code)`` instead of exiting.
+    sys.exit(code if isinstance(code, int) else 0)

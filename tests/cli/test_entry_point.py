@@ -1,0 +1,44 @@
+"""The installed ``hami`` entry point: one-line usage errors with exit 2, exit codes passed through."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+HAMI = str(Path(sys.executable).with_name("hami"))
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([HAMI, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_bad_flag_value_is_one_line_and_exit_2() -> None:
+    for args in (["scheduler", "run", "--qps", "-1"], ["scheduler", "run", "--node-selector", "a"],
+                 ["scheduler", "run", "--http-listen", "nowhere"], ["scheduler", "run", "--resync", "x"],
+                 ["scheduler", "run", "--retry-period", "20"], ["nonsense"]):
+        result = run(*args)
+        assert result.returncode == 2, (args, result)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), (args, result.stderr)
+
+
+def test_env_var_values_are_checked_too() -> None:
+    result = subprocess.run([HAMI, "scheduler", "run"], capture_output=True, text=True, timeout=60,
+                            env={"PATH": "/usr/bin:/bin", "HAMI_HANDSHAKE_WINDOW": "0"})
+    assert result.returncode == 2 and "--handshake-window" in result.stderr
+
+
+def test_unreachable_kubeconfig_is_a_one_line_error_exit_1(tmp_path: Path) -> None:
+    result = run("scheduler", "run", "--kubeconfig", str(tmp_path / "missing"), "--http-listen", "off")
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith("error: kubeconfig")
+
+
+def test_help_and_version_exit_0() -> None:
+    assert run("--help").returncode == 0
+    version = run("--version")
+    assert version.returncode == 0 and "hami" in version.stdout
+
+
+def test_a_nonzero_exit_code_of_a_command_is_passed_through() -> None:
+    result = run("codec", "decode", "--format", "legacy")  # empty stdin: no device separator
+    assert result.returncode == 1 and result.stderr.startswith("error: ")
