@@ -112,6 +112,7 @@ class Registrar:
         but a stamp it would have written is not remembered as in flight.
         """
         self.counters["evaluations"] += 1
+        failed = self._take_failed(name)
         patch: dict[str, str | None] = {}
         warnings: list[DecodeWarning] = []
         decisions: dict[str, Decision] = {}
@@ -146,15 +147,12 @@ class Registrar:
             if decision.recheck_at is not None and (recheck is None or decision.recheck_at < recheck):
                 recheck = decision.recheck_at
         if writes:
-            for annotation, value in self._take_failed(name).items():
-                if annotation in patch:
-                    continue
+            for annotation, value in failed.items():
                 # Re-send a failed delete only while the key is still there; a failed stamp was
-                # forgotten (see patch_failed) and is re-decided above with a fresh time.
-                if value is None and node is not None and annotation in node.annotations:
+                # forgotten before the decisions above, which stamped again with a fresh time.
+                if value is None and annotation not in patch and node is not None \
+                        and annotation in node.annotations:
                     patch[annotation] = None
-        else:
-            self._take_failed(name)
         if not present:
             self.cache.remove_node(name)
         return Evaluation(node=name, patch=patch, recheck_at=recheck, warnings=tuple(warnings),

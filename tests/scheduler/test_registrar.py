@@ -1,0 +1,135 @@
+"""The registrar without threads or clusters: work proportional to change, merged patches, failures."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+
+from hami_core import HANDSHAKE, DeviceInfo
+from hami_core.kube.port import NodeSnapshot
+from hami_core.protocol.codecs import LEGACY_CODEC
+from hami_core.protocol.decide import VendorRules
+from hami_core.scheduler.cache import DeviceCache
+from hami_core.scheduler.registrar import Registrar
+from hami_core.scheduler.selector import NodeSelector, parse_node_selector
+
+TZ = timezone(timedelta(hours=8))
+T0 = datetime(2026, 11, 29, 18, 0, 0, tzinfo=TZ)
+
+
+class CountingCodec:
+    """A driver's own codec (legacy underneath) that counts how often it is asked to decode."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.decodes = 0
+
+    def decode(self, value: str) -> list[DeviceInfo]:
+        self.decodes += 1
+        return LEGACY_CODEC.decode(value)
+
+    def encode(self, devices: Sequence[DeviceInfo]) -> str:
+        return LEGACY_CODEC.encode(devices)
+
+
+def rules(codec: CountingCodec, key: str = "ACME", short: str = "acme") -> VendorRules:
+    return VendorRules(vendor_key=key, register_annotation=f"hami.io/node-{short}-register",
+                       handshake_annotation=f"hami.io/node-handshake-{short}",
+                       count_resource=f"example.com/{short}", liveness=HANDSHAKE, codec=codec)
+
+
+VALUE = "A-1,4,1024,100,ACME-1,0,true,0,hami-core:"
+
+
+def node(
+    annotations: dict[str, str], *, labels: dict[str, str] | None = None, alloc: str = "4"
+) -> NodeSnapshot:
+    return NodeSnapshot(name="n1", uid="u1", resource_version="1", labels=labels or {},
+                        annotations=annotations, allocatable={"example.com/acme": alloc})
+
+
+def test_an_unchanged_node_costs_no_decode_and_no_write() -> None:
+    codec = CountingCodec()
+    registrar = Registrar([rules(codec)], DeviceCache())
+    first = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0, writes=True)
+    stamp = first.patch["hami.io/node-handshake-acme"]
+    assert stamp == "Requesting_2026-11-29 18:00:00" and codec.decodes == 1
+    observed = node({"hami.io/node-acme-register": VALUE, "hami.io/node-handshake-acme": stamp})
+    for seconds in range(1, 30):  # resyncs within the window
+        again = registrar.evaluate("n1", observed, now=T0 + timedelta(seconds=seconds), writes=True)
+        assert again.patch == {}
+    assert codec.decodes == 1
+    changed = node({"hami.io/node-acme-register": VALUE.replace("1024", "2048"),
+                    "hami.io/node-handshake-acme": stamp})
+    registrar.evaluate("n1", changed, now=T0 + timedelta(seconds=31), writes=True)
+    assert codec.decodes == 2
+    assert registrar.cache.vendor("n1", "ACME").devices[0].devmem == 2048  # type: ignore[union-attr]
+
+
+def test_all_vendors_of_a_node_share_one_patch() -> None:
+    a, b = CountingCodec(), CountingCodec()
+    registrar = Registrar([rules(a), rules(b, "BETA", "beta")], DeviceCache())
+    result = registrar.evaluate(
+        "n1", node({"hami.io/node-acme-register": VALUE, "hami.io/node-beta-register": VALUE}),
+        now=T0, writes=True)
+    assert set(result.patch) == {"hami.io/node-handshake-acme", "hami.io/node-handshake-beta"}
+
+
+def test_relevance_ignores_what_cannot_change_a_decision() -> None:
+    registrar = Registrar([rules(CountingCodec())], DeviceCache(), selector=parse_node_selector("pool=gpu"))
+    base = node({"hami.io/node-acme-register": VALUE}, labels={"pool": "gpu"})
+    noise = node({"hami.io/node-acme-register": VALUE, "unrelated": "x"}, labels={"pool": "gpu", "z": "1"})
+    assert registrar.relevant(base) == registrar.relevant(noise)
+    for different in (node({"hami.io/node-acme-register": VALUE}, labels={"pool": "cpu"}),
+                      node({"hami.io/node-acme-register": VALUE + "x"}, labels={"pool": "gpu"}),
+                      node({"hami.io/node-acme-register": VALUE}, labels={"pool": "gpu"}, alloc="0")):
+        assert registrar.relevant(base) != registrar.relevant(different)
+
+
+def test_a_follower_registers_but_writes_nothing_and_remembers_no_stamp() -> None:
+    registrar = Registrar([rules(CountingCodec())], DeviceCache())
+    result = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0, writes=False)
+    assert result.patch == {}
+    assert registrar.cache.vendor("n1", "ACME") is not None
+    assert registrar.memory("n1", "ACME").stamp_in_flight is None
+    # Becoming leader: the next evaluation stamps.
+    led = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0, writes=True)
+    assert "hami.io/node-handshake-acme" in led.patch
+
+
+def test_a_failed_stamp_is_decided_again_and_a_failed_delete_is_resent() -> None:
+    registrar = Registrar([rules(CountingCodec())], DeviceCache())
+    first = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0, writes=True)
+    registrar.patch_failed("n1", first.patch)
+    later = T0 + timedelta(seconds=5)
+    retry = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=later, writes=True)
+    assert retry.patch == {"hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:05"}
+    # The stamp lands; the plugin dies (allocatable 0); the stamp expires: cleanup deletes it.
+    stamped = {"hami.io/node-acme-register": VALUE, "hami.io/node-handshake-acme": retry.patch[
+        "hami.io/node-handshake-acme"] or ""}
+    dead = registrar.evaluate("n1", node(stamped, alloc="0"), now=later + timedelta(seconds=60), writes=True)
+    assert dead.patch == {"hami.io/node-handshake-acme": None}
+    registrar.patch_failed("n1", dead.patch)
+    again = registrar.evaluate("n1", node(stamped, alloc="0"), now=later + timedelta(seconds=61), writes=True)
+    assert again.patch == {"hami.io/node-handshake-acme": None}
+    # Once the key is gone there is nothing to resend.
+    registrar.patch_failed("n1", again.patch)
+    gone = {"hami.io/node-acme-register": VALUE}
+    assert registrar.evaluate("n1", node(gone, alloc="0"), now=later + timedelta(seconds=62),
+                              writes=True).patch == {}
+
+
+def test_recheck_is_the_moment_the_stamp_expires() -> None:
+    registrar = Registrar([rules(CountingCodec())], DeviceCache(), window=timedelta(seconds=60))
+    result = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}, alloc="0"), now=T0,
+                                writes=True)
+    assert result.recheck_at == T0 + timedelta(seconds=60)
+
+
+def test_deleted_node_leaves_cache_and_memory() -> None:
+    registrar = Registrar([rules(CountingCodec())], DeviceCache(), selector=NodeSelector({}))
+    registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0, writes=True)
+    assert registrar.known_nodes() == {"n1"}
+    registrar.evaluate("n1", None, now=T0, writes=True)
+    assert registrar.known_nodes() == set() and registrar.cache.nodes() == []
