@@ -534,13 +534,21 @@ _template_json = _json_list_or_null(
         )
     )
 )
-_custom_json = st.recursive(
-    _json_odd,
-    lambda inner: st.one_of(
-        _json_array(inner), _json_object({"a": inner, "b": inner}, {"a": ["A", "ª"], "b": ["B"]})
-    ),
-    max_leaves=6,
-)
+
+
+def _free_form(depth: int) -> st.SearchStrategy[str]:
+    """Free-form JSON (custominfo's map[string]any) nested up to ``depth`` levels."""
+    if depth == 0:
+        return _json_odd
+    inner = _free_form(depth - 1)
+    return st.one_of(
+        _json_odd,
+        _json_array(inner),
+        _json_object({"a": inner, "b": inner}, {"a": ["A", "ª"], "b": ["B"]}),
+    )
+
+
+_custom_json = _free_form(3)
 _device_json = _json_object(
     {
         "id": _json_text,
