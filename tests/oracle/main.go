@@ -2,7 +2,7 @@
 // Python test suite can compare its own codecs with Go's behaviour, value by value.
 //
 // HAMi's module is not served by the module proxy this project can reach, so the four codec functions
-// are re-stated here from the protocol spec (docs in /work/shared: spec section 3, facts section 2-3)
+// are re-stated here from the protocol spec (shared/spec section 3, shared/notes sections 2-3)
 // on top of the same Go standard library HAMi uses: encoding/json for the JSON encoding (including its
 // case-folded key matching, duplicate keys, integer ranges and HTML-safe escaping) and strconv for the
 // legacy colon encoding. The record types carry exactly HAMi's field names, Go types and JSON tags,

@@ -7,7 +7,7 @@ HAMi**; each is listed in ``BEYOND_HAMI`` below with its reason and spec section
 which one it applies. Values travel to the oracle as base64 bytes; only valid Unicode is generated
 (an annotation value is a JSON string, so a lone surrogate can never be one).
 
-The oracle itself is first checked against HAMi's own unit-test cases (/work/shared/vectors), so a
+The oracle itself is first checked against HAMi's own unit-test cases (shared/vectors), so a
 mistake in the oracle shows up as a failure there rather than as a false difference here.
 """
 
@@ -80,7 +80,8 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
-VECTORS = Path("/work/shared/vectors/hami-unit-test-cases.json")
+#: HAMi's own unit-test cases; shared/ sits beside the clone.
+VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors" / "hami-unit-test-cases.json"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -216,6 +217,8 @@ _CODEC_FUNCTIONS = {
 
 
 def _vector_cases() -> list[Any]:
+    if not VECTORS.is_file():
+        raise FileNotFoundError(f"conformance vectors missing: {VECTORS} (shared/ must sit beside the clone)")
     cases = json.loads(VECTORS.read_text(encoding="utf-8"))
     chosen = [c for c in cases if c["function"] in _CODEC_FUNCTIONS]
     return [pytest.param(c, id=c["source"].split(":", 1)[1]) for c in chosen]
