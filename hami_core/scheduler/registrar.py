@@ -8,6 +8,7 @@ patches back with :meth:`patch_failed`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import Counter
@@ -36,6 +37,9 @@ __all__ = ["DecodeWarning", "Evaluation", "Registrar"]
 log = logging.getLogger(__name__)
 
 _NOTHING_KNOWN = VendorMemory()
+
+#: Allocatable strings repeat across nodes and resyncs: parse each distinct one once.
+_allocatable_count = functools.lru_cache(maxsize=4096)(quantity_count)
 
 
 @attrs.frozen(kw_only=True)
@@ -196,7 +200,7 @@ class Registrar:
         handshake = node.annotations.get(rules.handshake_annotation) if rules.handshake_annotation else None
         raw = node.allocatable.get(rules.count_resource)
         try:
-            allocatable = max(0, quantity_count(raw))
+            allocatable = max(0, _allocatable_count(raw))
         except QuantityError:
             log.warning("node %s: allocatable %s=%r is not a quantity; counted as 0", name,
                         rules.count_resource, raw)

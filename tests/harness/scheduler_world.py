@@ -133,34 +133,30 @@ def _world(kind: str, request: pytest.FixtureRequest) -> World:
     return w
 
 
+def _running_world(kind: str, request: pytest.FixtureRequest) -> Iterator[World]:
+    world = _world(kind, request)
+    try:
+        yield world
+    finally:
+        world.stop_all()
+
+
 @pytest.fixture(params=["memory", "apiserver"])
 def world(request: pytest.FixtureRequest) -> Iterator[World]:
     """The same test against the in-memory cluster and the real API server."""
-    w = _world(request.param, request)
-    try:
-        yield w
-    finally:
-        w.stop_all()
+    yield from _running_world(request.param, request)
 
 
 @pytest.fixture
 def memory_world(request: pytest.FixtureRequest) -> Iterator[World]:
     """The in-memory cluster only: for faults injected exactly (410 on demand, the next N patches)."""
-    w = _world("memory", request)
-    try:
-        yield w
-    finally:
-        w.stop_all()
+    yield from _running_world("memory", request)
 
 
 @pytest.fixture
 def real_world(request: pytest.FixtureRequest) -> Iterator[World]:
     """The real API server only: for faults that need a real network path (see ``proxy``)."""
-    w = _world("apiserver", request)
-    try:
-        yield w
-    finally:
-        w.stop_all()
+    yield from _running_world("apiserver", request)
 
 
 @pytest.fixture
