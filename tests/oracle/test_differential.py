@@ -615,6 +615,9 @@ LEGACY_CASES = [
     "a,0,0,0,b,0,bad,x,m:", "a,0,0,0,b,x,true,-1,m:", "a,0,0,0,b,0,true,x,m,extra:", "é,1,2,3,ü,0,1,2,模式:",
     "a,1,2,3,b,0,1,2,m\n:", "<&>,1,2,3,\u2028,0,t,0,:",
     "GPU-a,10,7680,100,MLU-370,0,true,0,hami-core:GPU-b,10,23308,0,",
+    "a,1,2,3,b,0,true:\r", "a,1,2,3,b,0,true\r:", "a,1,2,3,b,0,true,0,\r:",
+    "a,1,2,3,b,00000000000000000000000000001,true:",
+    "a,1,2,3,b,-00000000000000000000000009223372036854775808,true:",
 ]
 
 JSON_CASES = [
@@ -660,6 +663,10 @@ JSON_CASES = [
     '[{"migtemplate":[[{"Name":"a","Core":1}]],"migtemplate":[[{"Count":"x"}]]}]',
     '[{"custominfo":{"a":{"x":1}},"custominfo":{"a":{"y":2}}}]', '[{"custominfo":{"a":1},"custominfo":{}}]',
     '[{"custominfo":{"a":1e308,"b":-0,"c":1e-400,"d":123456789012345678}}]', '[{"custominfo":{"a":1e309}}]',
+    '[{"zz":1e999999}]', '[{"custominfo":{"a":1e999999}}]', '[{"index":0.0}]', '[{"count":10E-1}]',
+    '[{"COUNT":5,"Count":6,"count":7,"cOUNT":8}]', '[{"count":5,"\\u212aount":6}]', '[{"\\ud800":1}]',
+    '[{"custominfo":{"k":1}, "cuſtominfo":{"j":2}}]', '[{"migtemplate":[[{"name":"a"}],null,[]]}]',
+    '[{"id":"a","id":null}]', '[{"count":5,"count":null}]', '[{"health":truee}]', '[{"id":"a"}]\x00',
     '[{"id":"a","health":true},{"id":"a","health":true}]', '[{"count":1}' + ',{"count":1}' * 50 + "]",
 ]
 
