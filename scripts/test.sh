@@ -4,12 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-if [ -f scripts/build-k8s.sh ]; then
-    bash scripts/build-k8s.sh
-fi
+bash scripts/build-k8s.sh
 bash scripts/build-oracle.sh
 echo "== ruff"
-.venv/bin/ruff check hami_core tests vendors bench
+.venv/bin/ruff check hami_core tests vendors examples bench
 echo "== mypy --strict hami_core"
 .venv/bin/mypy
 echo "== pytest"
