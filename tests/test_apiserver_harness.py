@@ -19,7 +19,7 @@ from harness.apiserver import (
     k8s_version,
     start_apiserver,
 )
-from harness.fixtures import unique_node_name
+from harness.fixtures import binaries_or_fail, unique_node_name
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
@@ -222,3 +222,21 @@ def test_a_process_that_dies_at_start_fails_with_its_log(tmp_path: Path) -> None
         (bins / name).chmod(0o755)
     with pytest.raises(ApiServerError, match=r"(?s)etcd exited with 3 before .*address in use"):
         start_apiserver(tmp_path / "work", bin_dir=bins)
+
+
+@pytest.mark.parametrize(
+    ("ci", "skip_asked", "outcome"),
+    [
+        ("true", "1", pytest.fail.Exception),  # CI never skips the tier
+        ("", "1", pytest.skip.Exception),  # locally, only when asked
+        ("", "", pytest.fail.Exception),
+    ],
+)
+def test_missing_binaries_fail_unless_a_local_run_asks_to_skip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ci: str, skip_asked: str, outcome: type[BaseException]
+) -> None:
+    monkeypatch.setenv("HAMI_K8S_BIN", str(tmp_path))
+    monkeypatch.setenv("CI", ci)
+    monkeypatch.setenv("HAMI_SKIP_APISERVER", skip_asked)
+    with pytest.raises(outcome, match=r"bash scripts/build-k8s\.sh"):
+        binaries_or_fail()
