@@ -56,6 +56,7 @@ exec 9>"$CACHE_ROOT/.lock"
 if command -v flock >/dev/null; then
     log "waiting for the build lock $CACHE_ROOT/.lock"
     flock 9
+    rm -rf "$CACHE_ROOT"/.stage.*  # left by a build that was killed; we hold the lock, so none is live
 fi
 if [ -f "$BIN_DIR/.complete" ]; then
     log "another build finished meanwhile: $BIN_DIR"
