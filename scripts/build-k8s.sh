@@ -67,7 +67,7 @@ STAGE=$(mktemp -d "$CACHE_ROOT/.stage.XXXXXX")
 trap 'rm -rf "$STAGE"' EXIT
 chmod 755 "$STAGE"
 started=$(date +%s)
-log "building with $GO_VERSION into $BIN_DIR (cold: 10-25 minutes on 2 cores, needs a few GB of RAM)"
+log "building with $GO_VERSION into $BIN_DIR (cold on 2 cores: ~5 min, ~14 min when the modules must be downloaded too; needs a few GB of RAM)"
 
 MINOR=${K8S_VERSION#v1.}
 MINOR=${MINOR%%.*}
