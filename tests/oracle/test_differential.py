@@ -2,10 +2,10 @@
 
 The oracle runs HAMi v2.10.0's codec behaviour on Go's own encoding/json and strconv. For every value
 fed to both sides we require the same accept/reject decision, the same devices when accepted, and
-byte-identical encoder output. The only tolerated differences are the deliberate ones (**beyond HAMi**);
-each is listed in ``BEYOND_HAMI`` below with its reason and the spec section or issue behind it, and
-each test says which one it applies. Values travel to the oracle as base64 bytes; only valid Unicode is generated
-(an annotation value is a JSON string, so a lone surrogate can never be one).
+byte-identical encoder output. The only tolerated differences are the deliberate ones (**beyond
+HAMi**); each is listed in ``BEYOND_HAMI`` below with its reason and the spec section or issue behind
+it, and each test says which one it applies. Values travel to the oracle as base64 bytes; only valid
+Unicode is generated (an annotation value is a JSON string, so a lone surrogate can never be one).
 
 The oracle itself is first checked against HAMi's own unit-test cases (shared/vectors), so a
 mistake in the oracle shows up as a failure there rather than as a false difference here.
