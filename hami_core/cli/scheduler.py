@@ -123,7 +123,10 @@ def run(
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     try:
-        cluster = _connect(kubeconfig, context)
+        # A write sent just before the lease is lost must land before another replica can take over:
+        # that is at least lease duration - renew deadline later, so no request may take longer.
+        timeout = min(30.0, max(1.0, lease_duration - renew_deadline))
+        cluster = _connect(kubeconfig, context, request_timeout=timeout)
     except ClusterError as exc:
         raise click.ClickException(str(exc)) from None
     daemon = Scheduler(cluster, [d.rules() for d in drivers], config,
@@ -144,9 +147,10 @@ def run(
     sys.exit(0)
 
 
-def _connect(kubeconfig: str | None, context: str | None) -> KubeCluster:
+def _connect(kubeconfig: str | None, context: str | None, *, request_timeout: float) -> KubeCluster:
+    timeouts = {"request_timeout": request_timeout, "connect_timeout": min(10.0, request_timeout)}
     if kubeconfig:
-        return KubeCluster.from_kubeconfig(kubeconfig, context=context)
+        return KubeCluster.from_kubeconfig(kubeconfig, context=context, **timeouts)
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return KubeCluster.in_cluster()
-    return KubeCluster.from_kubeconfig(os.path.expanduser("~/.kube/config"), context=context)
+        return KubeCluster.in_cluster(**timeouts)
+    return KubeCluster.from_kubeconfig(os.path.expanduser("~/.kube/config"), context=context, **timeouts)
