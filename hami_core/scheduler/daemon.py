@@ -90,6 +90,11 @@ class Scheduler:
     # -- lifecycle ------------------------------------------------------------------------------------
 
     @property
+    def cluster(self) -> Cluster:
+        """The cluster this replica talks to."""
+        return self._cluster
+
+    @property
     def http_address(self) -> tuple[str, int] | None:
         return self._http.address if self._http else None
 
@@ -207,7 +212,8 @@ class Scheduler:
             self.queue.add_after(name, max(0.0, delay) + 0.001)
         if node is None:
             self.events.forget(name)
-            self._patch_failures.pop(name, None)
+            with self._lock:
+                self._patch_failures.pop(name, None)
             try:
                 self._on_node_deleted(name)
             except Exception:
@@ -250,12 +256,14 @@ class Scheduler:
         self.registrar.patch_failed(node, patch)
         if not self.elector.is_leader() or self._stop.is_set():
             return
-        failures = self._patch_failures.get(node, 0) + 1
-        self._patch_failures[node] = failures
+        with self._lock:
+            failures = self._patch_failures.get(node, 0) + 1
+            self._patch_failures[node] = failures
         self.queue.add_after(node, min(30.0, 0.5 * 2 ** min(failures, 6)))
 
     def patch_succeeded(self, node: str) -> None:
-        self._patch_failures.pop(node, None)
+        with self._lock:
+            self._patch_failures.pop(node, None)
 
     # -- the view (any thread) --------------------------------------------------------------------------
 

@@ -56,7 +56,7 @@ def test_all_four_vendors_are_stamped_and_registered_with_one_patch(world: World
     # Spec 4 rule 6: a node without any vendor gets no handshake at all.
     assert world.annotations(bare) == {}
     replica.writer.wait_idle(5)
-    calls = replica._cluster.calls
+    calls = replica.cluster.calls
     assert calls["patch_node_annotations"] == 1, calls  # all four stamps in one merge patch
     assert calls["get_node"] == 0 and calls["list_nodes"] == 1, calls
 
@@ -70,7 +70,7 @@ def test_a_plugin_report_is_re_stamped(world: World) -> None:
     wait_for("re-stamp", lambda: stamped(world, node, "MLU"))
     assert registered(replica, node) == {"MLU"}
     replica.writer.wait_idle(5)
-    assert replica._cluster.calls["patch_node_annotations"] == 2
+    assert replica.cluster.calls["patch_node_annotations"] == 2
 
 
 def test_dead_plugin_is_cleaned_up_and_stays_out_until_a_sign_of_life(world: World) -> None:
@@ -103,7 +103,7 @@ def test_nvidia_with_an_old_stamp_and_allocatable_stays_registered(world: World)
     time.sleep(WINDOW + 1)
     assert registered(replica, node) == {"NVIDIA"}
     assert world.annotations(node)["hami.io/node-handshake"] == "Requesting_2024-01-23 04:30:04"
-    assert replica._cluster.calls["patch_node_annotations"] == 0
+    assert replica.cluster.calls["patch_node_annotations"] == 0
     # NVIDIA's rule: once the count was > 0, its drop to 0 cleans up at once.
     world.admin.patch_node_status(node, {"nvidia.com/gpu": "0"})
     wait_for("cleanup", lambda: not replica.cache.node(node))
@@ -181,8 +181,8 @@ def test_two_replicas_one_writer_and_handover_without_cleanup(world: World) -> N
     for n in nodes:
         wait_for("warm follower cache", lambda n=n: registered(follower, n) == set(HANDSHAKES))
     leader.writer.wait_idle(5)
-    assert follower._cluster.calls["patch_node_annotations"] == 0
-    assert leader._cluster.calls["patch_node_annotations"] == len(nodes)
+    assert follower.cluster.calls["patch_node_annotations"] == 0
+    assert leader.cluster.calls["patch_node_annotations"] == len(nodes)
     # The leader crashes (no release): the follower takes over once the lease expires.
     started = time.monotonic()
     leader.stop(release=False)
