@@ -75,7 +75,14 @@ class Scheduler:
         )
         self.events = EventRecorder(cluster, component="hami-scheduler", instance=cfg.identity,
                                     namespace=cfg.event_namespace)
-        self.writer = _make_writer(self, cluster, cfg)
+        self.writer = PatchWriter(
+            cluster,
+            limiter=TokenBucket(cfg.qps, cfg.burst),
+            is_leader=self.elector.is_leader,
+            on_failure=self.patch_failed,
+            on_success=self.patch_succeeded,
+            max_in_flight=cfg.max_in_flight,
+        )
         self._http = StatusServer(self, cfg.http_host, cfg.http_port) if cfg.http_port is not None else None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -152,8 +159,7 @@ class Scheduler:
     def on_synced(self, *, relisted: bool) -> None:
         log.info("node cache %s: %d nodes", "relisted" if relisted else "synced",
                  len(self.reflector.names()))
-        for name in self.reflector.names():
-            self.queue.add(name)
+        self._queue_all()
 
     # -- elector callbacks (elector thread) -------------------------------------------------------------
 
@@ -246,9 +252,13 @@ class Scheduler:
         log.info("cache synced for term %d", term)
 
     def _resync(self) -> None:
+        """Every resync period, re-queue every watched node (no API call: the reflector's store)."""
         while not self._stop.wait(self.config.resync):
-            for name in self.reflector.names():
-                self.queue.add(name)
+            self._queue_all()
+
+    def _queue_all(self) -> None:
+        for name in self.reflector.names():
+            self.queue.add(name)
 
     # -- writer callbacks (patch threads) ---------------------------------------------------------------
 
@@ -325,14 +335,3 @@ class Scheduler:
         for name, value in sorted(status["counters"].items()):
             lines += [f"# TYPE hami_scheduler_{name}_total counter", f"hami_scheduler_{name}_total {value}"]
         return "\n".join(lines) + "\n"
-
-
-def _make_writer(scheduler: Scheduler, cluster: Cluster, cfg: SchedulerConfig) -> PatchWriter:
-    return PatchWriter(
-        cluster,
-        limiter=TokenBucket(cfg.qps, cfg.burst),
-        is_leader=scheduler.elector.is_leader,
-        on_failure=scheduler.patch_failed,
-        on_success=scheduler.patch_succeeded,
-        max_in_flight=cfg.max_in_flight,
-    )

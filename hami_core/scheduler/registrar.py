@@ -223,10 +223,7 @@ class Registrar:
         if devices is None and degraded:
             devices = ()  # degraded with no good list yet: shown, with nothing to schedule on
         if devices is None:
-            if decision.cache is CacheChange.SET:
-                self.cache.remove(node, vendor_key)
-            elif self.cache.vendor(node, vendor_key) is not None:
-                self.cache.remove(node, vendor_key)  # e.g. a degraded entry whose vendor went away
+            self.cache.remove(node, vendor_key)  # not registered (removing an absent entry is a no-op)
             return
         entry = self.cache.vendor(node, vendor_key)
         state = "degraded" if degraded else "registered"
