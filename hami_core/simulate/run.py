@@ -93,12 +93,13 @@ def run_scenario(
         stop.set()
         reporter.join(5)
         scheduler.stop(5)
+    # Counted before the checks, whose own reads are not the scheduler's or the plugins'.
+    requests = {verb: cluster.request_count(verb, "nodes") for verb in ("get", "list", "watch", "patch")}
     violations = _check(scenario, scheduler, cluster, plugins, observer, deleted)
     final = {
         node: {k: (e.state, e.reason, len(e.devices), e.error) for k, e in sorted(vendors.items())}
         for node, vendors in ((n, scheduler.cache.node(n)) for n in scheduler.cache.nodes())
     }
-    requests = {verb: cluster.request_count(verb, "nodes") for verb in ("get", "list", "watch", "patch")}
     return SimulationResult(timeline=tuple(observer.timeline), final=final, violations=tuple(violations),
                             requests=requests)
 
