@@ -50,7 +50,7 @@ class _InputError(ValueError):
 
 
 def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split("\n")) or type(error).__name__
+    return " ".join(str(error).splitlines()) or type(error).__name__
 
 
 def _bytes_to_text(raw: bytes) -> str:

@@ -60,7 +60,7 @@ def check_size(value: str, encoding: str) -> None:
     try:
         size = len(value.encode("utf-8", "surrogateescape"))
     except UnicodeEncodeError:
-        size = len(value.encode("utf-8", "surrogatepass"))
+        size = len(_gojson.go_bytes(value))  # other lone surrogates too: count exactly as Go holds them
     if size > MAX_ANNOTATION_BYTES:
         raise DecodeError(
             f"{encoding} value is {size} bytes, over the {MAX_ANNOTATION_BYTES}-byte annotation limit"

@@ -14,6 +14,7 @@ from typing import Any
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from hami_core.protocol.errors import member_path
 from hami_core.protocol.model import (
     INT32,
     INT64,
@@ -86,7 +87,7 @@ def _check_fields(obj: object, fields: Mapping[str, type | IntRange], path: str)
     if not isinstance(obj, Mapping):
         raise ValueError(f"{path or 'device'}: expected an object, got {_kind(obj)}")
     for key, value in obj.items():
-        where = f"{path}.{key}" if path else str(key)
+        where = member_path(path, key)
         expected = fields.get(key) if isinstance(key, str) else None
         if expected is None:
             raise ValueError(f"{where}: unknown key (known: {', '.join(fields)})")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["DecodeError", "EncodeError", "shorten"]
+import json
+import re
+
+__all__ = ["DecodeError", "EncodeError", "member_path", "shorten"]
 
 _MAX_SHOWN = 80
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}")
 
 
 def shorten(text: str, limit: int = _MAX_SHOWN) -> str:
@@ -13,6 +17,18 @@ def shorten(text: str, limit: int = _MAX_SHOWN) -> str:
         half = (limit - 5) // 2
         text = f"{text[:half]} ... {text[-half:]}"
     return repr(text)
+
+
+def member_path(path: str, key: object) -> str:
+    """The path of ``key`` inside ``path`` for an error message: ``path.key`` for a plain key, any other
+    key (free text from the input) quoted with JSON escapes and cut in the middle, so that the message
+    stays one readable line."""
+    text = key if isinstance(key, str) else repr(key)
+    if _PLAIN_KEY.fullmatch(text):
+        return f"{path}.{text}" if path else text
+    if len(text) > 40:
+        text = f"{text[:17]} ... {text[-17:]}"
+    return f"{path}[{json.dumps(text)}]"
 
 
 class DecodeError(ValueError):

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, NoReturn
 
 from hami_core.protocol import codecs as _codecs
-from hami_core.protocol.errors import DecodeError, EncodeError, shorten
+from hami_core.protocol.errors import DecodeError, EncodeError, member_path, shorten
 from hami_core.protocol.model import (
     INT32,
     INT64,
@@ -510,17 +510,55 @@ def _raise_syntax(text: str) -> NoReturn:
 # ---------------------------------------------------------------------------------------------------
 
 
+_PREVIEW_CHARS = 60
+_NOUNS: dict[type, str] = {_Object: "an object", list: "an array", str: "a string"}
+
+
 def _what(value: Any) -> str:
+    """The kind of a decoded JSON value and its text, shortened, for a type error."""
     kind = type(value)
-    if kind is _Object:
-        return "an object"
-    if kind is list:
-        return "an array"
-    if kind is str:
-        return "a string"
     if kind is _Number:
         return f"number {shorten(value.text, 40)[1:-1]}"
-    return "a bool"
+    noun = _NOUNS.get(kind, "a bool")
+    parts: list[str] = []
+    _render(value, parts, _PREVIEW_CHARS)
+    text = "".join(parts)
+    if len(text) > _PREVIEW_CHARS:
+        text = text[:_PREVIEW_CHARS] + " ..."
+    return f"{noun} {text}"
+
+
+def _render(value: Any, parts: list[str], budget: int) -> int:
+    """Append ``value`` as compact JSON text to ``parts``, stopping once ``budget`` characters are spent
+    (a huge array is never rendered whole); return the budget left."""
+    if budget <= 0:
+        return budget
+    kind = type(value)
+    if kind is _Object or kind is list:
+        opening, closing = ("{", "}") if kind is _Object else ("[", "]")
+        parts.append(opening)
+        budget -= 1
+        for position, item in enumerate(value):
+            if budget <= 0:
+                return budget
+            if position:
+                parts.append(",")
+                budget -= 1
+            if kind is _Object:
+                key, item = item
+                parts.append(json.dumps(key[:budget]) + ":")
+                budget -= len(parts[-1])
+            budget = _render(item, parts, budget)
+        parts.append(closing)
+        return budget - 1
+    if kind is str:
+        text = json.dumps(value[: budget + 1])
+    elif kind is _Number:
+        text = value.text[: budget + 1]
+    else:
+        text = "null" if value is None else "true" if value else "false"
+    parts.append(text)
+    return budget - len(text)
 
 
 def _type_error(path: str, value: Any, go_type: str) -> JsonDecodeError:
@@ -719,7 +757,7 @@ def _custominfo(current: dict[str, Any] | None, value: Any, path: str) -> dict[s
         raise _type_error(path, value, "map[string]any")
     result = {} if current is None else current  # Go adds to a map that is already there
     for key, item in value:
-        result[key] = _plain(item, f"{path}.{key}")
+        result[key] = _plain(item, member_path(path, key))
     return result
 
 

@@ -52,6 +52,21 @@ _str = attrs.validators.instance_of(str)
 _bool = attrs.validators.instance_of(bool)
 
 
+@attrs.frozen
+class _ItemsOf:
+    """attrs validator: every item of a tuple field (``None`` allowed) is an ``item_type``."""
+
+    item_type: type
+
+    def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+        for position, item in enumerate(value or ()):
+            if not isinstance(item, self.item_type):
+                raise TypeError(
+                    f"{attribute.name}[{position}]: expected {self.item_type.__name__}, "
+                    f"got {type(item).__name__}"
+                )
+
+
 @attrs.frozen(kw_only=True)
 class MigPlacement:
     """Where a MIG instance of a profile may start, and how many slices it spans."""
@@ -72,7 +87,9 @@ class MigProfile:
     memory_mb: int = attrs.field(default=0, validator=INT32)
     core: int = attrs.field(default=0, validator=INT32)
     slice_count: int = attrs.field(default=0, validator=UINT32)
-    placements: tuple[MigPlacement, ...] | None = attrs.field(default=None, converter=_placements)
+    placements: tuple[MigPlacement, ...] | None = attrs.field(
+        default=None, converter=_placements, validator=_ItemsOf(MigPlacement)
+    )
 
 
 def _profiles(value: Any) -> tuple[MigProfile, ...]:
@@ -91,7 +108,9 @@ class DeviceInfo:
     type: str = attrs.field(default="", validator=_str)
     numa: int = attrs.field(default=0, validator=INT64)
     mode: str = attrs.field(default="", validator=_str)
-    mig_profiles: tuple[MigProfile, ...] = attrs.field(default=(), converter=_profiles)
+    mig_profiles: tuple[MigProfile, ...] = attrs.field(
+        default=(), converter=_profiles, validator=_ItemsOf(MigProfile)
+    )
     health: bool = attrs.field(default=False, validator=_bool)
     #: Never trusted from the wire: the scheduler sets it to the vendor key.
     devicevendor: str = attrs.field(default="", validator=_str)

@@ -137,12 +137,17 @@ def test_decode_output_encodes_back_to_the_same_value() -> None:
         ("json", b'[{"count":"1"}]', "device 0: count: expected an integer"),
         ("json", b'[{"bogus":1}]', "device 0: bogus: unknown key"),
         ("legacy", b'[{"id":"a:b"}]', "holds ',' or ':'"),
+        ("json", b'[{"bad\\rkey\\u2028' + b"k" * 2000 + b'":1}]',
+         'device 0: ["bad\\rkey\\u2028kkkkkkkkk ... kkkkkkkkkkkkkkkkk"]: unknown key'),
+        ("json", b'[{"migProfiles":[{"placements":[{"start":1,"zz":2}]}]}]',
+         "device 0: migProfiles[0].placements[0].zz: unknown key (known: start, size)"),
     ],
 )
 def test_encode_errors_are_one_stderr_line_and_exit_1(fmt: str, stdin: bytes, message: str) -> None:
     code, out, err = run(["encode", "--format", fmt], stdin)
     assert (code, out) == (1, b"")
     assert err.startswith(b"error: ") and message.encode() in err and err.count(b"\n") == 1
+    assert len(err.decode().splitlines()) == 1 and len(err) < 300  # no \r or U+2028 either; shortened
 
 
 def test_encode_batch_gives_one_result_per_line_and_exits_0() -> None:

@@ -229,3 +229,14 @@ def test_a_value_over_the_annotation_limit_is_refused_unparsed(decode: Any) -> N
 def test_a_value_at_the_limit_is_parsed() -> None:
     assert decode_json("[" + " " * (MAX_ANNOTATION_BYTES - 2) + "]") == []
     assert decode_legacy(":" * MAX_ANNOTATION_BYTES) == []
+
+
+def test_raw_bytes_count_one_byte_each_even_beside_other_lone_surrogates() -> None:
+    # U+DC80..U+DCFF stand for one invalid byte each; U+D800 (only reachable through the Python API
+    # or a \u escape) is 3 bytes as Go would hold it: 262141 + 3 is exactly the limit.
+    at_limit = "\udc80" * (MAX_ANNOTATION_BYTES - 3) + "\ud800"
+    with pytest.raises(DecodeError) as caught:
+        decode_legacy(at_limit)
+    assert "annotation limit" not in str(caught.value)  # refused by the parser, not by the size check
+    with pytest.raises(DecodeError, match="is 262145 bytes, over the 262144-byte annotation limit"):
+        decode_legacy("\udc80" + at_limit)

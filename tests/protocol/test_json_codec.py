@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hami_core.protocol.errors import DecodeError, EncodeError
@@ -358,6 +360,46 @@ def test_placement_ranges() -> None:
 )
 def test_type_mismatches_are_errors(pair: str) -> None:
     assert kind_of(f"[{{{pair}}}]") == "json_type"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('[{"count":"4"}]', '[0].count: cannot decode a string "4" into Go int32'),
+        ('[{"health":"yes"}]', '[0].health: cannot decode a string "yes" into Go bool'),
+        ('[{"count":true}]', "[0].count: cannot decode a bool true into Go int32"),
+        ('{"devices":[]}', 'top level: cannot decode an object {"devices":[]} into Go []*DeviceInfo'),
+        ('[{"id":["a", "b"]}]', '[0].id: cannot decode an array ["a","b"] into Go string'),
+        ('[{"mode":"a\\nb\\u2028"}, {"type":1}]', "[1].type: cannot decode number 1 into Go string"),
+        ('[{"devmem":"x\\u2028\\n"}]', '[0].devmem: cannot decode a string "x\\u2028\\n" into Go int32'),
+    ],
+)
+def test_a_type_error_shows_the_offending_value_on_one_line(value: str, message: str) -> None:
+    with pytest.raises(JsonDecodeError) as caught:
+        decode_json(value)
+    assert str(caught.value) == message
+
+
+def test_a_huge_mistyped_value_is_shown_shortened() -> None:
+    with pytest.raises(JsonDecodeError) as caught:
+        decode_json('[{"id":[' + ",".join(['"xxxxxxxx"'] * 20_000) + "]}]")
+    text = str(caught.value)
+    assert text.startswith('[0].id: cannot decode an array ["xxxxxxxx","xxxxxxxx",') and len(text) < 150
+
+
+@pytest.mark.parametrize(
+    ("key", "path"),
+    [
+        ("gpu_model", "[0].custominfo.gpu_model"),
+        ("gpu.model", '[0].custominfo["gpu.model"]'),
+        ("a\nb\u2028" + "k" * 3000, '[0].custominfo["a\\nb\\u2028kkkkkkkkkkkkk ... kkkkkkkkkkkkkkkkk"]'),
+    ],
+)
+def test_a_custominfo_key_in_an_error_is_quoted_and_shortened(key: str, path: str) -> None:
+    value = json.dumps([{"custominfo": {key: 1}}]).replace(": 1}", ": 1e400}")
+    with pytest.raises(JsonDecodeError) as caught:
+        decode_json(value)
+    assert str(caught.value) == f"{path}: number '1e400' is out of range for Go float64"
 
 
 def test_deprecated_migtemplate_is_checked_and_dropped() -> None:

@@ -35,3 +35,10 @@ def test_mig_profile_ranges() -> None:
         MigPlacement(start=2**32)
     placement = MigPlacement(start=1, size=2)
     assert MigProfile(placements=[placement]).placements == (placement,)
+
+
+def test_mig_lists_hold_only_their_own_type() -> None:
+    with pytest.raises(TypeError, match=r"^mig_profiles\[0\]: expected MigProfile, got str$"):
+        DeviceInfo(mig_profiles=["not-a-profile"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"^placements\[1\]: expected MigPlacement, got tuple$"):
+        MigProfile(placements=[MigPlacement(), (1, 2)])  # type: ignore[list-item]
