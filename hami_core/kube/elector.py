@@ -1,10 +1,11 @@
 """Leader election over a ``coordination.k8s.io/v1`` Lease (spec section 6).
 
 The algorithm is client-go's: a candidate takes the Lease when it does not exist, when it is released
-(empty holder), or when its record has not changed for a full lease duration *as observed on this
-process's monotonic clock* (so clocks of different machines never have to agree). The holder renews every
-retry period; a holder that has not renewed within the renew deadline stops leading at once, before any
-other replica may take over, so two leaders never write at the same time.
+(empty holder), or when its record has not changed for the lease duration the holder recorded in it *as
+observed on this process's monotonic clock* (so clocks of different machines never have to agree). The
+holder renews every retry period; a holder that has not renewed within the renew deadline, counted from
+when its last successful renewal was sent, stops leading at once, before any other replica may take over,
+so two leaders never write at the same time.
 
 Beyond HAMi: the holder identity is matched exactly (HAMi matches a hostname prefix), and a stopping
 leader releases the Lease so a follower takes over without waiting for it to expire.
@@ -130,6 +131,9 @@ class LeaderElector:
 
     def step(self) -> None:
         """One try to acquire or renew, then a check of the deadline. Exposed for tests."""
+        # A renewal counts from when it was sent, not when the reply came: the server may have applied it
+        # (and the others started their count) long before a slow reply arrives.
+        attempted_at = self._monotonic()
         try:
             acquired = self._try_acquire_or_renew()
         except ClusterError as exc:
@@ -141,7 +145,7 @@ class LeaderElector:
         started = stopped = False
         with self._lock:
             if acquired:
-                self._renewed_at = self._monotonic()
+                self._renewed_at = attempted_at
                 if not self._leading:
                     self._leading = True
                     self._term += 1
@@ -220,8 +224,10 @@ class LeaderElector:
         self._observe(current)
         ours = current.holder_identity == cfg.identity
         if not ours and current.holder_identity:
+            # The holder's own recorded duration: its renew deadline is shorter than that, not ours.
+            held_for = current.lease_duration_seconds or cfg.lease_duration
             with self._lock:
-                expired = self._monotonic() - self._observed_at >= cfg.lease_duration
+                expired = self._monotonic() - self._observed_at >= held_for
             if not expired:
                 return False
         update = attrs.evolve(

@@ -15,7 +15,10 @@ Choices the spec leaves open, made here:
 * Leaving the selector forgets the vendor's memory, as deletion does.
 * A stamp we asked to write is remembered until the node shows it, so a resync before the watch catches
   up does not write it twice; if it never shows, it is written again one window later. A cleanup's delete
-  is not repeated: retrying failed patches is the writer's job.
+  is not repeated: retrying failed patches is the writer's job. A delete a follower decided but could not
+  send (``VendorMemory.unsent``) is sent once it leads, while the node still shows the stamp cleaned up.
+* A driver's liveness rule that raises judges nothing: no write, the cache entry kept and shown degraded
+  with the error, never a cleanup because of a driver bug.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from datetime import datetime, timedelta, tzinfo
 import attrs
 
 from hami_core.protocol.codecs import JSON_CODEC, LEGACY_CODEC, MAX_ANNOTATION_BYTES, Codec, decode_any
-from hami_core.protocol.errors import DecodeError
+from hami_core.protocol.errors import DecodeError, shorten
 from hami_core.protocol.handshake import (
     DEFAULT_WINDOW,
     Handshake,
@@ -150,10 +153,19 @@ class VendorMemory:
     stamp_in_flight: str | None = None
     #: The handshake value that stamp replaces; while it is still observed, the write is in flight.
     stamp_replaces: str | None = None
+    #: A cleanup's delete of the handshake was decided but not sent (this replica was a follower): the
+    #: leader sends it while the node still shows ``handshake_at_cleanup``.
+    cleanup_delete_unsent: bool = False
 
     @property
     def registered(self) -> bool:
         return self.devices is not None
+
+    def unsent(self) -> VendorMemory:
+        """What to remember instead when the decision's write is not sent (a follower does not write):
+        no stamp in flight, and a cleanup's delete still owed."""
+        return attrs.evolve(self, stamp_in_flight=None, stamp_replaces=None,
+                            cleanup_delete_unsent=self.awaiting_sign_of_life)
 
 
 # --- what decide() returns ------------------------------------------------------------------------------
@@ -203,6 +215,8 @@ class Verdict(enum.Enum):
     DEAD = "dead"
     #: Not judged: node deleted, not selected, or awaiting a sign of life.
     NOT_JUDGED = "not-judged"
+    #: Not judged because the driver's liveness rule raised (the decision's ``error`` says how).
+    RULE_FAILED = "rule-failed"
 
 
 @attrs.frozen
@@ -226,9 +240,10 @@ class Decision:
     verdict: Verdict
     #: When the stamp expires, if its expiry would change the decision: evaluate again at that moment.
     recheck_at: datetime | None = None
-    #: For ``Reason.DEGRADED``: why the register value does not decode (one line, names node and annotation).
+    #: For ``Reason.DEGRADED``: why the register value does not decode, or how the driver's liveness rule
+    #: failed (``Verdict.RULE_FAILED``); one line, naming the node.
     error: str | None = None
-    #: The error is about a register value not seen failing before: log it, post the Event, count it.
+    #: The error was not seen before for this vendor on this node: log it, post the Event, count it.
     error_is_new: bool = False
 
     @property
@@ -300,6 +315,15 @@ def _effective_handshake(
     return (stamp, True) if in_flight else (observed, False)
 
 
+def _alive(rules: VendorRules, facts: LivenessFacts, obs: Observation) -> bool | str:
+    """The vendor's liveness rule on ``facts``, or a one-line error when the rule (a driver's) raised."""
+    try:
+        return bool(rules.liveness.alive(facts))
+    except Exception as exc:
+        detail = shorten(" ".join(f"{type(exc).__name__}: {exc}".split()), 160)[1:-1]
+        return f"node {obs.node}: liveness rule {rules.liveness.name!r} failed: {detail}"
+
+
 def _sign_of_life(obs: Observation, handshake: Handshake, memory: VendorMemory) -> bool:
     """Spec 4.2: a plugin report, allocatable > 0, or a register value other than at cleanup."""
     if obs.allocatable > 0:
@@ -347,9 +371,12 @@ def decide(
 
     if memory.awaiting_sign_of_life:
         if not _sign_of_life(obs, handshake, memory):
+            owed = memory.cleanup_delete_unsent and observed is not None \
+                and observed == memory.handshake_at_cleanup
+            key = rules.handshake_annotation
             return Decision(
-                write=None,
-                memory=memory,
+                write=HandshakeWrite(key, None) if owed and key is not None else None,
+                memory=attrs.evolve(memory, cleanup_delete_unsent=False),
                 cache=CacheChange.KEEP,
                 reason=Reason.AWAITING_SIGN_OF_LIFE,
                 verdict=Verdict.NOT_JUDGED,
@@ -368,7 +395,18 @@ def decide(
     )
     allocatable_seen = memory.allocatable_seen or obs.allocatable > 0
 
-    if not rules.liveness.alive(facts):
+    alive = _alive(rules, facts, obs)
+    if isinstance(alive, str):  # the driver's rule failed: judge nothing, write nothing, show why
+        return Decision(
+            write=None,
+            memory=attrs.evolve(memory, degraded=alive, degraded_value=None),
+            cache=CacheChange.KEEP,
+            reason=Reason.DEGRADED,
+            verdict=Verdict.RULE_FAILED,
+            error=alive,
+            error_is_new=memory.degraded != alive,
+        )
+    if not alive:
         cleanup = memory.registered
         delete = (
             HandshakeWrite(rules.handshake_annotation, None)
@@ -405,7 +443,7 @@ def decide(
     elif not in_flight:
         memory = attrs.evolve(memory, stamp_in_flight=None, stamp_replaces=None)
     memory = attrs.evolve(memory, allocatable_seen=allocatable_seen, awaiting_sign_of_life=False,
-                          register_at_cleanup=None, handshake_at_cleanup=None)
+                          register_at_cleanup=None, handshake_at_cleanup=None, cleanup_delete_unsent=False)
 
     recheck_at = None
     if stamp is not None:
@@ -415,7 +453,7 @@ def decide(
     if stamp_time is not None:
         at_expiry = LivenessFacts(stamp_expired=True, allocatable=obs.allocatable,
                                   allocatable_seen=allocatable_seen)
-        if not rules.liveness.alive(at_expiry):
+        if _alive(rules, at_expiry, obs) is False:
             recheck_at = stamp_time + window
 
     return _register(obs, memory, rules=rules, decode=decode, write=write, verdict=verdict,

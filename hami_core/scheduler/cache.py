@@ -24,7 +24,8 @@ class VendorEntry:
 
     vendor_key: str
     devices: tuple[DeviceInfo, ...]
-    #: ``registered``, or ``degraded`` when the current register value does not decode.
+    #: ``registered``, or ``degraded`` when the current register value does not decode (or the driver's
+    #: liveness rule fails).
     state: str
     #: The decision core's reason code for the last change.
     reason: str

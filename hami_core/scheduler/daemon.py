@@ -24,7 +24,7 @@ from hami_core.protocol.decide import CacheChange, VendorRules
 from hami_core.scheduler.cache import DeviceCache
 from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.http import StatusServer
-from hami_core.scheduler.registrar import Evaluation, Registrar
+from hami_core.scheduler.registrar import Evaluation, Registrar, VendorWarning
 from hami_core.scheduler.workqueue import WorkQueue
 from hami_core.scheduler.writer import PatchWriter
 
@@ -92,6 +92,9 @@ class Scheduler:
         self._synced_term = 0
         self._leadership_changed = False
         self._patch_failures: dict[str, int] = {}
+        #: Warnings seen while following, by (node, vendor key): posted as Events on becoming leader if
+        #: still current (worker thread only).
+        self._unposted: dict[tuple[str, str], VendorWarning] = {}
         self._last_tick = monotonic()
 
     # -- lifecycle ------------------------------------------------------------------------------------
@@ -202,6 +205,7 @@ class Scheduler:
             self._term_to_sync = None
             self._term_pending = (term, names)
         log.info("leader for term %d: full pass over %d nodes", term, len(names))
+        self._post_unposted()
         for name in sorted(names):
             self.queue.add(name)
         self._note_evaluated(None)
@@ -212,29 +216,46 @@ class Scheduler:
         evaluation = self.registrar.evaluate(name, node, now=now, writes=self.elector.is_leader())
         if evaluation.patch:
             self.writer.submit(name, evaluation.patch)
+        if evaluation.node_gone:  # before the report: what follows is about the new object, if any
+            self._forget_node(name)
         self._report(evaluation)
         if evaluation.recheck_at is not None:
             delay = (evaluation.recheck_at - now).total_seconds()
             self.queue.add_after(name, max(0.0, delay) + 0.001)
-        if node is None:
-            self.events.forget(name)
-            with self._lock:
-                self._patch_failures.pop(name, None)
-            try:
-                self._on_node_deleted(name)
-            except Exception:
-                log.exception("node %s: node-deleted hook failed", name)
         self._note_evaluated(name)
+
+    def _forget_node(self, name: str) -> None:
+        """The Node object ``name`` held is gone (deleted or replaced): drop what the daemon kept of it."""
+        self.events.forget(name)
+        for key in [k for k in self._unposted if k[0] == name]:
+            del self._unposted[key]
+        with self._lock:
+            self._patch_failures.pop(name, None)
+        try:
+            self._on_node_deleted(name)
+        except Exception:
+            log.exception("node %s: node-deleted hook failed", name)
 
     def _report(self, evaluation: Evaluation) -> None:
         for warning in evaluation.warnings:
-            log.warning("node %s: %s register annotation does not decode: %s",
-                        warning.node, warning.vendor_key, warning.message)
-            self.events.warn(warning.node, warning.uid, "HamiRegisterAnnotationInvalid", warning.message)
+            log.warning("node %s: %s degraded (%s): %s", warning.node, warning.vendor_key, warning.reason,
+                        warning.message)
+            if self.elector.is_leader():  # every replica logs it; only the one that writes posts the Event
+                self.events.warn(warning.node, warning.uid, warning.reason, warning.message)
+            else:
+                self._unposted[(warning.node, warning.vendor_key)] = warning
         for vendor, decision in evaluation.decisions.items():
             if decision.cache is not CacheChange.KEEP:
                 log.info("node %s: %s %s (liveness: %s)", evaluation.node, vendor, decision.reason.value,
                          decision.verdict.value)
+
+    def _post_unposted(self) -> None:
+        """Post the Events for bad values seen while following that are still what the cache shows."""
+        pending, self._unposted = self._unposted, {}
+        for warning in pending.values():
+            entry = self.cache.vendor(warning.node, warning.vendor_key)
+            if entry is not None and entry.state == "degraded" and entry.error == warning.message:
+                self.events.warn(warning.node, warning.uid, warning.reason, warning.message)
 
     def _note_evaluated(self, name: str | None) -> None:
         with self._lock:

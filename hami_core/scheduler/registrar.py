@@ -26,13 +26,14 @@ from hami_core.protocol.decide import (
     Reason,
     VendorMemory,
     VendorRules,
+    Verdict,
     decide,
 )
 from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.scheduler.cache import DeviceCache, VendorEntry
 from hami_core.scheduler.selector import NodeSelector
 
-__all__ = ["DecodeWarning", "Evaluation", "Registrar"]
+__all__ = ["Evaluation", "Registrar", "VendorWarning"]
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +43,20 @@ _NOTHING_KNOWN = VendorMemory()
 _allocatable_count = functools.lru_cache(maxsize=4096)(quantity_count)
 
 
+#: Event reasons of the warnings: a register value that does not decode, a driver's liveness rule that raised.
+INVALID_REGISTER = "HamiRegisterAnnotationInvalid"
+LIVENESS_RULE_FAILED = "HamiLivenessRuleFailed"
+
+
 @attrs.frozen(kw_only=True)
-class DecodeWarning:
-    """A register value that does not decode, seen for the first time: log it, post an Event, count it."""
+class VendorWarning:
+    """A vendor on a node shown degraded for a reason not seen before: log it, post an Event, count it."""
 
     node: str
     uid: str
     vendor_key: str
+    #: ``INVALID_REGISTER`` or ``LIVENESS_RULE_FAILED``; the Event's reason.
+    reason: str
     message: str
 
 
@@ -61,9 +69,12 @@ class Evaluation:
     patch: Mapping[str, str | None]
     #: When to evaluate the node again because a stamp expires then (``None``: no need).
     recheck_at: datetime | None
-    warnings: tuple[DecodeWarning, ...] = ()
+    warnings: tuple[VendorWarning, ...] = ()
     #: vendor key -> decision, for logs and tests.
     decisions: Mapping[str, Decision] = attrs.field(factory=dict)
+    #: The Node object this name held before is gone (deleted, or replaced by a new object with the same
+    #: name and another uid): everything remembered of it was dropped.
+    node_gone: bool = False
 
 
 class Registrar:
@@ -82,6 +93,8 @@ class Registrar:
         self._selector = selector or NodeSelector({})
         self._window = window
         self._memory: dict[tuple[str, str], VendorMemory] = {}
+        #: The uid of the Node object each name's memory is about.
+        self._uids: dict[str, str] = {}
         self._failed_lock = threading.Lock()
         #: Patches that failed, per node, to be sent again at the node's next evaluation.
         self._failed: dict[str, dict[str, str | None]] = {}
@@ -116,9 +129,16 @@ class Registrar:
         but a stamp it would have written is not remembered as in flight.
         """
         self.counters["evaluations"] += 1
+        replaced = node is not None and self._uids.get(name, node.uid) != node.uid
+        if replaced:
+            self._forget_node(name)  # a new Node with the same name starts from a clean state
+        if node is None:
+            self._uids.pop(name, None)
+        else:
+            self._uids[name] = node.uid
         failed = self._take_failed(name)
         patch: dict[str, str | None] = {}
-        warnings: list[DecodeWarning] = []
+        warnings: list[VendorWarning] = []
         decisions: dict[str, Decision] = {}
         recheck: datetime | None = None
         present = node is not None
@@ -135,7 +155,7 @@ class Registrar:
                     patch[decision.write.annotation] = decision.write.value
                     self.counters["stamps" if decision.write.value is not None else "handshake_deletes"] += 1
                 else:
-                    memory = attrs.evolve(memory, stamp_in_flight=None, stamp_replaces=None)
+                    memory = memory.unsent()
             if memory == _NOTHING_KNOWN:
                 self._memory.pop(key, None)
             else:
@@ -144,10 +164,12 @@ class Registrar:
             if decision.reason is Reason.CLEANED_UP:
                 self.counters["cleanups"] += 1
             if decision.error_is_new and decision.error is not None:
-                self.counters["decode_errors"] += 1
-                uid = node.uid if node else ""
-                warnings.append(DecodeWarning(node=name, uid=uid, vendor_key=rules.vendor_key,
-                                              message=decision.error))
+                rule_failed = decision.verdict is Verdict.RULE_FAILED
+                self.counters["liveness_rule_errors" if rule_failed else "decode_errors"] += 1
+                warnings.append(VendorWarning(
+                    node=name, uid=node.uid if node else "", vendor_key=rules.vendor_key,
+                    reason=LIVENESS_RULE_FAILED if rule_failed else INVALID_REGISTER, message=decision.error,
+                ))
             if decision.recheck_at is not None and (recheck is None or decision.recheck_at < recheck):
                 recheck = decision.recheck_at
         if writes:
@@ -160,7 +182,15 @@ class Registrar:
         if not present:
             self.cache.remove_node(name)
         return Evaluation(node=name, patch=patch, recheck_at=recheck, warnings=tuple(warnings),
-                          decisions=decisions)
+                          decisions=decisions, node_gone=replaced or not present)
+
+    def _forget_node(self, name: str) -> None:
+        """Drop the memory, cache entries and unsent patches of the Node object ``name`` held."""
+        for rules in self._vendors:
+            self._memory.pop((name, rules.vendor_key), None)
+        self.cache.remove_node(name)
+        with self._failed_lock:
+            self._failed.pop(name, None)
 
     def patch_failed(self, name: str, patch: Mapping[str, str | None]) -> None:
         """A patch for ``name`` failed: forget its stamps as in flight and keep its deletes for a retry.

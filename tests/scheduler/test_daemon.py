@@ -119,6 +119,8 @@ def test_a_malformed_annotation_degrades_only_that_vendor_on_that_node(world: Wo
     wait_for("bad node's other vendors", lambda: registered(replica, bad) == {"NVIDIA", "DCU", "XPU"})
     entry = wait_for("degraded", lambda: replica.cache.vendor(bad, "MLU"))
     assert entry.state == "degraded" and entry.devices == () and "segment 2" in (entry.error or "")
+    # Seen before the replica led, perhaps: posted once it leads, while the value is still bad.
+    wait_for("the first warning event", lambda: _events(world, bad))
     # A later good value, then a truncated one: the last good list is kept while degraded.
     value = REGISTER["hami.io/node-mlu-register"]
     world.admin.patch_node_annotations(bad, {"hami.io/node-mlu-register": value})
@@ -194,6 +196,35 @@ def test_two_replicas_one_writer_and_handover_without_cleanup(world: World) -> N
     assert first.registrar.counters["cleanups"] == 0 and second.registrar.counters["cleanups"] == 0
     for n in nodes:
         assert registered(follower, n) == set(HANDSHAKES)
+
+
+def test_every_replica_sees_a_bad_value_but_only_the_leader_posts_the_event(world: World) -> None:
+    first = world.scheduler("mlu", identity="ev-1")
+    second = world.scheduler("mlu", identity="ev-2")
+    leader = wait_for("a leader", lambda: next((r for r in (first, second) if r.ready()), None))
+    follower = second if leader is first else first
+    wait_for("follower synced", lambda: follower.reflector.has_synced)
+    bad = world.node("ev-bad", {"hami.io/node-mlu-register": "garbage,not,a,device"})
+    for replica in (first, second):
+        wait_for("degraded", lambda replica=replica: replica.cache.vendor(bad, "MLU"))
+    wait_for("the event", lambda: _events(world, bad))
+    time.sleep(1.0)  # room for a second, wrong one
+    [event] = _events(world, bad)
+    assert event["reportingInstance"] == leader.config.identity
+    assert follower.registrar.counters["decode_errors"] == 1  # seen, logged and counted all the same
+
+
+def test_a_node_deleted_and_recreated_at_once_starts_clean(world: World) -> None:
+    annotations = {"hami.io/node-dcu-register": REGISTER["hami.io/node-dcu-register"]}
+    node = world.node("reborn", annotations)
+    replica = world.scheduler("dcu")
+    wait_for("cleaned up (no allocatable)",
+             lambda: replica.registrar.memory(node, "DCU").awaiting_sign_of_life, timeout=WINDOW * 4)
+    # No wait between: the delete may merge with the re-create in the work queue.
+    world.admin.delete_node(node)
+    world.admin.create_node(node, labels=world.label, annotations=annotations)
+    wait_for("registered anew", lambda: registered(replica, node) == {"DCU"})
+    wait_for("stamped anew", lambda: stamped(world, node, "DCU"))
 
 
 def test_graceful_stop_releases_the_lease_for_an_immediate_takeover(world: World) -> None:

@@ -133,3 +133,83 @@ def test_deleted_node_leaves_cache_and_memory() -> None:
     assert registrar.known_nodes() == {"n1"}
     registrar.evaluate("n1", None, now=T0, writes=True)
     assert registrar.known_nodes() == set() and registrar.cache.nodes() == []
+
+
+def test_a_node_recreated_under_the_same_name_starts_clean_even_without_a_delete_seen() -> None:
+    # A delete and a re-create can merge in the work queue, or fall into a watch gap (a relist then
+    # shows only the new object): the new uid alone must reset everything.
+    registrar = Registrar([rules(CountingCodec())], DeviceCache())
+    first = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}, alloc="0"), now=T0,
+                               writes=True)
+    stamp = first.patch["hami.io/node-handshake-acme"] or ""
+    stamped = {"hami.io/node-acme-register": VALUE, "hami.io/node-handshake-acme": stamp}
+    dead = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=60), writes=True)
+    assert dead.patch == {"hami.io/node-handshake-acme": None}
+    registrar.patch_failed("n1", dead.patch)  # a delete owed to the old object must not reach the new one
+    assert registrar.memory("n1", "ACME").awaiting_sign_of_life
+    assert not dead.node_gone
+    reborn = NodeSnapshot(name="n1", uid="u2", resource_version="9",
+                          annotations={"hami.io/node-acme-register": VALUE},
+                          allocatable={"example.com/acme": "0"})
+    later = T0 + timedelta(seconds=70)
+    fresh = registrar.evaluate("n1", reborn, now=later, writes=True)
+    assert fresh.node_gone
+    assert fresh.patch == {"hami.io/node-handshake-acme": "Requesting_2026-11-29 18:01:10"}
+    assert registrar.cache.vendor("n1", "ACME") is not None
+    assert not registrar.memory("n1", "ACME").awaiting_sign_of_life
+    assert not registrar.evaluate("n1", reborn, now=later, writes=True).node_gone
+
+
+def test_a_cleanup_a_follower_could_not_send_is_sent_once_it_leads() -> None:
+    # The old leader died before deleting the expired stamp; this replica, a follower then, dropped the
+    # vendor from its cache. Once it leads it sends the delete, once.
+    registrar = Registrar([rules(CountingCodec())], DeviceCache())
+    stamped = {"hami.io/node-acme-register": VALUE,
+               "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:00"}
+    assert registrar.evaluate("n1", node(stamped, alloc="0"), now=T0, writes=False).patch == {}
+    cleaned = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=60),
+                                 writes=False)
+    assert cleaned.patch == {} and registrar.cache.vendor("n1", "ACME") is None
+    led = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=75), writes=True)
+    assert led.patch == {"hami.io/node-handshake-acme": None}
+    again = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=76), writes=True)
+    assert again.patch == {}  # sent once; a failed one is the writer's to resend
+    assert registrar.cache.vendor("n1", "ACME") is None
+
+
+def test_a_leader_that_cleaned_up_sends_its_delete_once() -> None:
+    registrar = Registrar([rules(CountingCodec())], DeviceCache())
+    stamped = {"hami.io/node-acme-register": VALUE,
+               "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:00"}
+    registrar.evaluate("n1", node(stamped, alloc="0"), now=T0, writes=True)
+    dead = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=60), writes=True)
+    assert dead.patch == {"hami.io/node-handshake-acme": None}
+    # A resync before the watch shows the delete writes nothing again.
+    assert registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=61),
+                              writes=True).patch == {}
+
+
+class BrokenRule:
+    name = "broken"
+
+    def alive(self, facts: object) -> bool:
+        raise RuntimeError("driver bug\non two lines")
+
+
+def test_a_liveness_rule_that_raises_degrades_only_its_vendor_and_warns_once() -> None:
+    broken = VendorRules(vendor_key="BROKEN", register_annotation="example.com/broken-register",
+                         handshake_annotation="example.com/broken-handshake",
+                         count_resource="example.com/broken",
+                         liveness=BrokenRule(), codec=LEGACY_CODEC)
+    registrar = Registrar([broken, rules(CountingCodec())], DeviceCache())
+    annotations = {"example.com/broken-register": VALUE, "hami.io/node-acme-register": VALUE}
+    first = registrar.evaluate("n1", node(annotations), now=T0, writes=True)
+    assert first.patch == {"hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:00"}
+    [warning] = first.warnings
+    assert (warning.vendor_key, warning.reason) == ("BROKEN", "HamiLivenessRuleFailed")
+    assert warning.message == "node n1: liveness rule 'broken' failed: RuntimeError: driver bug on two lines"
+    entry = registrar.cache.vendor("n1", "BROKEN")
+    assert entry is not None and entry.state == "degraded" and entry.error == warning.message
+    assert registrar.cache.vendor("n1", "ACME") is not None
+    again = registrar.evaluate("n1", node(annotations), now=T0 + timedelta(seconds=1), writes=True)
+    assert again.warnings == () and registrar.counters["liveness_rule_errors"] == 1

@@ -1,0 +1,109 @@
+"""The leader elector on a fake clock: at no moment do two replicas both believe they lead."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from hami_core.kube.elector import ElectionConfig, LeaderElector
+from hami_core.kube.memory import MemoryCluster
+from hami_core.kube.port import Lease, Unavailable
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def monotonic(self) -> float:
+        return self.seconds
+
+    def wall(self) -> datetime:
+        return datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=self.seconds)
+
+
+class Path:
+    """One replica's way to the API server: ``up``, ``down``, or ``slow`` (the next Lease update is
+    applied by the server at once, but its reply arrives ``delay`` seconds later; then the path is down)."""
+
+    def __init__(self, cluster: MemoryCluster, clock: Clock, *, on_applied: Callable[[], None] = lambda: None,
+                 delay: float = 0.0) -> None:
+        self.cluster, self.clock, self.on_applied, self.delay = cluster, clock, on_applied, delay
+        self.mode = "up"
+
+    def _check(self) -> None:
+        if self.mode == "down":
+            raise Unavailable("connection refused")
+
+    def get_lease(self, namespace: str, name: str) -> Lease:
+        self._check()
+        return self.cluster.get_lease(namespace, name)
+
+    def create_lease(self, lease: Lease) -> Lease:
+        self._check()
+        return self.cluster.create_lease(lease)
+
+    def update_lease(self, lease: Lease) -> Lease:
+        self._check()
+        result = self.cluster.update_lease(lease)
+        if self.mode == "slow":
+            self.on_applied()
+            self.clock.seconds += self.delay
+            self.mode = "down"
+        return result
+
+
+def elector(path: Path | MemoryCluster, clock: Clock, identity: str, **timings: float) -> LeaderElector:
+    config = ElectionConfig(namespace="kube-system", name="hami-scheduler", identity=identity, **timings)
+    return LeaderElector(path, config, monotonic=clock.monotonic, wall=clock.wall)  # type: ignore[arg-type]
+
+
+def test_a_slow_renewal_reply_counts_from_when_it_was_sent() -> None:
+    cluster, clock = MemoryCluster(), Clock()
+    b = elector(cluster, clock, "b")
+    path_a = Path(cluster, clock, on_applied=b.step, delay=8.0)  # b sees the renewal as it is applied
+    a = elector(path_a, clock, "a")
+    a.step()
+    assert a.is_leader()
+    clock.seconds = 2.0
+    path_a.mode = "slow"
+    a.step()  # applied at t=2, the reply reaches a at t=10, then a is cut off
+    assert a.is_leader()
+    for t in range(11, 30):
+        clock.seconds = float(t)
+        a.step()
+        b.step()
+        assert not (a.is_leader() and b.is_leader()), f"two leaders at t={t}"
+    assert b.is_leader() and not a.is_leader()
+
+
+def test_a_follower_waits_for_the_duration_the_holder_recorded() -> None:
+    cluster, clock = MemoryCluster(), Clock()
+    path_a = Path(cluster, clock)
+    a = elector(path_a, clock, "a", lease_duration=60.0, renew_deadline=40.0, retry_period=2.0)
+    b = elector(cluster, clock, "b")  # 15 s by default: configured differently, as during a rollout
+    a.step()
+    b.step()
+    assert cluster.get_lease("kube-system", "hami-scheduler").lease_duration_seconds == 60
+    path_a.mode = "down"
+    took_over = None
+    for t in range(2, 80, 2):
+        clock.seconds = float(t)
+        a.step()
+        b.step()
+        assert not (a.is_leader() and b.is_leader()), f"two leaders at t={t}"
+        if took_over is None and b.is_leader():
+            took_over = t
+    assert took_over is not None and 60 <= took_over <= 62
+
+
+def test_a_released_lease_is_taken_at_once() -> None:
+    cluster, clock = MemoryCluster(), Clock()
+    a, b = elector(cluster, clock, "a"), elector(cluster, clock, "b")
+    a.step()
+    b.step()
+    assert a.is_leader() and not b.is_leader()
+    a.release()
+    clock.seconds = 2.0
+    b.step()
+    assert b.is_leader() and not a.is_leader()
+    assert cluster.get_lease("kube-system", "hami-scheduler").lease_transitions == 1
