@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import cast
 
 import attrs
@@ -105,7 +105,6 @@ class DriverManager:
         #: (plugin name, origin) -> the plugin object and its drivers.
         self._plugins: dict[tuple[str, str], tuple[object, list[VendorDriver]]] = {}
         self._failures: list[LoadFailure] = []
-        self._callers: dict[tuple[str, str, str], pluggy.HookCaller] = {}
 
     @property
     def report(self) -> LoadReport:
@@ -142,41 +141,54 @@ class DriverManager:
     ) -> list[VendorDriver]:
         """Register one plugin object (a module or any object with hook implementations) under ``name``.
 
-        Returns its drivers. Raises ``DriverError`` and leaves nothing registered when the plugin uses an
-        unknown hook (a typo), provides no ``hami_vendor_drivers``, or describes itself badly.
+        Returns its drivers. Raises ``DriverError`` and leaves nothing registered when the plugin provides
+        no ``hami_vendor_drivers``, describes itself badly (an incompatible ``hookspec_version`` included),
+        uses an unknown hook (a typo), or implements a hook with arguments its specification lacks.
         """
         origin = origin_of(name, package, version)
         if (name, origin) in self._plugins:
             raise DriverError(name, origin, "is already registered", kind="plugin")
+        hooks = self._implemented_hooks(plugin)
+        unknown = sorted(hook for hook in hooks if not self._is_hook(hook))
+        typo = f"implements unknown hook(s) {', '.join(unknown)} (a typo?)" if unknown else ""
+        if "hami_vendor_drivers" not in hooks:
+            raise DriverError(name, origin, typo or "provides no hami_vendor_drivers hook", kind="plugin")
+        # Describe before checking the other hooks: a driver built for another hook spec may implement
+        # hooks this core lacks or has changed, and is refused with the version it needs instead.
+        drivers = self._describe(hooks["hami_vendor_drivers"], name, package, version)
+        if typo:
+            raise DriverError(name, origin, typo, kind="plugin")
         # Two packages may use one entry-point name; both load, and ``select`` reports the conflict.
         key = name if not self._pm.has_plugin(name) else f"{name}@{origin}"
         try:
             self._pm.register(plugin, name=key)
         except Exception as error:
             raise DriverError(name, origin, f"cannot register: {_describe(error)}", kind="plugin") from error
-        try:
-            drivers = self._describe(plugin, name, package, version)
-        except DriverError:
-            self._pm.unregister(plugin)
-            raise
         self._plugins[(name, origin)] = (plugin, drivers)
         return drivers
 
-    def _describe(self, plugin: object, name: str, package: str, version: str) -> list[VendorDriver]:
+    def _implemented_hooks(self, plugin: object) -> dict[str, Callable[..., object]]:
+        """The plugin's hook implementations by hook name, found as pluggy's ``register`` finds them."""
+        found: dict[str, Callable[..., object]] = {}
+        for attribute in dir(plugin):
+            options = self._pm.parse_hookimpl_opts(plugin, attribute)
+            if options is not None:
+                found[options.get("specname") or attribute] = getattr(plugin, attribute)
+        return found
+
+    def _is_hook(self, name: str) -> bool:
+        """Whether ``name`` is one of the hooks this core specifies."""
+        caller: pluggy.HookCaller | None = getattr(self._pm.hook, name, None)
+        return caller is not None and caller.has_spec()
+
+    def _describe(
+        self, describe: Callable[..., object], name: str, package: str, version: str
+    ) -> list[VendorDriver]:
+        """Call the plugin's ``hami_vendor_drivers`` and check every spec it returns."""
         origin = origin_of(name, package, version)
-        unknown = sorted(
-            caller.name for caller in self._pm.get_hookcallers(plugin) or () if not caller.has_spec()
-        )
-        if unknown:
-            raise DriverError(
-                name, origin, f"implements unknown hook(s) {', '.join(unknown)} (a typo?)", kind="plugin"
-            )
-        impls = [impl for impl in self._pm.hook.hami_vendor_drivers.get_hookimpls() if impl.plugin is plugin]
-        if not impls:
-            raise DriverError(name, origin, "provides no hami_vendor_drivers hook", kind="plugin")
         try:
-            specs = list(cast("Iterable[object]", impls[0].function()))
-        except Exception as error:
+            specs = list(cast("Iterable[object]", describe()))
+        except (Exception, SystemExit) as error:
             raise DriverError(
                 name, origin, f"hami_vendor_drivers failed: {_describe(error)}", kind="plugin"
             ) from error
@@ -241,14 +253,16 @@ class DriverManager:
             raise PluginError(f"driver {driver.name!r} ({driver.origin}) is not loaded in this manager")
         return entry[0]
 
-    def _caller(self, driver: VendorDriver, hook: str) -> pluggy.HookCaller:
-        """A hook caller that reaches only the plugin providing ``driver``."""
-        key = (driver.plugin, driver.origin, hook)
-        if key not in self._callers:
-            plugin = self.plugin_of(driver)
-            others = [p for p in self._pm.get_plugins() if p is not plugin]
-            self._callers[key] = self._pm.subset_hook_caller(hook, remove_plugins=others)
-        return self._callers[key]
+    def _call(self, driver: VendorDriver, hook: str, **kwargs: object) -> object:
+        """Call ``hook`` of the plugin providing ``driver`` and of no other; ``None`` when it has none.
+
+        Like pluggy, pass the implementation only the arguments it names."""
+        plugin = self.plugin_of(driver)
+        caller: pluggy.HookCaller = getattr(self._pm.hook, hook)
+        for impl in caller.get_hookimpls():
+            if impl.plugin is plugin:
+                return impl.function(*(kwargs[arg] for arg in impl.argnames))
+        return None
 
     def discover_devices(self, driver: VendorDriver, node_name: str) -> list[DeviceInfo] | None:
         """Ask the driver for its devices on ``node_name`` (reporter side).
@@ -256,8 +270,7 @@ class DriverManager:
         ``None`` when the driver cannot look. A driver error propagates; a result of the wrong type raises
         ``PluginError`` naming the driver.
         """
-        results = self._caller(driver, "hami_discover_devices")(driver_name=driver.name, node_name=node_name)
-        devices = results[0] if results else None
+        devices = self._call(driver, "hami_discover_devices", driver_name=driver.name, node_name=node_name)
         if devices is None:
             return None
         if not isinstance(devices, list) or not all(isinstance(d, DeviceInfo) for d in devices):
@@ -273,7 +286,7 @@ class DriverManager:
         problems: list[str] = []
         for driver in drivers:
             try:
-                self._caller(driver, "hami_node_deleted")(driver_name=driver.name, node_name=node_name)
+                self._call(driver, "hami_node_deleted", driver_name=driver.name, node_name=node_name)
             except Exception as error:
                 message = (
                     f"driver {driver.name!r} ({driver.origin}): hami_node_deleted failed: {_describe(error)}"

@@ -6,7 +6,7 @@ import pytest
 from plugins.driverkit import IN_TREE, Describes, FakeDist, good_driver, make_spec
 
 from hami_core import hookimpl
-from hami_core.plugins import DriverError, DriverManager, LoadFailure
+from hami_core.plugins import DriverError, DriverManager, LoadFailure, LoadReport
 
 
 def test_the_four_in_tree_drivers_are_discovered_with_their_packages() -> None:
@@ -41,6 +41,40 @@ def test_a_driver_calling_sys_exit_on_import_does_not_stop_the_others(fake_dist:
         "import failed: SystemExit: 3"
     ]
     assert "fine" in {d.name for d in report.drivers}
+
+
+def test_a_driver_calling_sys_exit_while_describing_itself_does_not_stop_the_others(
+    fake_dist: FakeDist,
+) -> None:
+    fake_dist(
+        "hami-vendor-quits",
+        """
+        import sys
+        from hami_core import hookimpl
+
+        @hookimpl
+        def hami_vendor_drivers():
+            sys.exit("no hardware library")
+        """,
+    )
+    fake_dist("hami-vendor-fine", good_driver("fine"))
+    report = DriverManager().load_entry_points()
+    assert [f.message for f in report.failures if f.package == "hami-vendor-quits"] == [
+        "hami_vendor_drivers failed: SystemExit: no hardware library"
+    ]
+    assert "fine" in {d.name for d in report.drivers}
+
+
+def test_a_keyboard_interrupt_while_describing_is_not_swallowed() -> None:
+    class Interrupted:
+        @hookimpl
+        def hami_vendor_drivers(self) -> list[object]:
+            raise KeyboardInterrupt
+
+    manager = DriverManager()
+    with pytest.raises(KeyboardInterrupt):
+        manager.register(Interrupted(), "interrupted")
+    assert manager.report == LoadReport((), ())
 
 
 def test_a_driver_that_fails_to_describe_itself_is_reported_and_skipped(fake_dist: FakeDist) -> None:
@@ -124,6 +158,58 @@ def test_a_driver_for_an_incompatible_hook_spec_is_refused(wanted: str, message:
     with pytest.raises(DriverError) as caught:
         DriverManager().register(Describes(make_spec(hookspec_version=wanted)), "acme")
     assert str(caught.value) == message
+
+
+class UsesANewHook(Describes):
+    """Written for hook spec 1.1, which (say) added ``hami_node_added``."""
+
+    @hookimpl
+    def hami_node_added(self, driver_name: str, node_name: str) -> None:
+        return None
+
+
+class UsesAChangedHook(Describes):
+    """Written for hook spec 2.0, which (say) gave ``hami_discover_devices`` another argument."""
+
+    @hookimpl
+    def hami_discover_devices(self, driver_name: str, node_name: str, topology: object) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("plugin", "message"),
+    [
+        (
+            UsesANewHook(make_spec(hookspec_version="1.1")),
+            "driver 'acme' (<registered plugin acme>): needs hook spec 1.1 or a later 1.x, "
+            "hami-core offers 1.0",
+        ),
+        (
+            UsesAChangedHook(make_spec(hookspec_version="2.0")),
+            "driver 'acme' (<registered plugin acme>): needs hook spec 2.x, hami-core offers 1.0",
+        ),
+    ],
+    ids=["later-minor-with-its-new-hook", "other-major-with-a-changed-hook"],
+)
+def test_the_hook_spec_version_is_checked_before_the_hooks(plugin: Describes, message: str) -> None:
+    manager = DriverManager()
+    with pytest.raises(DriverError) as caught:
+        manager.register(plugin, "acme")
+    assert str(caught.value) == message
+    assert manager.report.drivers == ()
+
+
+def test_a_hook_name_with_a_typo_is_still_a_typo_when_the_version_fits() -> None:
+    class Typo(Describes):
+        @hookimpl
+        def hami_discover_device(self, driver_name: str, node_name: str) -> None:
+            return None
+
+    with pytest.raises(DriverError) as caught:
+        DriverManager().register(Typo(make_spec(hookspec_version="1.0")), "acme")
+    assert str(caught.value) == (
+        "plugin 'acme' (<registered plugin acme>): implements unknown hook(s) hami_discover_device (a typo?)"
+    )
 
 
 def test_a_version_refusal_through_entry_points_names_the_package(fake_dist: FakeDist) -> None:

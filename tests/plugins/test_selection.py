@@ -199,6 +199,47 @@ def test_discovery_reaches_only_the_plugin_that_provides_the_driver() -> None:
     assert second.calls == []
 
 
+def test_hook_calls_stay_with_their_plugin_after_a_later_registration() -> None:
+    manager = DriverManager()
+    first = Discovers(vendor_spec_for("a"), answer=[DeviceInfo(id="A-0")])
+    (a,) = manager.register(first, "a")
+    assert manager.discover_devices(a, "node-1") == [DeviceInfo(id="A-0")]
+    assert manager.node_deleted([a], "node-1") == []
+    later = Discovers(vendor_spec_for("b"), answer=[DeviceInfo(id="B-0")])
+    manager.register(later, "b")
+    assert manager.discover_devices(a, "node-2") == [DeviceInfo(id="A-0")]
+    assert manager.node_deleted([a], "node-2") == []
+    assert later.calls == []
+    assert first.calls == [
+        ("discover", "a", "node-1"),
+        ("node_deleted", "a", "node-1"),
+        ("discover", "a", "node-2"),
+        ("node_deleted", "a", "node-2"),
+    ]
+
+
+def test_a_driver_without_discovery_still_answers_none_after_a_later_registration() -> None:
+    manager = DriverManager()
+    manager.register(Discovers(vendor_spec_for("a"), answer=[DeviceInfo(id="A-0")]), "a")
+    (c,) = manager.register(Describes(vendor_spec_for("c")), "c")
+    assert manager.discover_devices(c, "node-1") is None
+    later = Discovers(vendor_spec_for("b"), answer=[DeviceInfo(id="B-0")])
+    manager.register(later, "b")
+    assert manager.discover_devices(c, "node-1") is None
+    assert later.calls == []
+
+
+def test_a_hook_implementation_gets_only_the_arguments_it_names() -> None:
+    class NodeOnly(Describes):
+        @hookimpl
+        def hami_discover_devices(self, node_name: str) -> list[DeviceInfo]:
+            return [DeviceInfo(id=f"{node_name}-0")]
+
+    manager = DriverManager()
+    (driver,) = manager.register(NodeOnly(vendor_spec_for("a")), "a")
+    assert manager.discover_devices(driver, "node-1") == [DeviceInfo(id="node-1-0")]
+
+
 def test_a_driver_without_discovery_answers_none() -> None:
     manager = manager_with("a")
     assert manager.discover_devices(manager.select()[0], "node-1") is None
