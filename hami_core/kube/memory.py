@@ -44,7 +44,7 @@ from hami_core.kube.port import (
     WatchEventType,
 )
 from hami_core.kube.selector import LabelSelector, parse_label_selector
-from hami_core.kube.validation import canonical_resources, validate_metadata, validate_name
+from hami_core.kube.validation import canonical_resources, validate_lease, validate_metadata, validate_name
 from hami_core.kube.wire import lease_body, lease_from_json, node_snapshot
 from hami_core.protocol.errors import shorten
 
@@ -64,6 +64,20 @@ def merge_patch(target: object, patch: object) -> Any:
         else:
             result[key] = merge_patch(result.get(key), value)
     return result
+
+
+#: Maps the API server leaves out of a Node when empty (``omitempty``): ``{"annotations": {}}`` is stored
+#: as no annotations at all, so a patch that only empties an absent map writes nothing.
+_OMIT_EMPTY = {"metadata": ("labels", "annotations"), "status": ("allocatable", "capacity")}
+
+
+def _drop_empty_maps(node: Json) -> None:
+    for section, fields in _OMIT_EMPTY.items():
+        part = node.get(section)
+        if isinstance(part, dict):
+            for field in fields:
+                if part.get(field) == {}:
+                    del part[field]
 
 
 @attrs.frozen
@@ -441,6 +455,7 @@ class MemoryCluster:
         else:
             updated["status"] = copy.deepcopy(current.get("status", {}))
         validate_metadata(updated, f"{what}:")
+        _drop_empty_maps(updated)
         if updated == current:
             return self._snapshots[name]  # a no-op patch does not write, as etcd's guaranteed update
         updated["metadata"]["resourceVersion"] = str(self._next_rv())
@@ -462,6 +477,7 @@ class MemoryCluster:
             self._request("create", "leases")
             key = (lease.namespace, lease.name)
             what = f"create lease {lease.namespace}/{lease.name}"
+            validate_lease(body, f"{what}:")
             if lease.resource_version:
                 raise Invalid(f"{what}: resourceVersion should not be set on objects to be created")
             if key in self._leases:
@@ -480,6 +496,7 @@ class MemoryCluster:
             current = self._leases.get(key)
             if current is None:
                 # Leases allow create-on-update: the real server creates it, ignoring the precondition.
+                validate_lease(body, f"{what}:")
                 body["metadata"]["resourceVersion"] = str(self._next_rv())
                 body["metadata"]["uid"] = str(uuid.uuid4())
                 self._leases[key] = body
@@ -492,6 +509,7 @@ class MemoryCluster:
                     "stale); please apply your changes to the latest version and try again",
                     status=409,
                 )
+            validate_lease(body, f"{what}:")  # after the preconditions, as on the server
             body["metadata"]["uid"] = current["metadata"]["uid"]
             if body["spec"] == current["spec"]:
                 return lease_from_json(current)  # a no-op update does not write

@@ -4,6 +4,10 @@ The grammar is apimachinery's: an optional sign, a decimal number (``1``, ``1.5`
 suffix: binary SI (``Ki Mi Gi Ti Pi Ei``), decimal SI (``n u m k M G T P E`` or none) or a decimal exponent
 (``e3``, ``E-2``). :func:`quantity_value` rounds a fraction up, away from zero, as Go's
 ``Quantity.Value()`` does, so ``"500m"`` counts as 1 and ``"-500m"`` as -1.
+
+:func:`canonical_quantity` is the string the API server stores, ported from apimachinery's parser with its
+quirks: it also takes a few strings that :func:`parse_quantity` refuses (``"Ki"`` and ``"."`` are stored as
+``"0"``), and what it returns always parses.
 """
 
 from __future__ import annotations
@@ -86,42 +90,99 @@ def quantity_count(text: str | None) -> int:
     return 0 if text is None else quantity_value(text)
 
 
-_NANO = Fraction(1, 10**9)
+#: apimachinery's scanner: sign, leading zeros, whole digits, ``.`` and fraction digits, then a suffix.
+_GO_QUANTITY = re.compile(r"([+-]?)0*([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[+-]?[0-9]*)", re.ASCII)
 _DECIMAL_SUFFIX = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
 _BINARY_SUFFIX = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+_DECIMAL_POWER = {suffix: power for power, suffix in _DECIMAL_SUFFIX.items()}
+_BINARY_POWER = {suffix: 10 * index for index, suffix in enumerate(_BINARY_SUFFIX) if suffix}
+
+
+def _interpret(suffix: str, text: str) -> tuple[str, int, int]:
+    """A suffix's family, base and power: ``"k"`` is ``("decimal", 10, 3)``, ``"Ki"`` ``("binary", 2, 10)``
+    and ``"e3"`` ``("exponent", 10, 3)``."""
+    if suffix in _DECIMAL_POWER:
+        return "decimal", 10, _DECIMAL_POWER[suffix]
+    if suffix in _BINARY_POWER:
+        return "binary", 2, _BINARY_POWER[suffix]
+    exponent = _EXPONENT.fullmatch(suffix)
+    if exponent is None:
+        raise QuantityError(f"not a quantity: {shorten(text)} (unknown suffix {shorten(suffix)})")
+    power = int(exponent.group(1))
+    if abs(power) > _MAX_EXPONENT:
+        raise QuantityError(f"quantity {shorten(text)}: exponent {power} is out of range")
+    return "exponent", 10, power
+
+
+def _go_parse(text: str) -> tuple[Fraction, str, str | None]:
+    """apimachinery's ``ParseQuantity``: the value, its format (``decimal``, ``binary`` or ``exponent``)
+    and ``text`` itself when the parser keeps it as the quantity's string (its "canonical" fast path)."""
+    if text == "0":
+        return Fraction(0), "decimal", text
+    match = _GO_QUANTITY.fullmatch(text)
+    if not text or match is None:
+        raise QuantityError(f"not a quantity: {shorten(text)} (expected a number with an optional suffix)")
+    sign, whole, fraction, suffix = match.groups()
+    num, denom = whole or "0", fraction or ""
+    family, base, power = _interpret(suffix, text)
+    negative = sign == "-"
+    # The fast path: small enough for an int64 mantissa, kept as written when already canonical.
+    if base == 10 and len(num) + len(denom) <= 18 and power - len(denom) >= -9:
+        digits, scale = num + denom, power - len(denom)
+        value = Fraction(int(digits)) * Fraction(10) ** scale
+        canonical = scale % 3 == 0 and not digits.endswith("000") and digits[0] != "0"
+        return (-value if negative else value), family, text if canonical else None
+    if base == 2 and not denom and 15 - len(num) - power * 3 // 10 - 1 >= 0:
+        value = Fraction(int(num) << power)
+        return (-value if negative else value), family, text if int(num) & 7 else None
+    # The general path: exact decimal arithmetic, rounded up to 1n; only binary quantities are capped.
+    if not re.search("[0-9]", text[: match.start(4)]):
+        raise QuantityError(f"quantity {shorten(text)}: no digits before the suffix")
+    value = Fraction(int(num + denom), 10 ** len(denom)) * Fraction(base) ** power
+    value = Fraction(-((-value.numerator * 10**9) // value.denominator), 10**9)  # ceil to a whole 1n
+    if family == "binary":
+        value = min(value, Fraction(_INT64_MAX))
+        if 0 < value < 1:
+            family = "decimal"
+    return (-value if negative else value), family, None
+
+
+def _go_string(value: Fraction, family: str) -> str:
+    """apimachinery's ``Quantity.String()`` of a quantity that kept no string of its own."""
+    if value == 0:
+        return "0"
+    if family == "binary" and abs(value) >= 1024 and value.denominator == 1:
+        mantissa, power = int(value), 0
+        while abs(mantissa) >= 1024 and mantissa % 1024 == 0:
+            mantissa, power = mantissa // 1024, power + 1
+        return f"{mantissa}{_BINARY_SUFFIX[power]}"
+    mantissa, exponent = int(value * 10**9), -9
+    while mantissa % 10 == 0:
+        mantissa, exponent = mantissa // 10, exponent + 1
+    shift = exponent % 3
+    mantissa, exponent = mantissa * 10**shift, exponent - shift
+    if family == "exponent":
+        return f"{mantissa}e{exponent}" if exponent else str(mantissa)
+    # Beyond "E" Go finds no suffix and writes none: "1000E" is stored as "1". Reproduced on purpose.
+    return f"{mantissa}{_DECIMAL_SUFFIX.get(exponent, '')}"
 
 
 def canonical_quantity(text: str) -> str:
-    """The form the API server stores ``text`` in (apimachinery's canonical quantity).
+    """The string the API server stores for the quantity ``text``, as apimachinery computes it.
 
-    The suffix family (decimal SI, binary SI, exponent) is kept; magnitudes are rounded up to a multiple of
-    1n and capped at 2^63-1; the mantissa is an integer and the exponent as large as it can be, so
-    ``"1000m"`` becomes ``"1"``, ``"0.5"`` becomes ``"500m"``, ``"2048Ki"`` becomes ``"2Mi"`` and
-    ``"1.5k"`` becomes ``"1500"``. Raises ``QuantityError`` when ``text`` is not a quantity.
+    A quantity already in canonical form (an integer mantissa without three trailing zeros and a decimal
+    exponent that is a multiple of 3, or a binary mantissa not a multiple of 8) keeps its own text, so
+    ``"+4"``, ``"4."``, ``"007"`` and ``"1E3"`` stay as written.
+    Anything else is rewritten: rounded up to a whole 1n, the exponent a multiple of 3 and as large as
+    it can be, in its suffix family, so ``"1000m"`` becomes ``"1"``, ``"0.5"`` ``"500m"``, ``"2048Ki"``
+    ``"2Mi"`` and ``"1e19"`` ``"10e18"``. Only binary quantities are capped at 2^63-1. The server reads
+    the string back from storage before answering, so this is applied twice. Surrounding spaces are
+    trimmed (the server trims the white space it finds in the JSON text; the port's JSON escapes every
+    other white space character, and escaped it is not trimmed). Raises ``QuantityError`` when ``text``
+    is not a quantity.
     """
-    value = parse_quantity(text)
-    suffix = _NUMBER.fullmatch(text).group(3)  # type: ignore[union-attr]  # parse_quantity matched it
-    family = "binary" if suffix in _BINARY_SUFFIX[1:] else "decimal" if suffix in _SUFFIX else "exponent"
-    sign = -1 if value < 0 else 1
-    magnitude = abs(value)
-    if magnitude.denominator != 1:
-        nanos = -((-magnitude.numerator * 10**9) // magnitude.denominator)  # ceil to a whole 1n
-        magnitude = Fraction(nanos, 10**9)
-    magnitude = min(magnitude, Fraction(_INT64_MAX))
-    if magnitude == 0:
-        return "0"
-    if family == "binary" and (magnitude < 1024 or magnitude.denominator != 1):
-        family = "decimal"
-    if family == "binary":
-        mantissa, power = int(magnitude), 0
-        while power < len(_BINARY_SUFFIX) - 1 and mantissa % 1024 == 0:
-            mantissa, power = mantissa // 1024, power + 1
-        return f"{sign * mantissa}{_BINARY_SUFFIX[power]}"
-    exponent, nanos = -9, int(magnitude / _NANO)
-    while nanos % 1000 == 0:
-        nanos, exponent = nanos // 1000, exponent + 3
-    if family == "exponent":
-        return f"{sign * nanos}" + (f"e{exponent}" if exponent else "")
-    while exponent > 18:
-        nanos, exponent = nanos * 1000, exponent - 3
-    return f"{sign * nanos}{_DECIMAL_SUFFIX[exponent]}"
+    stored = text.strip(" ")
+    for _ in range(2):
+        value, family, kept = _go_parse(stored)
+        stored = kept if kept is not None else _go_string(value, family)
+    return stored

@@ -1,7 +1,8 @@
 """Label selectors as the API server reads them, for the in-memory cluster.
 
 Supported: ``k=v``, ``k==v``, ``k!=v``, ``k`` (exists), ``!k`` (does not exist), ``k in (a,b)``,
-``k notin (a,b)``, joined by commas (AND). Keys and values must be valid label keys and values.
+``k notin (a,b)``, ``k>n`` and ``k<n``, joined by commas (AND). Keys and values must be valid label keys
+and values; ``n`` must also be an integer, and a label whose value is not one never matches ``>``/``<``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ _PREFIX = r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)"
 _KEY = re.compile(rf"({_PREFIX}/)?{_NAME}", re.ASCII)
 _VALUE = re.compile(rf"{_NAME}?", re.ASCII)
 _SET = re.compile(r"\s*(\S+)\s+(in|notin)\s*\(([^()]*)\)\s*", re.ASCII)
+_INT64 = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 Requirement = Callable[[Mapping[str, str]], bool]
 
@@ -45,6 +47,24 @@ def _value(text: str, selector: str) -> str:
     if not _VALUE.fullmatch(value):
         raise Invalid(f"label selector {shorten(selector)}: {shorten(value)} is not a valid label value")
     return value
+
+
+def _int64(text: str | None) -> int | None:
+    """``text`` as Go's ``strconv.ParseInt(text, 10, 64)`` reads it, or ``None``."""
+    if text is None or not _INT64.fullmatch(text):
+        return None
+    number = int(text)
+    return number if -(2**63) <= number < 2**63 else None
+
+
+def _compare(key: str, bound: int, *, greater: bool) -> Requirement:
+    """``key>bound`` or ``key<bound``: the label must be there and be an integer on the right side."""
+
+    def requirement(labels: Mapping[str, str]) -> bool:
+        number = _int64(labels.get(key))
+        return number is not None and (number > bound if greater else number < bound)
+
+    return requirement
 
 
 def _split_terms(selector: str) -> list[str]:
@@ -77,6 +97,14 @@ def _requirement(term: str, selector: str) -> Requirement:
             if operator == "!=":
                 return lambda labels: labels.get(key) != value
             return lambda labels: labels.get(key) == value
+    for operator in (">", "<"):
+        if operator in term:
+            left, _, right = term.partition(operator)
+            key, value = _key(left, selector), _value(right, selector)
+            bound = _int64(value)
+            if bound is None:
+                raise Invalid(f"label selector {shorten(selector)}: {shorten(value)} is not an integer")
+            return _compare(key, bound, greater=operator == ">")
     stripped = term.strip()
     if stripped.startswith("!"):
         key = _key(stripped[1:], selector)

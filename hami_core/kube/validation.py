@@ -1,9 +1,11 @@
-"""What the API server refuses in a Node, and how it stores what it accepts (for the in-memory cluster).
+"""What the API server refuses in a Node or a Lease, and how it stores what it accepts (for the in-memory
+cluster).
 
 The rules of Kubernetes' own validation that matter to the port: object names are DNS subdomains, label
 keys and values and annotation keys have their grammars, all annotations together fit in 256 KiB, and
-resource quantities are valid, non-negative, whole for extended resources and stored in canonical form.
-Each failure is an ``Invalid`` naming the field, like the server's 422.
+resource quantities are valid, non-negative, whole for extended resources and stored in canonical form;
+a Lease's duration is positive and its transitions are not negative. Each failure is an ``Invalid``
+naming the field, like the server's 422.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from hami_core.kube.selector import is_label_value, is_qualified_name
 from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES
 from hami_core.protocol.errors import shorten
 
-__all__ = ["canonical_resources", "string_map", "validate_metadata", "validate_name"]
+__all__ = ["canonical_resources", "string_map", "validate_lease", "validate_metadata", "validate_name"]
 
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", re.ASCII)
 
@@ -58,6 +60,20 @@ def validate_metadata(obj: Mapping[str, Any], where: str) -> None:
         )
 
 
+def validate_lease(body: Mapping[str, Any], where: str) -> None:
+    """What the API server's ``ValidateLease`` checks of the port's Leases: the name is a DNS subdomain,
+    ``leaseDurationSeconds`` (when set) is positive and ``leaseTransitions`` (when set) is not negative."""
+    validate_name(body["metadata"]["name"], where)
+    spec = body["spec"]
+    duration, transitions = spec.get("leaseDurationSeconds"), spec.get("leaseTransitions")
+    if duration is not None and duration <= 0:
+        raise Invalid(f"{where} spec.leaseDurationSeconds: {duration} must be greater than 0", status=422)
+    if transitions is not None and transitions < 0:
+        raise Invalid(
+            f"{where} spec.leaseTransitions: {transitions} must be greater than or equal to 0", status=422
+        )
+
+
 #: Resources the API server counts in whole units besides extended ones (``apis/core/helper``).
 _INTEGER_RESOURCES = frozenset(
     {"pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps"}
@@ -78,12 +94,12 @@ def canonical_resources(value: object, where: str) -> dict[str, str]:
         if not is_qualified_name(name):
             raise Invalid(f"{where}[{name!r}]: not a valid resource name", status=422)
         try:
-            amount = parse_quantity(text)
             result[name] = canonical_quantity(text)
+            amount = parse_quantity(result[name])
         except QuantityError as err:
             raise Invalid(f"{where}[{name!r}]: {err}", status=400) from None
         if amount < 0:
             raise Invalid(f"{where}[{name!r}]: {text} must be greater than or equal to 0", status=422)
-        if _is_integer_resource(name) and parse_quantity(result[name]).denominator != 1:
+        if _is_integer_resource(name) and amount.denominator != 1:
             raise Invalid(f"{where}[{name!r}]: {text} must be an integer", status=422)
     return result

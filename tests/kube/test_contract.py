@@ -195,6 +195,35 @@ def test_quantities_are_stored_in_canonical_form(cluster: Any) -> None:
     cluster.delete_node(name)
 
 
+STORED_AS_WRITTEN_OR_NOT = {
+    "+4": "+4",  # already canonical: the server keeps the text as given
+    "4.": "4.",
+    "007": "007",
+    "1E3": "1E3",
+    "1e0": "1e0",
+    "1.5e7": "1.5e7",
+    "8Ki": "8Ki",  # a multiple of 8: rewritten, to the same text
+    "1e19": "10e18",  # decimal quantities are not capped at 2^63-1
+    "1000E": "1",  # past "E" Go finds no suffix and writes none
+    "12e2": "1200",
+    "Ki": "0",
+    " 2 ": "2",
+}
+
+
+def test_quantities_are_stored_exactly_as_the_api_server_stores_them(cluster: Any) -> None:
+    name = node_name()
+    cluster.create_node(name)
+    given = {f"example.com/q{i}": text for i, text in enumerate(STORED_AS_WRITTEN_OR_NOT)}
+    node = cluster.patch_node_status(name, given)
+    assert node.allocatable == {key: STORED_AS_WRITTEN_OR_NOT[text] for key, text in given.items()}
+    assert cluster.get_node(name).allocatable == node.allocatable
+    for bad in ("\t2", "\u00a02", "1.5.5", "e-10"):
+        with pytest.raises(Invalid):
+            cluster.patch_node_status(name, {"example.com/bad": bad})
+    cluster.delete_node(name)
+
+
 # -- lists ----------------------------------------------------------------------------------------------
 
 
@@ -242,6 +271,30 @@ def test_label_selectors_in_lists(cluster: Any, test_label: dict[str, str]) -> N
         cluster.list_nodes(label_selector="pool=in valid")
     cluster.delete_node(gpu)
     cluster.delete_node(cpu)
+
+
+def test_greater_and_less_than_label_selectors(cluster: Any, test_label: dict[str, str]) -> None:
+    """``k>n`` and ``k<n`` compare a label as an integer; a label that is not one, or none, never matches."""
+    four, twelve, many, bare = (node_name(x) for x in ("four", "twelve", "many", "bare"))
+    cluster.create_node(four, labels={**test_label, "gpus": "4"})
+    cluster.create_node(twelve, labels={**test_label, "gpus": "012"})
+    cluster.create_node(many, labels={**test_label, "gpus": "many"})
+    cluster.create_node(bare, labels=test_label)
+    base = selector_of(test_label)
+
+    def names(extra: str) -> list[str]:
+        return sorted(n.name for n in cluster.list_nodes(label_selector=f"{base},{extra}").items)
+
+    assert names("gpus>1") == sorted([four, twelve])
+    assert names("gpus<8") == [four]
+    assert names("gpus > 4") == [twelve]
+    assert names("gpus>0,gpus<100") == sorted([four, twelve])
+    assert names("gpus<4") == []
+    for bad in ("gpus>1.5", "gpus>many", "gpus>=1", "gpus>"):
+        with pytest.raises(Invalid):
+            cluster.list_nodes(label_selector=f"{base},{bad}")
+    for name in (four, twelve, many, bare):
+        cluster.delete_node(name)
 
 
 # -- watches --------------------------------------------------------------------------------------------
@@ -556,6 +609,31 @@ def test_lease_create_race_has_exactly_one_winner(cluster: Any, namespace: str) 
     assert cluster.get_lease(namespace, "race").holder_identity == winners[0]
 
 
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"lease_duration_seconds": 0},
+        {"lease_duration_seconds": -5},
+        {"lease_transitions": -1},
+        {"name": "Not_A_DNS_Name"},
+    ],
+)
+def test_invalid_leases_are_refused(cluster: Any, namespace: str, changes: dict[str, Any]) -> None:
+    bad = attrs.evolve(_lease(namespace, "hami-scheduler", "replica-1"), **changes)
+    for write in (cluster.create_lease, cluster.update_lease):  # update of a missing Lease creates it
+        with pytest.raises(Invalid) as refused:
+            write(bad)
+        assert refused.value.status == 422
+    held = cluster.create_lease(_lease(namespace, "held", "replica-1"))
+    if "name" not in changes:
+        with pytest.raises(Invalid) as refused:
+            cluster.update_lease(attrs.evolve(held, **changes))
+        assert refused.value.status == 422
+    assert cluster.get_lease(namespace, "held") == held
+    with pytest.raises(NotFound):
+        cluster.get_lease(namespace, "hami-scheduler")
+
+
 # -- events ---------------------------------------------------------------------------------------------
 
 
@@ -593,4 +671,24 @@ def test_a_patch_that_changes_nothing_writes_nothing(cluster: Any) -> None:
     status = cluster.patch_node_status(name, {"example.com/gpu": "2"})
     again = cluster.patch_node_status(name, {"example.com/gpu": "2"})
     assert again.resource_version == status.resource_version
+    cluster.delete_node(name)
+
+
+def test_a_patch_that_only_removes_absent_keys_writes_nothing(
+    cluster: Any, test_label: dict[str, str]
+) -> None:
+    """An emptied map is left out of the stored object, so deleting a key from a Node that has no
+    annotations (or no allocatable) leaves it byte for byte the same: no new resourceVersion, no event."""
+    name = node_name()
+    created = cluster.create_node(name, labels=test_label)
+    same = cluster.patch_node_annotations(name, {"absent": None})
+    assert same.resource_version == created.resource_version and same.annotations == {}
+    same_labels = cluster.merge_patch_node(name, {"metadata": {"labels": {"absent": None}}})
+    assert same_labels.resource_version == created.resource_version
+    same_status = cluster.patch_node_status(name, {"example.com/gpu": None})
+    assert same_status.resource_version == created.resource_version and same_status.allocatable == {}
+    written = cluster.patch_node_annotations(name, {"a": "1"})
+    events = collect(cluster, created.resource_version, selector_of(test_label), 1)
+    assert summary(events) == [("MODIFIED", name)]
+    assert events[0].resource_version == written.resource_version
     cluster.delete_node(name)

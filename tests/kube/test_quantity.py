@@ -106,11 +106,37 @@ def test_count_treats_absent_as_zero() -> None:
         ("0.1n", "1n"),
         ("-1500m", "-1500m"),
         ("5E", "5E"),
-        ("1000E", "9223372036854775807"),  # capped at 2^63-1
+        ("1000E", "1"),  # past "E" apimachinery finds no suffix and writes none
+        # Already canonical: kept exactly as written.
+        ("+4", "+4"),
+        ("4.", "4."),
+        ("007", "007"),
+        ("1E3", "1E3"),
+        ("1e0", "1e0"),
+        ("1.5e7", "1.5e7"),
+        ("1.Ki", "1.Ki"),
+        # Not canonical: rewritten; only binary quantities are capped at 2^63-1.
+        ("1e19", "10e18"),
+        ("9223372036854775808", "9223372036854775808"),
+        ("100Ei", "9223372036854775807"),
+        ("8Ki", "8Ki"),
+        ("1024", "1024"),
+        ("0.0001n", "1n"),
+        ("Ki", "0"),
+        (".", "0"),
+        (" 2 ", "2"),
     ],
 )
 def test_canonical_form(text: str, canonical: str) -> None:
     assert canonical_quantity(text) == canonical
+
+
+@pytest.mark.parametrize(
+    "text", ["", " ", "\t2", "2\n", "\u00a02", "1.5.5", "e-10", "1e", "1kk", "0x10", "4KI"]
+)
+def test_not_stored_as_a_quantity(text: str) -> None:
+    with pytest.raises(QuantityError):
+        canonical_quantity(text)
 
 
 SUFFIXES = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
