@@ -25,6 +25,9 @@ main.add_command(codec)
 from hami_core.cli.scheduler import scheduler  # noqa: E402
 
 main.add_command(scheduler)
+from hami_core.cli.reporter import reporter  # noqa: E402
+
+main.add_command(reporter)
 from hami_core.cli.simulate import simulate  # noqa: E402
 
 main.add_command(simulate)

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 from types import FrameType
 
 import click
 
+from hami_core.cli.cluster import cluster_options, connect
 from hami_core.cli.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from hami_core.cli.vendors import driver_options, drivers_from_options
-from hami_core.kube.client import KubeCluster
-from hami_core.kube.port import ClusterError
 from hami_core.scheduler.config import SchedulerConfig, default_identity
 from hami_core.scheduler.daemon import Scheduler
 from hami_core.scheduler.selector import NodeSelector, parse_node_selector
@@ -48,10 +46,7 @@ def scheduler() -> None:
 
 
 @scheduler.command("run")
-@click.option("--kubeconfig", envvar=["HAMI_KUBECONFIG", "KUBECONFIG"], type=click.Path(dir_okay=False),
-              help="Kubeconfig file. Default: in-cluster config when running in a Pod, else ~/.kube/config. "
-              "Env: HAMI_KUBECONFIG, KUBECONFIG.")
-@click.option("--context", envvar="HAMI_CONTEXT", help="Kubeconfig context. Env: HAMI_CONTEXT.")
+@cluster_options
 @driver_options
 @click.option("--node-selector", envvar="HAMI_NODE_SELECTOR", callback=_selector, metavar="K=V,...",
               help="Only nodes with all these labels register. Env: HAMI_NODE_SELECTOR.")
@@ -122,13 +117,10 @@ def run(
         )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    try:
-        # A write sent just before the lease is lost must land before another replica can take over:
-        # that is at least lease duration - renew deadline later, so no request may take longer.
-        timeout = min(30.0, max(1.0, lease_duration - renew_deadline))
-        cluster = _connect(kubeconfig, context, request_timeout=timeout)
-    except ClusterError as exc:
-        raise click.ClickException(str(exc)) from None
+    # A write sent just before the lease is lost must land before another replica can take over:
+    # that is at least lease duration - renew deadline later, so no request may take longer.
+    timeout = min(30.0, max(1.0, lease_duration - renew_deadline))
+    cluster = connect(kubeconfig, context, request_timeout=timeout)
     daemon = Scheduler(cluster, [d.rules() for d in drivers], config,
                        on_node_deleted=lambda node: manager.node_deleted(drivers, node))
 
@@ -145,12 +137,3 @@ def run(
     daemon.wait()
     daemon.stop()
     sys.exit(0)
-
-
-def _connect(kubeconfig: str | None, context: str | None, *, request_timeout: float) -> KubeCluster:
-    timeouts = {"request_timeout": request_timeout, "connect_timeout": min(10.0, request_timeout)}
-    if kubeconfig:
-        return KubeCluster.from_kubeconfig(kubeconfig, context=context, **timeouts)
-    if os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return KubeCluster.in_cluster(**timeouts)
-    return KubeCluster.from_kubeconfig(os.path.expanduser("~/.kube/config"), context=context, **timeouts)

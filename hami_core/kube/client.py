@@ -174,7 +174,7 @@ class KubeCluster:
     # -- nodes: read ----------------------------------------------------------------------------------
 
     def get_node(self, name: str) -> NodeSnapshot:
-        """Not part of the port (the daemons never GET a Node); a convenience for tests and tools."""
+        """One Node (the reporter reads its own; the scheduler never GETs a single Node)."""
         return node_snapshot(self._call(f"get node {name!r}", self._core.read_node, name))
 
     def list_nodes(

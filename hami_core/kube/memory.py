@@ -255,7 +255,7 @@ class MemoryCluster:
     # -- nodes: read ----------------------------------------------------------------------------------
 
     def get_node(self, name: str) -> NodeSnapshot:
-        """Not part of the port (the daemons never GET a Node); a convenience for tests."""
+        """One Node (the reporter reads its own; the scheduler never GETs a single Node)."""
         with self._cond:
             self._request("get", "nodes")
             self._existing(name, "get")

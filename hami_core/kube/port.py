@@ -124,6 +124,11 @@ class Cluster(Protocol):
     """The operations hami-core needs. Every method raises a ``ClusterError`` subclass on failure."""
 
     # Nodes: read
+    def get_node(self, name: str) -> NodeSnapshot:
+        """One Node; ``NotFound`` when there is none. The reporter reads its own Node with it; the
+        scheduler never GETs a single Node (it lists and watches)."""
+        ...
+
     def list_nodes(
         self, *, label_selector: str = "", limit: int = 500, continue_token: str | None = None
     ) -> NodeList: ...

@@ -14,7 +14,10 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_bad_flag_value_is_one_line_and_exit_2() -> None:
     for args in (["scheduler", "run", "--qps", "-1"], ["scheduler", "run", "--node-selector", "a"],
                  ["scheduler", "run", "--http-listen", "nowhere"], ["scheduler", "run", "--resync", "x"],
-                 ["scheduler", "run", "--retry-period", "20"], ["nonsense"]):
+                 ["scheduler", "run", "--retry-period", "20"], ["nonsense"],
+                 ["reporter", "run", "--node-name", " "],
+                 ["reporter", "run", "--node-name", "n", "--interval", "0"],
+                 ["reporter", "run", "--node-name", "n", "--vendors", "no-such-driver"]):
         result = run(*args)
         assert result.returncode == 2, (args, result)
         lines = result.stderr.strip().splitlines()

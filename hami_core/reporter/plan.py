@@ -1,0 +1,93 @@
+"""The reporter's pure core (spec section 7): given what each driver found on the node, what the Node
+carries now and the node's clock, the one merge patch to send.
+
+* The register annotation, in the vendor's encoding, only when it differs from the value on the Node
+  now. Beyond HAMi: compared with the Node, not with a copy kept in memory, so a failed patch or an
+  annotation deleted by hand is repaired on the next pass.
+* ``Reported_<node's clock>`` in the handshake annotation of every vendor whose plugin writes it, on
+  every pass in which its probe worked: that is the heartbeat. A failed probe sends no heartbeat, so a
+  plugin that cannot see its devices ages out like a dead one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import attrs
+
+from hami_core.plugins.driver import VendorDriver
+from hami_core.protocol.codecs import LEGACY_CODEC
+from hami_core.protocol.errors import EncodeError
+from hami_core.protocol.handshake import format_report
+from hami_core.protocol.model import DeviceInfo
+
+__all__ = ["EMPTY_LEGACY", "Discovery", "PassPlan", "plan_pass", "register_value"]
+
+#: The legacy value of a node without devices. The legacy encoder writes ``""`` for no devices, which
+#: neither HAMi nor this project can read back (no ``:``); ``":"`` reads as an empty list in both.
+EMPTY_LEGACY = ":"
+
+
+@attrs.frozen(kw_only=True)
+class Discovery:
+    """What one driver's probe found on the node in this pass."""
+
+    driver: VendorDriver
+    #: The devices, in index order; ``None`` when the driver has no way to look (nothing to publish).
+    devices: Sequence[DeviceInfo] | None = None
+    #: Why the probe failed (one line); the driver is then left out of this pass.
+    error: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PassPlan:
+    """The outcome of one pass: the patch to send and what it means."""
+
+    #: Annotation -> value, one merge patch; empty when nothing is to be written.
+    patch: Mapping[str, str]
+    #: Drivers whose register value changes with the patch.
+    published: tuple[str, ...] = ()
+    #: Drivers whose ``Reported_`` heartbeat is in the patch.
+    heartbeats: tuple[str, ...] = ()
+    #: One line per driver that failed this pass (probe or encoding); the pass is then retried sooner.
+    problems: tuple[str, ...] = ()
+
+
+def register_value(driver: VendorDriver, devices: Sequence[DeviceInfo]) -> str:
+    """The register annotation value of ``devices`` in the driver's encoding; raises ``EncodeError``."""
+    value = driver.codec.encode(devices)
+    if not isinstance(value, str):
+        raise EncodeError(f"codec {driver.codec.name!r} returned {type(value).__name__}, not a str")
+    if not devices and value == "" and driver.codec is LEGACY_CODEC:
+        return EMPTY_LEGACY
+    return value
+
+
+def plan_pass(annotations: Mapping[str, str], found: Sequence[Discovery], now: datetime) -> PassPlan:
+    """The merge patch for one pass. ``annotations`` are the Node's now; ``now`` is the node's clock, an
+    aware datetime in its zone (the heartbeat is written in it, as HAMi's plugins do)."""
+    patch: dict[str, str] = {}
+    published: list[str] = []
+    heartbeats: list[str] = []
+    problems: list[str] = []
+    for discovery in found:
+        driver = discovery.driver
+        if discovery.error is not None:
+            problems.append(f"{driver.name}: {discovery.error}")
+            continue
+        if discovery.devices is None:
+            continue
+        try:
+            value = register_value(driver, discovery.devices)
+        except Exception as exc:  # a driver's own codec must not stop the other drivers
+            problems.append(f"{driver.name}: cannot encode its devices: {type(exc).__name__}: {exc}")
+            continue
+        if annotations.get(driver.register_annotation) != value:
+            patch[driver.register_annotation] = value
+            published.append(driver.name)
+        if driver.writes_reported and driver.handshake_annotation is not None:
+            patch[driver.handshake_annotation] = format_report(now)
+            heartbeats.append(driver.name)
+    return PassPlan(patch=patch, published=tuple(published), heartbeats=tuple(heartbeats),
+                    problems=tuple(problems))
