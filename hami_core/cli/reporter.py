@@ -11,16 +11,14 @@ from types import FrameType
 import click
 
 from hami_core.cli.cluster import cluster_options, connect
-from hami_core.cli.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
+from hami_core.cli.logs import configure_logging
+from hami_core.cli.options import SECONDS, log_options
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.reporter.daemon import Reporter, ReporterConfig
 
 __all__ = ["reporter"]
 
 log = logging.getLogger(__name__)
-
-SECONDS = click.FloatRange(min=0, min_open=True)
-
 
 @click.group("reporter")
 def reporter() -> None:
@@ -38,10 +36,7 @@ def reporter() -> None:
               show_default=True,
               help="Seconds to the next pass after a failed one. Env: HAMI_REPORT_RETRY_INTERVAL.")
 @click.option("--once", is_flag=True, help="One pass, then exit: 0 when it worked, 1 when anything failed.")
-@click.option("--log-format", envvar="HAMI_LOG_FORMAT", type=click.Choice(LOG_FORMATS), default="text",
-              show_default=True, help="Env: HAMI_LOG_FORMAT.")
-@click.option("--log-level", envvar="HAMI_LOG_LEVEL", type=click.Choice(LOG_LEVELS), default="info",
-              show_default=True, help="Env: HAMI_LOG_LEVEL.")
+@log_options
 def run(
     kubeconfig: str | None,
     context: str | None,

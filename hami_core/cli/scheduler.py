@@ -10,7 +10,8 @@ from types import FrameType
 import click
 
 from hami_core.cli.cluster import cluster_options, connect
-from hami_core.cli.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
+from hami_core.cli.logs import configure_logging
+from hami_core.cli.options import SECONDS, log_options
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.scheduler.config import SchedulerConfig, default_identity
 from hami_core.scheduler.daemon import Scheduler
@@ -35,9 +36,6 @@ def _listen(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise click.BadParameter(f"{value!r} is not HOST:PORT (or 'off')")
     return host or "0.0.0.0", int(port)
-
-
-SECONDS = click.FloatRange(min=0, min_open=True)
 
 
 @click.group("scheduler")
@@ -76,10 +74,7 @@ def scheduler() -> None:
               show_default=True, help="Concurrent patches. Env: HAMI_MAX_IN_FLIGHT.")
 @click.option("--http-listen", envvar="HAMI_HTTP_LISTEN", default="0.0.0.0:9395", show_default=True,
               callback=_listen, help="HOST:PORT of the status endpoint, or 'off'. Env: HAMI_HTTP_LISTEN.")
-@click.option("--log-format", envvar="HAMI_LOG_FORMAT", type=click.Choice(LOG_FORMATS), default="text",
-              show_default=True, help="Env: HAMI_LOG_FORMAT.")
-@click.option("--log-level", envvar="HAMI_LOG_LEVEL", type=click.Choice(LOG_LEVELS), default="info",
-              show_default=True, help="Env: HAMI_LOG_LEVEL.")
+@log_options
 def run(
     kubeconfig: str | None,
     context: str | None,

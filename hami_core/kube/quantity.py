@@ -61,14 +61,19 @@ def parse_quantity(text: str) -> Fraction:
     if suffix in _SUFFIX:
         value *= _SUFFIX[suffix]
     else:
-        exponent = _EXPONENT.fullmatch(suffix)
-        if exponent is None:
-            raise QuantityError(f"not a quantity: {shorten(text)} (unknown suffix {shorten(suffix)})")
-        power = int(exponent.group(1))
-        if abs(power) > _MAX_EXPONENT:
-            raise QuantityError(f"quantity {shorten(text)}: exponent {power} is out of range")
-        value *= Fraction(10) ** power
+        value *= Fraction(10) ** _exponent(suffix, text)
     return -value if sign == "-" else value
+
+
+def _exponent(suffix: str, text: str) -> int:
+    """The power of ten of an exponent suffix (``e3``, ``E-2``); ``QuantityError`` for any other suffix."""
+    exponent = _EXPONENT.fullmatch(suffix)
+    if exponent is None:
+        raise QuantityError(f"not a quantity: {shorten(text)} (unknown suffix {shorten(suffix)})")
+    power = int(exponent.group(1))
+    if abs(power) > _MAX_EXPONENT:
+        raise QuantityError(f"quantity {shorten(text)}: exponent {power} is out of range")
+    return power
 
 
 def quantity_value(text: str) -> int:
@@ -105,13 +110,7 @@ def _interpret(suffix: str, text: str) -> tuple[str, int, int]:
         return "decimal", 10, _DECIMAL_POWER[suffix]
     if suffix in _BINARY_POWER:
         return "binary", 2, _BINARY_POWER[suffix]
-    exponent = _EXPONENT.fullmatch(suffix)
-    if exponent is None:
-        raise QuantityError(f"not a quantity: {shorten(text)} (unknown suffix {shorten(suffix)})")
-    power = int(exponent.group(1))
-    if abs(power) > _MAX_EXPONENT:
-        raise QuantityError(f"quantity {shorten(text)}: exponent {power} is out of range")
-    return "exponent", 10, power
+    return "exponent", 10, _exponent(suffix, text)
 
 
 def _go_parse(text: str) -> tuple[Fraction, str, str | None]:
