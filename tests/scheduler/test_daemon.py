@@ -44,7 +44,9 @@ def registered(replica: Any, node: str) -> set[str]:
 def test_all_four_vendors_are_stamped_and_registered_with_one_patch(world: World) -> None:
     node = world.node("all", REGISTER, ALLOCATABLE)
     bare = world.node("cpu-only")
-    replica = world.scheduler()
+    # A long window: on a loaded machine the shrunk one could expire the stamps (a second, later patch)
+    # before the count below is read.
+    replica = world.scheduler(handshake_window=60.0)
     wait_for("four vendors registered", lambda: registered(replica, node) == set(HANDSHAKES))
     wait_for("ready", replica.ready)
     for key, value in REGISTER.items():
