@@ -101,7 +101,15 @@ def _fail(error: BaseException) -> NoReturn:
 
 
 def _stdin() -> bytes:
-    return sys.stdin.buffer.read()
+    """All of standard input, byte for byte; a closed or unreadable one is a one-line error (exit 1)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        _fail(_InputError("standard input is closed"))
+    try:
+        data: bytes = stream.read()
+    except OSError as exc:
+        _fail(_InputError(f"cannot read standard input: {exc.strerror or exc}"))
+    return data
 
 
 def _lines(raw: bytes) -> list[bytes]:

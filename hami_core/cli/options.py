@@ -8,11 +8,12 @@ from typing import TypeVar
 import click
 
 from hami_core.cli.logs import LOG_FORMATS, LOG_LEVELS
+from hami_core.scheduler.config import MAX_SECONDS
 
 __all__ = ["SECONDS", "log_options"]
 
-#: The type of the daemons' duration options: seconds, more than zero.
-SECONDS = click.FloatRange(min=0, min_open=True)
+#: The type of the daemons' duration options: seconds, more than zero and at most a day.
+SECONDS = click.FloatRange(min=0, min_open=True, max=MAX_SECONDS)
 
 F = TypeVar("F", bound=Callable[..., object])
 

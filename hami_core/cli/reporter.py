@@ -53,9 +53,12 @@ def run(
     differs from the Node's, and the Reported_ heartbeat of drivers whose plugin writes one."""
     if not node_name.strip():
         raise click.BadParameter("must not be empty", param_hint="'--node-name'")
+    try:
+        config = ReporterConfig(node_name=node_name, interval=interval, retry_interval=retry_interval)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     configure_logging(log_format, log_level)
     manager, drivers = drivers_from_options(vendors, count_resources)
-    config = ReporterConfig(node_name=node_name, interval=interval, retry_interval=retry_interval)
     cluster = connect(kubeconfig, context, request_timeout=min(30.0, max(1.0, interval)))
     daemon = Reporter(cluster, drivers, manager.discover_devices, config)
     if once:

@@ -30,11 +30,14 @@ def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 def _listen(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, int] | None:
+    """``HOST:PORT``, ``:PORT`` (all IPv4 addresses), ``[IPV6]:PORT``, or ``off``."""
     if value in ("", "off", "none"):
         return None
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise click.BadParameter(f"{value!r} is not HOST:PORT (or 'off')")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not (port.isascii() and port.isdigit()) or not 0 <= int(port) <= 65535 or "[" in host:
+        raise click.BadParameter(f"{value!r} is not HOST:PORT, [IPV6]:PORT or 'off'")
     return host or "0.0.0.0", int(port)
 
 
@@ -66,14 +69,17 @@ def scheduler() -> None:
 @click.option("--handshake-window", envvar="HAMI_HANDSHAKE_WINDOW", type=SECONDS,
               default=60.0, show_default=True,
               help="Seconds after which a scheduler stamp is expired. Env: HAMI_HANDSHAKE_WINDOW.")
-@click.option("--qps", envvar="HAMI_QPS", type=SECONDS, default=200.0, show_default=True,
+@click.option("--qps", envvar="HAMI_QPS", type=click.FloatRange(min=0, min_open=True, max=100_000),
+              default=200.0, show_default=True,
               help="Write rate limit (requests per second). Env: HAMI_QPS.")
-@click.option("--burst", envvar="HAMI_BURST", type=click.IntRange(min=1), default=400, show_default=True,
+@click.option("--burst", envvar="HAMI_BURST", type=click.IntRange(min=1, max=100_000), default=400,
+              show_default=True,
               help="Write burst. Env: HAMI_BURST.")
-@click.option("--max-in-flight", envvar="HAMI_MAX_IN_FLIGHT", type=click.IntRange(min=1), default=16,
-              show_default=True, help="Concurrent patches. Env: HAMI_MAX_IN_FLIGHT.")
+@click.option("--max-in-flight", envvar="HAMI_MAX_IN_FLIGHT", type=click.IntRange(min=1, max=1024),
+              default=16, show_default=True, help="Concurrent patches. Env: HAMI_MAX_IN_FLIGHT.")
 @click.option("--http-listen", envvar="HAMI_HTTP_LISTEN", default="0.0.0.0:9395", show_default=True,
-              callback=_listen, help="HOST:PORT of the status endpoint, or 'off'. Env: HAMI_HTTP_LISTEN.")
+              callback=_listen,
+              help="HOST:PORT or [IPV6]:PORT of the status endpoint, or 'off'. Env: HAMI_HTTP_LISTEN.")
 @log_options
 def run(
     kubeconfig: str | None,
@@ -116,8 +122,13 @@ def run(
     # that is at least lease duration - renew deadline later, so no request may take longer.
     timeout = min(30.0, max(1.0, lease_duration - renew_deadline))
     cluster = connect(kubeconfig, context, request_timeout=timeout)
-    daemon = Scheduler(cluster, [d.rules() for d in drivers], config,
-                       on_node_deleted=lambda node: manager.node_deleted(drivers, node))
+    try:
+        daemon = Scheduler(cluster, [d.rules() for d in drivers], config,
+                           on_node_deleted=lambda node: manager.node_deleted(drivers, node))
+    except OSError as exc:  # the status endpoint's address: not local, in use, unknown host
+        where = f"{config.http_host}:{config.http_port}"
+        raise click.BadParameter(f"cannot listen on {where}: {exc.strerror or exc}",
+                                 param_hint="'--http-listen'") from None
 
     def _terminate(signum: int, frame: FrameType | None) -> None:
         log.info("received %s: stopping", signal.Signals(signum).name)

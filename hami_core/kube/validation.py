@@ -20,14 +20,33 @@ from hami_core.kube.selector import is_label_value, is_qualified_name
 from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES
 from hami_core.protocol.errors import shorten
 
-__all__ = ["canonical_resources", "string_map", "validate_lease", "validate_metadata", "validate_name"]
+__all__ = [
+    "canonical_resources",
+    "is_dns_label",
+    "is_dns_subdomain",
+    "string_map",
+    "validate_lease",
+    "validate_metadata",
+    "validate_name",
+]
 
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", re.ASCII)
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", re.ASCII)
+
+
+def is_dns_subdomain(text: str) -> bool:
+    """What most object names must be: lower-case DNS labels joined by dots, at most 253 characters."""
+    return len(text) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(text))
+
+
+def is_dns_label(text: str) -> bool:
+    """What a namespace name must be: one lower-case DNS label, at most 63 characters."""
+    return len(text) <= 63 and bool(_DNS_LABEL.fullmatch(text))
 
 
 def validate_name(name: str, where: str) -> None:
     """An object name must be a DNS subdomain (lower case, at most 253 characters)."""
-    if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+    if not is_dns_subdomain(name):
         raise Invalid(f"{where} metadata.name {shorten(name)} must be a DNS subdomain", status=422)
 
 

@@ -21,6 +21,7 @@ from hami_core.plugins.driver import VendorDriver
 from hami_core.protocol.errors import shorten
 from hami_core.protocol.model import DeviceInfo
 from hami_core.reporter.plan import Discovery, PassPlan, plan_pass
+from hami_core.scheduler.config import seconds
 
 __all__ = ["PassResult", "Reporter", "ReporterConfig"]
 
@@ -35,11 +36,6 @@ def _local_now() -> datetime:
     return datetime.now().astimezone()
 
 
-def _positive(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{attribute.name.replace('_', '-')} must be > 0, got {value!r}")
-
-
 def _node_name(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
     if not value:
         raise ValueError("the reporter needs its node's name (--node-name)")
@@ -50,9 +46,9 @@ class ReporterConfig:
     #: The Node this reporter runs on and publishes to.
     node_name: str = attrs.field(validator=_node_name)
     #: Seconds between passes (HAMi's plugins: 30).
-    interval: float = attrs.field(default=30.0, validator=_positive)
+    interval: float = attrs.field(default=30.0, validator=seconds)
     #: Seconds to the next pass after one with a failure (HAMi's plugins: 5).
-    retry_interval: float = attrs.field(default=5.0, validator=_positive)
+    retry_interval: float = attrs.field(default=5.0, validator=seconds)
 
 
 @attrs.frozen(kw_only=True)

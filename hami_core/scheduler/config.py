@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import uuid
@@ -9,9 +10,13 @@ from typing import Any
 
 import attrs
 
+from hami_core.kube.validation import is_dns_label, is_dns_subdomain
 from hami_core.scheduler.selector import NodeSelector
 
-__all__ = ["SchedulerConfig", "default_identity"]
+__all__ = ["MAX_SECONDS", "SchedulerConfig", "default_identity", "seconds"]
+
+#: The longest any timing of the daemons may be: a day (longer ones overflow timers, or a Lease's int32).
+MAX_SECONDS = 86_400.0
 
 
 def default_identity() -> str:
@@ -20,23 +25,42 @@ def default_identity() -> str:
 
 
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{attribute.name.replace('_', '-')} must be > 0, got {value!r}")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{attribute.name.replace('_', '-')} must be a finite number > 0, got {value!r}")
+
+
+def seconds(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    """attrs validator of a timing: more than 0 and at most ``MAX_SECONDS``."""
+    if not 0 < value <= MAX_SECONDS:
+        name = attribute.name.replace("_", "-")
+        raise ValueError(f"{name} must be > 0 and at most {MAX_SECONDS:g} seconds, got {value!r}")
+
+
+def _namespace(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not is_dns_label(value):
+        name = attribute.name.replace("_", "-")
+        raise ValueError(f"{name} {value!r} is not a valid namespace name (a lower-case DNS label)")
+
+
+def _object_name(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not is_dns_subdomain(value):
+        name = attribute.name.replace("_", "-")
+        raise ValueError(f"{name} {value!r} is not a valid object name (a lower-case DNS subdomain)")
 
 
 @attrs.frozen(kw_only=True)
 class SchedulerConfig:
     #: Re-evaluate every node this often (seconds; the seed's 15 s). Never relists the API server.
-    resync: float = attrs.field(default=15.0, validator=_positive)
+    resync: float = attrs.field(default=15.0, validator=seconds)
     #: A scheduler stamp older than this is expired (seconds; the seed's 60 s).
-    handshake_window: float = attrs.field(default=60.0, validator=_positive)
+    handshake_window: float = attrs.field(default=60.0, validator=seconds)
     node_selector: NodeSelector = attrs.field(factory=NodeSelector)
-    lease_namespace: str = "kube-system"
-    lease_name: str = "hami-scheduler"
+    lease_namespace: str = attrs.field(default="kube-system", validator=_namespace)
+    lease_name: str = attrs.field(default="hami-scheduler", validator=_object_name)
     identity: str = attrs.field(factory=default_identity)
-    lease_duration: float = attrs.field(default=15.0, validator=_positive)
-    renew_deadline: float = attrs.field(default=10.0, validator=_positive)
-    retry_period: float = attrs.field(default=2.0, validator=_positive)
+    lease_duration: float = attrs.field(default=15.0, validator=seconds)
+    renew_deadline: float = attrs.field(default=10.0, validator=seconds)
+    retry_period: float = attrs.field(default=2.0, validator=seconds)
     #: Client-side rate limit for writes: 5,000 new nodes are stamped in about 25 s.
     qps: float = attrs.field(default=200.0, validator=_positive)
     burst: int = attrs.field(default=400, validator=_positive)

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 
 import attrs
 
-__all__ = ["NodeSelector", "parse_node_selector"]
+from hami_core.kube.selector import is_label_value, is_qualified_name
 
-_MAX_LABEL_VALUE = 63
+__all__ = ["NodeSelector", "parse_node_selector"]
 
 
 @attrs.frozen
@@ -35,8 +35,11 @@ def parse_node_selector(text: str) -> NodeSelector:
         key, value = key.strip(), value.strip()
         if not sep or not key:
             raise ValueError(f"node selector item {position} {item!r} is not key=value")
-        if len(value) > _MAX_LABEL_VALUE:
-            raise ValueError(f"node selector item {position}: label value longer than 63 characters")
+        if not is_qualified_name(key):
+            raise ValueError(f"node selector item {position}: {key!r} is not a valid label key")
+        if not is_label_value(value):
+            raise ValueError(f"node selector item {position}: {value!r} is not a valid label value "
+                             "(at most 63 of A-Z a-z 0-9 - _ ., alphanumeric at both ends)")
         if key in required and required[key] != value:
             raise ValueError(f"node selector: label {key!r} required twice with different values")
         required[key] = value

@@ -17,7 +17,13 @@ def test_bad_flag_value_is_one_line_and_exit_2() -> None:
                  ["scheduler", "run", "--retry-period", "20"], ["nonsense"],
                  ["reporter", "run", "--node-name", " "],
                  ["reporter", "run", "--node-name", "n", "--interval", "0"],
-                 ["reporter", "run", "--node-name", "n", "--vendors", "no-such-driver"]):
+                 ["reporter", "run", "--node-name", "n", "--vendors", "no-such-driver"],
+                 ["scheduler", "run", "--handshake-window", "inf"], ["scheduler", "run", "--resync", "1e300"],
+                 ["scheduler", "run", "--qps", "1e9"], ["scheduler", "run", "--lease-name", "Bad Name!"],
+                 ["scheduler", "run", "--lease-namespace", "a.b"],
+                 ["scheduler", "run", "--node-selector", "é=ü"], ["scheduler", "run", "--resync", "nan"],
+                 ["scheduler", "run", "--http-listen", "127.0.0.1:\u0663"],
+                 ["reporter", "run", "--node-name", "n", "--retry-interval", "nan"]):
         result = run(*args)
         assert result.returncode == 2, (args, result)
         lines = result.stderr.strip().splitlines()
@@ -45,3 +51,17 @@ def test_help_and_version_exit_0() -> None:
 def test_a_nonzero_exit_code_of_a_command_is_passed_through() -> None:
     result = run("codec", "decode", "--format", "legacy")  # empty stdin: no device separator
     assert result.returncode == 1 and result.stderr.startswith("error: ")
+
+
+def test_an_address_that_cannot_be_listened_on_is_a_bad_flag(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "unreachable.kubeconfig"  # loads fine; never contacted before the bind fails
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+    )
+    for address in ("192.0.2.1:80", "no-such-host.invalid:0"):
+        result = run("scheduler", "run", "--kubeconfig", str(kubeconfig), "--http-listen", address)
+        assert result.returncode == 2, (address, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"cannot listen on {address}" in lines[0], result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -192,3 +193,9 @@ def test_process_batch() -> None:
     done = hami(["decode", "--batch"], b'"::"\n"bad"\n')
     assert done.returncode == 0
     assert [sorted(json.loads(line)) for line in done.stdout.splitlines()] == [["devices"], ["error"]]
+
+
+def test_a_closed_stdin_is_a_one_line_error() -> None:
+    result = subprocess.run([str(HAMI), "codec", "decode"], stdin=subprocess.DEVNULL, capture_output=True,
+                            timeout=60, preexec_fn=lambda: os.close(0))
+    assert result.returncode == 1 and result.stderr == b"error: standard input is closed\n"
