@@ -10,6 +10,7 @@ import click
 
 from hami_core.cli.logs import LOG_LEVELS, configure_logging
 from hami_core.cli.vendors import driver_options, drivers_from_options
+from hami_core.kube.port import ClusterError
 from hami_core.simulate.run import run_scenario
 from hami_core.simulate.scenario import DEFAULT_SCENARIO, load_scenario, scenario_as_json
 
@@ -18,7 +19,8 @@ __all__ = ["simulate"]
 
 @click.command("simulate")
 @click.option("--scenario", "scenario_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A scenario JSON file (see --print-default). Default: the embedded scenario.")
+              help="A scenario JSON file (see --print-default), every value checked before the run. "
+                   "Default: the embedded scenario.")
 @click.option("--print-default", is_flag=True, help="Print the embedded scenario as JSON and exit.")
 @driver_options
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="warning", show_default=True,
@@ -44,8 +46,10 @@ def simulate(scenario_path: Path | None, print_default: bool, vendors: str | Non
     _, drivers = drivers_from_options(vendors, count_resources)
     try:
         result = run_scenario(scenario, {d.name: d for d in drivers}, say=click.echo)
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+    except (ValueError, ClusterError) as exc:
+        # A driver the scenario needs but the flags leave out, or a write the in-memory cluster refuses
+        # (what loading cannot see, say a register value that with its annotation key is too long).
+        raise click.ClickException(" ".join(str(exc).split())) from None
     click.echo("")
     click.echo(f"{'node':<10} {'vendor':<7} {'state':<11} {'devices':>7}  reason / error")
     for node, vendors_ in result.final.items():

@@ -15,7 +15,7 @@ from hami_core.plugins.driver import VendorDriver
 from hami_core.protocol.handshake import format_report
 from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.daemon import Scheduler
-from hami_core.simulate.scenario import Action, Scenario
+from hami_core.simulate.scenario import Action, Scenario, validate_scenario
 
 __all__ = ["SimulationResult", "run_scenario"]
 
@@ -50,7 +50,12 @@ def run_scenario(
     *,
     say: Callable[[str], None] = print,
 ) -> SimulationResult:
-    """Run ``scenario`` in wall time with the given drivers (by name); ``say`` gets each timeline line."""
+    """Run ``scenario`` in wall time with the given drivers (by name); ``say`` gets each timeline line.
+
+    ``ScenarioError`` (a ``ValueError``) when the scenario cannot be run (``validate_scenario``), a
+    ``ValueError`` when it needs a driver ``drivers`` does not have.
+    """
+    validate_scenario(scenario)
     missing = sorted({p.driver for n in scenario.nodes for p in n.plugins} - set(drivers))
     if missing:
         raise ValueError(f"scenario needs drivers that are not selected or installed: {', '.join(missing)}")

@@ -7,6 +7,7 @@ users hit: a plugin that dies, a truncated register value, a node with no accele
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,16 @@ from typing import Any
 import attrs
 import cattrs
 
-__all__ = ["DEFAULT_SCENARIO", "Action", "Plugin", "Scenario", "SimNode", "load_scenario"]
+from hami_core.kube.port import Invalid
+from hami_core.kube.selector import is_label_value, is_qualified_name
+from hami_core.kube.validation import validate_name
+from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES
+from hami_core.protocol.errors import member_path, shorten
+
+__all__ = [
+    "DEFAULT_SCENARIO", "Action", "Plugin", "Scenario", "ScenarioError", "SimNode", "load_scenario",
+    "validate_scenario",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -94,16 +104,290 @@ DEFAULT_SCENARIO = Scenario(
 )
 
 
+class ScenarioError(ValueError):
+    """A scenario value that cannot be run: ``field`` is its position (``nodes[2].name``), ``problem``
+    what is wrong with it. The message is one line: ``scenario [SOURCE: ]FIELD: PROBLEM``."""
+
+    def __init__(self, field: str, problem: str, *, source: str = "") -> None:
+        where = ": ".join(part for part in (source, field) if part)
+        super().__init__(f"scenario {where}: {problem}")
+        self.field, self.problem, self.source = field, problem, source
+
+
 def load_scenario(path: Path) -> Scenario:
-    """Read a scenario from a JSON file with the same shape as ``DEFAULT_SCENARIO``."""
+    """Read a scenario from a JSON file with the same shape as ``DEFAULT_SCENARIO``, and check that it can
+    be run (``validate_scenario``). Every failure is a one-line ``ValueError`` (a ``ScenarioError`` when it
+    is about a value) naming the file and the field."""
     try:
-        data: Any = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"scenario {path}: {exc}") from None
-    try:
-        return cattrs.structure(data, Scenario)
-    except Exception as exc:  # cattrs raises a group of what was wrong
+        data: Any = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as exc:
+        raise ScenarioError("", f"the key {shorten(exc.field)} appears twice in one JSON object",
+                            source=str(path)) from None
+    except RecursionError:
+        raise ValueError(f"scenario {path}: nested too deeply") from None
+    except (OSError, ValueError) as exc:  # JSONDecodeError, UnicodeDecodeError, an integer too long
         raise ValueError(f"scenario {path}: {' '.join(str(exc).split())}") from None
+    try:
+        scenario = _structure_scenario(data)
+        validate_scenario(scenario)
+    except ScenarioError as exc:
+        raise ScenarioError(exc.field, exc.problem, source=str(path)) from None
+    return scenario
+
+
+def validate_scenario(scenario: Scenario) -> None:
+    """Raise ``ScenarioError`` for the first value of ``scenario`` that cannot be run as written.
+
+    Nodes: valid and unique Kubernetes node names (DNS subdomains), valid labels, at most one plugin per
+    driver, device counts from 0 to 2^63 - 1, register values that fit a Node's annotations. Timings
+    (``duration``, ``handshake_window``, ``resync``, ``report_interval``): finite, greater than 0 and at
+    most a day; the three periods at least 10 ms. Actions: ``at`` from 0 to before ``duration``, on a node
+    of the scenario that is not deleted by then; ``kill``, ``revive`` and ``set-register`` name a plugin
+    of that node, ``delete`` names none; only ``set-register`` carries a value.
+    """
+    _check_seconds("duration", scenario.duration, minimum=0.0)
+    for name in ("handshake_window", "resync", "report_interval"):
+        _check_seconds(name, getattr(scenario, name), minimum=_MIN_PERIOD)
+    nodes: dict[str, tuple[int, dict[str, int]]] = {}  # name -> (index, driver -> plugin index)
+    for i, node in enumerate(scenario.nodes):
+        where = f"nodes[{i}]"
+        _check_text(f"{where}.name", node.name)
+        try:
+            validate_name(node.name, "")
+        except Invalid:
+            raise ScenarioError(f"{where}.name", f"{shorten(node.name)} is not a valid node name (a DNS "
+                                "subdomain: at most 253 of a-z, 0-9, '-' and '.')") from None
+        if node.name in nodes:
+            raise ScenarioError(f"{where}.name",
+                                f"{node.name!r} is already the name of nodes[{nodes[node.name][0]}]")
+        for key, value in node.labels.items():
+            _check_text(f"{where}.labels", key)
+            _check_text(member_path(f"{where}.labels", key), value)
+            if not is_qualified_name(key):
+                raise ScenarioError(f"{where}.labels", f"{shorten(key)} is not a valid label key")
+            if not is_label_value(value):
+                raise ScenarioError(member_path(f"{where}.labels", key),
+                                    f"{shorten(value)} is not a valid label value")
+        drivers: dict[str, int] = {}
+        for j, plugin in enumerate(node.plugins):
+            at = f"{where}.plugins[{j}]"
+            _check_text(f"{at}.driver", plugin.driver)
+            if not plugin.driver:
+                raise ScenarioError(f"{at}.driver", "must not be empty")
+            if plugin.driver in drivers:
+                raise ScenarioError(f"{at}.driver", f"{plugin.driver!r} is already the driver of "
+                                    f"{where}.plugins[{drivers[plugin.driver]}] (one plugin per driver)")
+            drivers[plugin.driver] = j
+            _check_text(f"{at}.register", plugin.register)
+            if isinstance(plugin.allocatable, bool) or not isinstance(plugin.allocatable, int):
+                raise ScenarioError(f"{at}.allocatable",
+                                    f"expected a whole number, got {_show(plugin.allocatable)}")
+            if not 0 <= plugin.allocatable <= _MAX_COUNT:
+                raise ScenarioError(f"{at}.allocatable",
+                                    f"{_show(plugin.allocatable)} is not from 0 to {_MAX_COUNT}")
+        nodes[node.name] = (i, drivers)
+        _check_annotation_size(f"{where}.plugins", {p.driver: p.register for p in node.plugins})
+    for k, action in enumerate(scenario.actions):
+        if isinstance(action.at, bool) or not isinstance(action.at, int | float) \
+                or math.isnan(action.at) or not 0 <= action.at < scenario.duration:
+            raise ScenarioError(f"actions[{k}].at", f"{_show(action.at)} is not from 0 to before the "
+                                f"duration ({scenario.duration:g} s)")
+    deleted: dict[str, int] = {}  # node -> index of the action that deletes it
+    registers = {n.name: {p.driver: p.register for p in n.plugins} for n in scenario.nodes}
+    # In the order they run: by time, then as listed.
+    for k, action in sorted(enumerate(scenario.actions), key=lambda item: item[1].at):
+        where = f"actions[{k}]"
+        if action.do not in _ACTIONS:
+            raise ScenarioError(f"{where}.do", f"{shorten(action.do)} is not one of {', '.join(_ACTIONS)}")
+        for name in ("node", "driver", "value"):
+            _check_text(f"{where}.{name}", getattr(action, name))
+        if action.node not in nodes:
+            raise ScenarioError(f"{where}.node", f"{shorten(action.node)} is not a node of the scenario")
+        if action.node in deleted:
+            raise ScenarioError(f"{where}.node", f"{action.node!r} is already deleted by "
+                                f"actions[{deleted[action.node]}]")
+        index, drivers = nodes[action.node]
+        if action.do == "delete":
+            if action.driver:
+                raise ScenarioError(f"{where}.driver", "a delete takes no driver (it removes the whole node)")
+            deleted[action.node] = k
+        elif not action.driver:
+            raise ScenarioError(f"{where}.driver", f"a {action.do} needs the driver of one of the node's "
+                                "plugins")
+        elif action.driver not in drivers:
+            has = ", ".join(sorted(drivers)) or "none"
+            raise ScenarioError(f"{where}.driver", f"{shorten(action.driver)} is not a plugin of node "
+                                f"{action.node!r} (nodes[{index}] has: {has})")
+        if action.do == "set-register":
+            registers[action.node][action.driver] = action.value
+            _check_annotation_size(f"{where}.value", registers[action.node])
+        elif action.value:
+            raise ScenarioError(f"{where}.value", f"only a set-register takes a value, not a {action.do}")
+
+
+_ACTIONS = ("kill", "revive", "set-register", "delete")
+#: The longest duration, handshake window, resync or report interval a scenario may ask for: a day.
+_MAX_SECONDS = 86400.0
+#: The shortest period: anything shorter is a busy loop of the scheduler or of the simulated plugins.
+_MIN_PERIOD = 0.01
+_MAX_COUNT = 2**63 - 1
+
+
+def _check_seconds(field: str, value: float, *, minimum: float) -> None:
+    """A finite number of seconds, greater than 0 (at least ``minimum``), at most a day."""
+    least = f"from {minimum:g}" if minimum > 0 else "greater than 0 and"
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value <= 0 or value < minimum or value > _MAX_SECONDS:
+        raise ScenarioError(field, f"{_show(value)} is not a number of seconds {least} "
+                            f"{'to' if minimum > 0 else 'at most'} {_MAX_SECONDS:g} (a day)")
+
+
+def _show(value: object) -> str:
+    """``repr(value)`` for a message, cut in the middle when long (a 4000-digit number, say)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer with more digits than Python will print
+        return "a number too large to show"
+    return text if len(text) <= 40 else f"{text[:17]} ... {text[-17:]}"
+
+
+def _check_text(field: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise ScenarioError(field, f"expected a string, got {type(value).__name__} {_show(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ScenarioError(field, f"{shorten(value)} is not valid Unicode (a lone surrogate)") from None
+
+
+def _check_annotation_size(field: str, registers: Mapping[str, str]) -> None:
+    """The register values of one node together must fit the API server's limit on its annotations."""
+    size = sum(len(value.encode("utf-8")) for value in registers.values())
+    if size > MAX_ANNOTATION_BYTES:
+        raise ScenarioError(field, f"the node's register values take {size} bytes, more than the "
+                            f"{MAX_ANNOTATION_BYTES} a Node's annotations may hold")
+
+
+# -- JSON -> Scenario, strictly: every field its own type, no unknown or repeated fields -----------------
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _fields(field: str, data: object, cls: type, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``data`` as the keyword arguments of ``cls``: a JSON object with only the fields of ``cls``."""
+    if not isinstance(data, dict):
+        raise ScenarioError(field, f"expected a JSON object, got {_json_type(data)}")
+    known = {a.name for a in attrs.fields(cls)}
+    for key in data:
+        if key not in known:
+            raise ScenarioError(member_path(field, key), f"unknown field (known: {', '.join(sorted(known))})")
+    for key in required:
+        if key not in data:
+            raise ScenarioError(member_path(field, key), "missing")
+    return dict(data)
+
+
+def _array(field: str, value: object) -> list[Any]:
+    if not isinstance(value, list):
+        raise ScenarioError(field, f"expected a JSON array, got {_json_type(value)}")
+    return value
+
+
+def _number(field: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScenarioError(field, f"expected a number, got {_json_type(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ScenarioError(field, f"{_show(value)} is too large") from None
+
+
+def _whole(field: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScenarioError(field, f"expected a whole number, got {_json_type(value)} {_show(value)}")
+    return value
+
+
+def _text(field: str, value: object) -> str:
+    _check_text(field, value)
+    assert isinstance(value, str)
+    return value
+
+
+def _structure_scenario(data: object) -> Scenario:
+    top = _fields("", data, Scenario, required=("nodes",))
+    for name in ("duration", "handshake_window", "resync", "report_interval"):
+        if name in top:
+            top[name] = _number(name, top[name])
+    nodes = _array("nodes", top["nodes"])
+    top["nodes"] = tuple(_structure_node(f"nodes[{i}]", n) for i, n in enumerate(nodes))
+    if "actions" in top:
+        top["actions"] = tuple(
+            _structure_action(f"actions[{i}]", a) for i, a in enumerate(_array("actions", top["actions"]))
+        )
+    return Scenario(**top)
+
+
+def _structure_node(field: str, data: object) -> SimNode:
+    node = _fields(field, data, SimNode, required=("name",))
+    node["name"] = _text(f"{field}.name", node["name"])
+    if "labels" in node:
+        labels = node["labels"]
+        if not isinstance(labels, dict):
+            raise ScenarioError(f"{field}.labels", f"expected a JSON object, got {_json_type(labels)}")
+        for key, value in labels.items():
+            _text(member_path(f"{field}.labels", key), value)
+        node["labels"] = dict(labels)
+    if "plugins" in node:
+        node["plugins"] = tuple(
+            _structure_plugin(f"{field}.plugins[{j}]", p) for j, p in enumerate(_array(f"{field}.plugins",
+                                                                                     node["plugins"]))
+        )
+    return SimNode(**node)
+
+
+def _structure_plugin(field: str, data: object) -> Plugin:
+    plugin = _fields(field, data, Plugin, required=("driver", "register"))
+    plugin["driver"] = _text(f"{field}.driver", plugin["driver"])
+    plugin["register"] = _text(f"{field}.register", plugin["register"])
+    if "allocatable" in plugin:
+        plugin["allocatable"] = _whole(f"{field}.allocatable", plugin["allocatable"])
+    return Plugin(**plugin)
+
+
+def _structure_action(field: str, data: object) -> Action:
+    action = _fields(field, data, Action, required=("at", "node", "do"))
+    action["at"] = _number(f"{field}.at", action["at"])
+    for name in ("node", "do", "driver", "value"):
+        if name in action:
+            action[name] = _text(f"{field}.{name}", action[name])
+    if action["do"] not in _ACTIONS:
+        raise ScenarioError(f"{field}.do", f"{shorten(action['do'])} is not one of {', '.join(_ACTIONS)}")
+    return Action(**action)
 
 
 def scenario_as_json(scenario: Scenario) -> str:
