@@ -56,11 +56,18 @@ def test_formats_refuse_a_naive_clock(fmt: Callable[[datetime], str]) -> None:
 
 
 @settings(max_examples=300)
-@given(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31), timezones=st.just(TZ)))
+# From 0001-01-02: earlier wall-clock times in UTC+8 fall before year 1 in UTC, which Python cannot hold;
+# such a stamp is refused as out of range (a bad stamp, re-stamped), see test_out_of_range_stamps.
+@given(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 31), timezones=st.just(TZ)))
 def test_our_stamp_reads_back_to_the_second(moment: datetime) -> None:
     h = classify(format_stamp(moment), tz=TZ)
     assert h.kind is HandshakeKind.STAMP
     assert h.time == moment.replace(microsecond=0)
+
+
+def test_out_of_range_stamps() -> None:
+    assert classify("Requesting_0001-01-01 07:59:59", tz=TZ).kind is HandshakeKind.BAD_STAMP
+    assert classify("Requesting_0001-01-01 08:00:00", tz=TZ).kind is HandshakeKind.STAMP
 
 
 # --- parsing ----------------------------------------------------------------------------------------
