@@ -13,9 +13,10 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import urllib3
+import yaml  # type: ignore[import-untyped]  # the kubeconfig loader's parser; no stubs installed
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
@@ -43,20 +44,52 @@ log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
 
+T = TypeVar("T")
+
+# A body the server should never send -- not JSON, JSON nested too deeply to parse, JSON of the wrong
+# shape, an ERROR event without a usable HTTP status -- is reported as ``Unavailable``, like a 5xx: the
+# fault is on the server's side (or a proxy's in front of it), not in the request, so the answer is the
+# same as for a 5xx: retry with backoff. ``wire``'s "malformed ..." errors about a single object are
+# re-raised the same way, with the action in front (see ``_parsed``), so every such error has one class.
+
+
+def _flat(text: str, limit: int = 300) -> str:
+    """``text`` on one line, at most ``limit`` characters."""
+    return " ".join(text.split())[:limit]
+
+
+def _excerpt(value: object, limit: int = 120) -> str:
+    """``value`` as compact one-line JSON for a message, cut in the middle when long."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        text = f"<{type(value).__name__}>"
+    if len(text) > limit:
+        half = (limit - 5) // 2
+        text = f"{text[:half]} ... {text[-half:]}"
+    return text
+
+
+def _http_status(value: object) -> int | None:
+    """``value`` when it is an HTTP status code (an int in 100..599, not a bool), else ``None``."""
+    if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+        return value
+    return None
+
 
 def _server_message(exc: ApiException) -> str:
-    """The ``message`` of the Status body the server sent, else the HTTP reason."""
+    """The ``message`` of the Status body the server sent, else the HTTP reason; one line either way."""
     body = exc.body
     if isinstance(body, bytes):
         body = body.decode("utf-8", "replace")
     if isinstance(body, str) and body:
         try:
             status = json.loads(body)
-        except ValueError:
-            return " ".join(body.split())[:300]
+        except (ValueError, RecursionError):
+            return _flat(body)
         if isinstance(status, dict) and isinstance(status.get("message"), str):
             return " ".join(status["message"].split())
-    return str(exc.reason or "no reason given")
+    return _flat(str(exc.reason or "no reason given"))
 
 
 def api_error(action: str, status: int | None, message: str) -> ClusterError:
@@ -79,14 +112,20 @@ def api_error(action: str, status: int | None, message: str) -> ClusterError:
 
 def _translate(action: str, exc: BaseException) -> NoReturn:
     if isinstance(exc, ApiException):
-        raise api_error(action, exc.status, _server_message(exc)) from None
+        # status 0: the client never got an answer (it wraps a TLS failure so), which is no HTTP status
+        raise api_error(action, _http_status(exc.status), _server_message(exc)) from None
+    if isinstance(exc, urllib3.exceptions.LocationValueError):  # a ValueError too; checked at build time
+        raise ClusterError(f"{action}: the server URL cannot be used: {_flat(str(exc))}") from None
     if isinstance(exc, ValueError):  # the client's own validation of a typed body (pydantic)
-        detail = " ".join(str(exc).split())[:300]
-        raise Invalid(f"{action}: the request body was refused before sending: {detail}") from None
+        raise Invalid(f"{action}: the request body was refused before sending: {_flat(str(exc))}") from None
     if isinstance(exc, urllib3.exceptions.HTTPError | OSError):
-        detail = " ".join(str(exc).split())[:300]
-        raise Unavailable(f"{action}: {type(exc).__name__}: {detail}") from None
+        raise Unavailable(f"{action}: {type(exc).__name__}: {_flat(str(exc))}") from None
     raise exc
+
+
+def _bad_body(action: str, problem: str) -> Unavailable:
+    """A body the server should never have sent (see the note at the top)."""
+    return Unavailable(f"{action}: the server answered with {problem}")
 
 
 def _read_json(action: str, response: Any) -> dict[str, Any]:
@@ -98,13 +137,49 @@ def _read_json(action: str, response: Any) -> dict[str, Any]:
         response.release_conn()
     try:
         body = json.loads(data)
+    except RecursionError:
+        raise _bad_body(action, f"JSON nested too deeply to parse: {shorten(repr(data))}") from None
     except ValueError:
-        raise ClusterError(
-            f"{action}: the server answered with invalid JSON: {shorten(repr(data))}"
-        ) from None
+        raise _bad_body(action, f"invalid JSON: {shorten(repr(data))}") from None
     if not isinstance(body, dict):
-        raise ClusterError(f"{action}: the server answered with {type(body).__name__}, expected an object")
+        raise _bad_body(action, f"{type(body).__name__}, expected an object")
     return body
+
+
+def _items(action: str, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``items`` of a list body, each an object."""
+    items = body.get("items")
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise _bad_body(action, f"items of type {type(items).__name__}, expected a list")
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise _bad_body(action, f"items[{index}] of type {type(item).__name__}, expected an object")
+    return items
+
+
+def _parsed(action: str, parse: Callable[[Mapping[str, Any]], T], obj: Mapping[str, Any]) -> T:
+    """``parse(obj)``, with ``wire``'s error about a malformed object reported as a bad body."""
+    try:
+        return parse(obj)
+    except ClusterError as exc:
+        raise _bad_body(action, f"a {exc}") from None
+
+
+def _server_url_problem(url: object) -> str | None:
+    """Why urllib3 could not send a request to the server URL ``url``; ``None`` when it could."""
+    if not isinstance(url, str) or not url:
+        return f"the server URL {_excerpt(url)} is not a URL"
+    try:
+        parsed = urllib3.util.parse_url(url)
+    except urllib3.exceptions.LocationParseError as exc:
+        return f"the server URL {shorten(url)} cannot be parsed: {_flat(str(exc))}"
+    if parsed.scheme not in (None, "http", "https"):
+        return f"the server URL {shorten(url)} does not start with https:// or http://"
+    if not parsed.host:
+        return f"the server URL {shorten(url)} names no host"
+    return None
 
 
 class KubeCluster:
@@ -112,7 +187,9 @@ class KubeCluster:
 
     ``limiter`` (optional) is acquired before every request, like client-go's QPS/Burst.
     ``connect_timeout`` and ``request_timeout`` bound every non-watch call; a watch's read timeout is its
-    ``timeout_seconds`` plus 30 s so a half-open connection cannot hang it forever.
+    ``timeout_seconds`` plus 30 s so a half-open connection cannot hang it forever. Each call is one HTTP
+    request: the ``from_*`` constructors turn urllib3's own retries off (the callers' loops retry with
+    backoff), which an ``api_client`` passed in directly must do itself (``Configuration.retries = False``).
     """
 
     def __init__(
@@ -132,30 +209,58 @@ class KubeCluster:
 
     @classmethod
     def from_configuration(cls, configuration: k8s.Configuration, **kwargs: Any) -> KubeCluster:
-        """Over an already built client ``Configuration``."""
-        return cls(k8s.ApiClient(configuration), **kwargs)
+        """Over an already built client ``Configuration`` (its ``retries`` is set to ``False``)."""
+        return cls._build(configuration, "client configuration", kwargs)
 
     @classmethod
     def from_kubeconfig(cls, path: str, *, context: str | None = None, **kwargs: Any) -> KubeCluster:
         """From a kubeconfig file (and optionally one of its contexts)."""
+        source = f"kubeconfig {path}"
         configuration = k8s.Configuration()
         try:
             k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=path, context=context, client_configuration=configuration
             )
-        except (k8s_config.ConfigException, OSError, ValueError) as exc:
-            raise ClusterError(f"kubeconfig {path}: {' '.join(str(exc).split())}") from None
-        return cls.from_configuration(configuration, **kwargs)
+        except (k8s_config.ConfigException, OSError) as exc:
+            raise ClusterError(f"{source}: {_flat(str(exc), 1000)}") from None
+        except yaml.YAMLError as exc:
+            raise ClusterError(f"{source}: not valid YAML: {_flat(str(exc))}") from None
+        except Exception as exc:  # a file of the wrong shape fails anywhere in the loader: TypeError, ...
+            raise ClusterError(
+                f"{source}: not a valid kubeconfig: {type(exc).__name__}: {_flat(str(exc))}"
+            ) from None
+        return cls._build(configuration, source, kwargs)
 
     @classmethod
     def in_cluster(cls, **kwargs: Any) -> KubeCluster:
         """From the Pod's service account (``KUBERNETES_SERVICE_HOST`` and the mounted token)."""
+        source = "in-cluster config"
         configuration = k8s.Configuration()
         try:
             k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except k8s_config.ConfigException as exc:
-            raise ClusterError(f"in-cluster config: {' '.join(str(exc).split())}") from None
-        return cls.from_configuration(configuration, **kwargs)
+            raise ClusterError(f"{source}: {_flat(str(exc), 1000)}") from None
+        except Exception as exc:  # an unreadable token or CA file, ...
+            raise ClusterError(f"{source}: {type(exc).__name__}: {_flat(str(exc))}") from None
+        return cls._build(configuration, source, kwargs)
+
+    @classmethod
+    def _build(cls, configuration: k8s.Configuration, source: str, kwargs: dict[str, Any]) -> KubeCluster:
+        """The cluster over ``configuration``; a server URL no request could go to is refused here.
+
+        urllib3 retries idempotent requests 3 times by default, which would stretch a GET, PUT or DELETE
+        to 4 x ``request_timeout``; ``retries = False`` makes each call one request, raising the
+        underlying error (``rest.RESTClientObject`` hands ``retries`` to the pool manager).
+        """
+        problem = _server_url_problem(configuration.host)
+        if problem is not None:
+            raise ClusterError(f"{source}: {problem}")
+        configuration.retries = False
+        try:
+            api_client = k8s.ApiClient(configuration)
+        except Exception as exc:  # e.g. a proxy URL urllib3 cannot parse
+            raise ClusterError(f"{source}: {type(exc).__name__}: {_flat(str(exc))}") from None
+        return cls(api_client, **kwargs)
 
     def close(self) -> None:
         self.api_client.close()  # type: ignore[no-untyped-call]
@@ -175,27 +280,33 @@ class KubeCluster:
 
     def get_node(self, name: str) -> NodeSnapshot:
         """One Node (the reporter reads its own; the scheduler never GETs a single Node)."""
-        return node_snapshot(self._call(f"get node {name!r}", self._core.read_node, name))
+        action = f"get node {name!r}"
+        return _parsed(action, node_snapshot, self._call(action, self._core.read_node, name))
 
     def list_nodes(
         self, *, label_selector: str = "", limit: int = 500, continue_token: str | None = None
     ) -> NodeList:
+        action = "list nodes"
         body = self._call(
-            "list nodes",
+            action,
             self._core.list_node,
             label_selector=label_selector or None,
             limit=limit if limit > 0 else None,
             _continue=continue_token or None,
         )
-        items = body.get("items") or []
-        if not isinstance(items, list):
-            raise ClusterError("list nodes: the server answered with items that are not a list")
-        meta = body.get("metadata") or {}
-        token = meta.get("continue") or None
+        items = _items(action, body)
+        meta = body.get("metadata")
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise _bad_body(action, f"metadata of type {type(meta).__name__}, expected an object")
+        token = meta.get("continue")
+        if token is not None and not isinstance(token, str):  # taken as the last page, it would cut the list
+            raise _bad_body(action, f"metadata.continue {_excerpt(token)}, expected a string")
         return NodeList(
-            items=tuple(node_snapshot(item) for item in items),
-            resource_version=resource_version_of(body, "NodeList"),
-            continue_token=token if isinstance(token, str) else None,
+            items=tuple(_parsed(action, node_snapshot, item) for item in items),
+            resource_version=_parsed(action, lambda obj: resource_version_of(obj, "NodeList"), body),
+            continue_token=token or None,
         )
 
     def watch_nodes(
@@ -234,10 +345,9 @@ class KubeCluster:
 
         Not part of the port; ``metadata.resourceVersion`` in ``patch`` is a precondition.
         """
-        body = self._call(
-            f"patch node {name!r}", self._core.patch_node, name, dict(patch), _content_type=MERGE_PATCH
-        )
-        return node_snapshot(body)
+        action = f"patch node {name!r}"
+        body = self._call(action, self._core.patch_node, name, dict(patch), _content_type=MERGE_PATCH)
+        return _parsed(action, node_snapshot, body)
 
     def patch_node_annotations(
         self, name: str, changes: Mapping[str, str | None], *, resource_version: str | None = None
@@ -249,14 +359,15 @@ class KubeCluster:
 
     def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
         changes = dict(allocatable)
+        action = f"patch node status {name!r}"
         body = self._call(
-            f"patch node status {name!r}",
+            action,
             self._core.patch_node_status,
             name,
             {"status": {"allocatable": changes, "capacity": changes}},
             _content_type=MERGE_PATCH,
         )
-        return node_snapshot(body)
+        return _parsed(action, node_snapshot, body)
 
     def create_node(
         self,
@@ -271,7 +382,8 @@ class KubeCluster:
         if annotations:
             metadata["annotations"] = dict(annotations)
         body = {"apiVersion": "v1", "kind": "Node", "metadata": metadata}
-        return node_snapshot(self._call(f"create node {name!r}", self._core.create_node, body))
+        action = f"create node {name!r}"
+        return _parsed(action, node_snapshot, self._call(action, self._core.create_node, body))
 
     def delete_node(self, name: str) -> None:
         self._call(f"delete node {name!r}", self._core.delete_node, name)
@@ -280,19 +392,20 @@ class KubeCluster:
 
     def get_lease(self, namespace: str, name: str) -> Lease:
         action = f"get lease {namespace}/{name}"
-        return lease_from_json(self._call(action, self._coordination.read_namespaced_lease, name, namespace))
+        body = self._call(action, self._coordination.read_namespaced_lease, name, namespace)
+        return _parsed(action, lease_from_json, body)
 
     def create_lease(self, lease: Lease) -> Lease:
         action = f"create lease {lease.namespace}/{lease.name}"
-        body = lease_body(lease)
-        return lease_from_json(
-            self._call(action, self._coordination.create_namespaced_lease, lease.namespace, body)
-        )
+        request = lease_body(lease)
+        body = self._call(action, self._coordination.create_namespaced_lease, lease.namespace, request)
+        return _parsed(action, lease_from_json, body)
 
     def update_lease(self, lease: Lease) -> Lease:
         action = f"update lease {lease.namespace}/{lease.name}"
         method = self._coordination.replace_namespaced_lease
-        return lease_from_json(self._call(action, method, lease.name, lease.namespace, lease_body(lease)))
+        body = self._call(action, method, lease.name, lease.namespace, lease_body(lease))
+        return _parsed(action, lease_from_json, body)
 
     # -- events ---------------------------------------------------------------------------------------
 
@@ -303,9 +416,8 @@ class KubeCluster:
 
     def events(self, namespace: str) -> list[dict[str, Any]]:
         """The Events of ``namespace`` as raw JSON. Not part of the port; for tests and tools."""
-        body = self._call(f"list events in {namespace!r}", self._core.list_namespaced_event, namespace)
-        items = body.get("items") or []
-        return [item for item in items if isinstance(item, dict)]
+        action = f"list events in {namespace!r}"
+        return _items(action, self._call(action, self._core.list_namespaced_event, namespace))
 
 
 class KubeWatch:
@@ -355,21 +467,35 @@ class KubeWatch:
             yield buffer
 
     def _parse(self, line: bytes) -> WatchEvent | None:
+        # a bad line is a bad body (see the note at the top of the module): Unavailable
+        action = self._action
         try:
             event = json.loads(line)
-            kind, obj = event["type"], event["object"]
-        except (ValueError, KeyError, TypeError):
-            raise Unavailable(f"{self._action}: unreadable watch line {shorten(repr(line))}") from None
+        except RecursionError:
+            raise Unavailable(
+                f"{action}: watch line nested too deeply to parse: {shorten(repr(line))}"
+            ) from None
+        except ValueError:
+            event = None
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str) or "object" not in event:
+            raise Unavailable(f"{action}: unreadable watch line {shorten(repr(line))}")
+        kind, obj = event["type"], event["object"]
         if not isinstance(obj, dict):
-            raise Unavailable(f"{self._action}: watch event {kind!r} without an object")
+            raise Unavailable(f"{action}: watch event {shorten(kind)} without an object")
         if kind == "ERROR":
+            message = obj.get("message")
+            text = " ".join(message.split()) if isinstance(message, str) else _excerpt(obj)
             code = obj.get("code")
-            message = obj["message"] if isinstance(obj.get("message"), str) else json.dumps(obj)
-            raise api_error(self._action, code if isinstance(code, int) else 500, " ".join(message.split()))
+            status = _http_status(code)
+            if status is None:
+                what = "no code" if code is None else f"code {_excerpt(code)}, which is not an HTTP status"
+                raise Unavailable(f"{action}: watch ERROR event with {what}: {text}")
+            raise api_error(action, status, text)
         if kind == "BOOKMARK":
-            return WatchEvent(type="BOOKMARK", resource_version=resource_version_of(obj, "BOOKMARK"))
+            rv = _parsed(action, lambda o: resource_version_of(o, "BOOKMARK"), obj)
+            return WatchEvent(type="BOOKMARK", resource_version=rv)
         if kind in ("ADDED", "MODIFIED", "DELETED"):
-            node = node_snapshot(obj)
+            node = _parsed(action, node_snapshot, obj)
             return WatchEvent(type=kind, resource_version=node.resource_version, node=node)
         log.warning("%s: ignoring a watch event of unknown type %r", self._action, kind)
         return None

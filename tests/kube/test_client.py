@@ -3,15 +3,20 @@ failures that need no server. Its behaviour as a cluster is covered by the contr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
 from hami_core.kube.client import KubeCluster, KubeWatch, api_error
 from hami_core.kube.port import (
@@ -20,6 +25,7 @@ from hami_core.kube.port import (
     Forbidden,
     Gone,
     Invalid,
+    Lease,
     NotFound,
     Unavailable,
 )
@@ -139,6 +145,303 @@ def test_an_unreachable_server_is_unavailable() -> None:
 def test_a_missing_kubeconfig_is_a_clear_error(tmp_path: Any) -> None:
     with pytest.raises(ClusterError, match="kubeconfig"):
         KubeCluster.from_kubeconfig(str(tmp_path / "missing.kubeconfig"))
+
+
+def _kubeconfig(server: str) -> str:
+    return (
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: c\n  cluster: {{server: {json.dumps(server)}}}\n"
+        "users:\n- name: u\n  user: {token: x}\n"
+        "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("garbage", "not a valid kubeconfig: TypeError"),
+        ("a: [", "not valid YAML: while parsing"),
+        ("clusters: 5", "not a valid kubeconfig: TypeError"),
+        (_kubeconfig("https://x").replace('"https://x"', "5"), "not a valid kubeconfig"),
+    ],
+)
+def test_a_malformed_kubeconfig_is_a_one_line_error(tmp_path: Any, text: str, expected: str) -> None:
+    path = tmp_path / "bad.kc"
+    path.write_text(text)
+    with pytest.raises(ClusterError) as caught:
+        KubeCluster.from_kubeconfig(str(path))
+    assert str(caught.value).startswith(f"kubeconfig {path}: {expected}")
+    assert "\n" not in str(caught.value)
+
+
+def test_an_undecodable_kubeconfig_is_a_one_line_error(tmp_path: Any) -> None:
+    path = tmp_path / "bin.kc"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ClusterError, match=rf"^kubeconfig {path}: .*UnicodeDecodeError"):
+        KubeCluster.from_kubeconfig(str(path))
+
+
+@pytest.mark.parametrize(
+    ("server", "problem"),
+    [
+        ("ht tp://[bad", "cannot be parsed: Failed to parse"),
+        ("https://x:99999", "cannot be parsed"),
+        ("localhost:6443", "does not start with https:// or http://"),
+        ("https://:6443", "names no host"),
+    ],
+)
+def test_a_server_url_no_request_could_use_is_refused_at_build(
+    tmp_path: Any, server: str, problem: str
+) -> None:
+    path = tmp_path / "url.kc"
+    path.write_text(_kubeconfig(server))
+    with pytest.raises(ClusterError) as caught:
+        KubeCluster.from_kubeconfig(str(path))
+    assert type(caught.value) is ClusterError
+    assert str(caught.value).startswith(f"kubeconfig {path}: the server URL {server!r} {problem}")
+
+
+def test_an_in_cluster_server_url_no_request_could_use_is_refused_at_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def load(client_configuration: k8s.Configuration, **_: Any) -> None:
+        client_configuration.host = "https://bad host:443"  # KUBERNETES_SERVICE_HOST="bad host"
+
+    monkeypatch.setattr(k8s_config, "load_incluster_config", load)
+    with pytest.raises(
+        ClusterError, match=r"^in-cluster config: the server URL 'https://bad host:443' cannot"
+    ):
+        KubeCluster.in_cluster()
+
+
+class BlackHole:
+    """A server that accepts every connection and never answers; counts the connections."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)  # kept open: the client must time out, not see a close
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+LEASE = Lease(
+    name="l",
+    namespace="ns",
+    holder_identity="me",
+    lease_duration_seconds=15,
+    acquire_time=datetime(2024, 1, 1, tzinfo=UTC),
+    renew_time=datetime(2024, 1, 1, tzinfo=UTC),
+    resource_version="1",
+)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param(lambda c: c.list_nodes(), id="GET list_nodes"),
+        pytest.param(lambda c: c.get_node("n1"), id="GET get_node"),
+        pytest.param(lambda c: c.update_lease(LEASE), id="PUT update_lease"),
+        pytest.param(lambda c: c.delete_node("n1"), id="DELETE delete_node"),
+        pytest.param(lambda c: c.patch_node_annotations("n1", {"a": "1"}), id="PATCH patch_node_annotations"),
+    ],
+)
+def test_a_server_that_never_answers_costs_one_request_and_request_timeout(
+    call: Callable[[KubeCluster], Any],
+) -> None:
+    server = BlackHole()
+    configuration = k8s.Configuration()
+    configuration.host = server.url
+    cluster = KubeCluster.from_configuration(configuration, connect_timeout=0.5, request_timeout=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(Unavailable, match=r"ReadTimeoutError: .*read timeout=0\.5"):
+            call(cluster)
+        elapsed = time.monotonic() - started
+    finally:
+        cluster.close()
+        server.close()
+    assert len(server.held) == 1  # one connection: urllib3 did not retry
+    assert elapsed < 1.4  # four attempts (urllib3's default 3 retries) would take 2 s
+
+
+def test_a_tls_failure_is_unavailable_without_a_status() -> None:
+    """The client reports a TLS failure as status 0; that is no HTTP status."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+
+    def answer_in_plain_http() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = sock.accept()
+                with conn:
+                    conn.recv(1000)
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\nplain http")
+
+    threading.Thread(target=answer_in_plain_http, daemon=True).start()
+    configuration = k8s.Configuration()
+    configuration.host = f"https://127.0.0.1:{sock.getsockname()[1]}"
+    configuration.verify_ssl = False
+    cluster = KubeCluster.from_configuration(configuration, connect_timeout=2, request_timeout=2)
+    try:
+        with pytest.raises(Unavailable, match=r"^list nodes: SSLError") as caught:
+            cluster.list_nodes()
+    finally:
+        cluster.close()
+        sock.close()
+    assert caught.value.status is None and "\n" not in str(caught.value)
+
+
+class Canned:
+    """An API server that answers every request with the next (status, body) of ``answers``."""
+
+    def __init__(self, answers: list[tuple[int, bytes]]) -> None:
+        queue = list(answers)
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                status, body = queue.pop(0) if queue else (599, b"")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        configuration = k8s.Configuration()
+        configuration.host = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.cluster = KubeCluster.from_configuration(configuration, connect_timeout=2, request_timeout=5)
+
+    def close(self) -> None:
+        self.cluster.close()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def canned() -> Iterator[Callable[..., KubeCluster]]:
+    servers: list[Canned] = []
+
+    def serve(*bodies: bytes | str, status: int = 200) -> KubeCluster:
+        raw = [body.encode() if isinstance(body, str) else body for body in bodies]
+        servers.append(Canned([(status, body) for body in raw]))
+        return servers[-1].cluster
+
+    yield serve
+    for server in servers:
+        server.close()
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ('{"items": [5], "metadata": {}}', "items[0] of type int, expected an object"),
+        ('{"items": "x", "metadata": {}}', "items of type str, expected a list"),
+        (DEEP, "JSON nested too deeply to parse"),
+        ('{"items": [], "metadata": [1]}', "metadata of type list, expected an object"),
+        ('{"items": [], "metadata": {"continue": 5}}', "metadata.continue 5, expected a string"),
+        (
+            '{"items": [], "metadata": {"resourceVersion": 5}}',
+            "a malformed NodeList metadata.resourceVersion",
+        ),
+        ('{"items": [{"metadata": {"name": 5}}]}', "a malformed Node: metadata.name is 5"),
+        ("[1, 2]", "list, expected an object"),
+        ("<html>", "invalid JSON"),
+    ],
+)
+def test_a_malformed_list_body_is_unavailable_naming_what_was_wrong(
+    canned: Callable[..., KubeCluster], body: str, problem: str
+) -> None:
+    cluster = canned(body)
+    with pytest.raises(Unavailable) as caught:
+        cluster.list_nodes()
+    assert str(caught.value).startswith(f"list nodes: the server answered with {problem}")
+    assert caught.value.status is None and "\n" not in str(caught.value)
+
+
+def test_a_malformed_object_body_is_unavailable(canned: Callable[..., KubeCluster]) -> None:
+    cluster = canned('{"metadata": {"name": "n1", "annotations": {"a": 1}}}', '{"items": {}}')
+    with pytest.raises(Unavailable, match=r"^get node 'n1': the server answered with a malformed Node 'n1'"):
+        cluster.get_node("n1")
+    with pytest.raises(
+        Unavailable, match=r"^list events in 'ns': the server answered with items of type dict"
+    ):
+        cluster.events("ns")
+
+
+def test_a_deeply_nested_error_body_is_still_an_error_with_its_status(
+    canned: Callable[..., KubeCluster],
+) -> None:
+    cluster = canned(DEEP, status=500)
+    with pytest.raises(Unavailable, match=r"^list nodes: 500 \[\[\[") as caught:
+        cluster.list_nodes()
+    assert caught.value.status == 500
+
+
+@pytest.mark.parametrize(
+    ("status", "problem"),
+    [
+        ({"code": True, "message": "x"}, "code true, which is not an HTTP status: x"),
+        ({"code": "410", "message": "x"}, 'code "410", which is not an HTTP status: x'),
+        ({"code": 0, "message": "x"}, "code 0, which is not an HTTP status: x"),
+        ({"code": 1000, "message": "x"}, "code 1000, which is not an HTTP status: x"),
+        ({"message": "x"}, "no code: x"),
+        ({"code": [1]}, 'code [1], which is not an HTTP status: {"code": [1]}'),
+    ],
+)
+def test_an_error_event_without_an_http_status_is_unavailable(status: dict[str, Any], problem: str) -> None:
+    with pytest.raises(Unavailable) as caught:
+        list(KubeWatch("watch nodes", FakeResponse([line("ERROR", status)])))
+    assert str(caught.value) == f"watch nodes: watch ERROR event with {problem}"
+    assert caught.value.status is None
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (DEEP.encode() + b"\n", "watch line nested too deeply to parse"),
+        (b'{"type": "ADDED", "object": ' + DEEP.encode() + b"}\n", "watch line nested too deeply to parse"),
+        (b"[1]\n", "unreadable watch line"),
+        (b'{"type": 5, "object": {}}\n', "unreadable watch line"),
+        (
+            line("ADDED", {"metadata": {"name": "n1", "labels": [1]}}),
+            "the server answered with a malformed Node",
+        ),
+    ],
+)
+def test_a_malformed_watch_line_is_unavailable(data: bytes, problem: str) -> None:
+    with pytest.raises(Unavailable) as caught:
+        list(KubeWatch("watch nodes", FakeResponse([data])))
+    assert str(caught.value).startswith(f"watch nodes: {problem}")
+    assert "\n" not in str(caught.value)
 
 
 class CountingBucket(TokenBucket):
