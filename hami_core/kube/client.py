@@ -120,6 +120,8 @@ def _translate(action: str, exc: BaseException) -> NoReturn:
         raise Invalid(f"{action}: the request body was refused before sending: {_flat(str(exc))}") from None
     if isinstance(exc, urllib3.exceptions.HTTPError | OSError):
         raise Unavailable(f"{action}: {type(exc).__name__}: {_flat(str(exc))}") from None
+    if isinstance(exc, k8s_config.ConfigException):  # credentials refreshed during the call (exec plugin)
+        raise ClusterError(f"{action}: cannot get credentials: {_flat(str(exc))}") from None
     raise exc
 
 

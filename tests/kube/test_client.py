@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from hami_core.kube.client import KubeCluster, KubeWatch, api_error
+from hami_core.kube.client import KubeCluster, KubeWatch, _translate, api_error
 from hami_core.kube.port import (
     ClusterError,
     Conflict,
@@ -469,3 +469,8 @@ def test_every_request_takes_a_token_and_identities_are_enforced(apiserver: Any)
     admin.delete_node(name)
     admin.close()
     reporter.close()
+
+
+def test_a_credentials_failure_during_a_call_is_a_cluster_error() -> None:
+    with pytest.raises(ClusterError, match=r"^list nodes: cannot get credentials: exec plugin failed$"):
+        _translate("list nodes", k8s_config.ConfigException("exec plugin\nfailed"))
