@@ -82,6 +82,7 @@ def bench_registrar(n: int) -> list[tuple[str, str]]:
 
 def bench_daemon(n: int, qps: float, burst: int) -> tuple[str, str]:
     cluster = MemoryCluster(history=max(1000, 4 * n))
+    cluster.create_namespace("bench")
     _, drivers = load_drivers()
     for i in range(n):
         cluster.create_node(f"node-{i}", annotations=annotations(i))

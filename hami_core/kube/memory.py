@@ -44,7 +44,13 @@ from hami_core.kube.port import (
     WatchEventType,
 )
 from hami_core.kube.selector import LabelSelector, parse_label_selector
-from hami_core.kube.validation import canonical_resources, validate_lease, validate_metadata, validate_name
+from hami_core.kube.validation import (
+    canonical_resources,
+    is_dns_label,
+    validate_lease,
+    validate_metadata,
+    validate_name,
+)
 from hami_core.kube.wire import lease_body, lease_from_json, node_snapshot
 from hami_core.protocol.errors import shorten
 
@@ -135,6 +141,8 @@ class MemoryCluster:
         self._list_snapshots: OrderedDict[int, tuple[NodeSnapshot, ...]] = OrderedDict()
         self._continue_snapshots = continue_snapshots
         self._leases: dict[tuple[str, str], Json] = {}
+        #: The namespaces a fresh API server has; ``create_namespace`` adds more.
+        self._namespaces: set[str] = {"default", "kube-system", "kube-public", "kube-node-lease"}
         self._events: list[Json] = []
         self._bookmark_interval = bookmark_interval
         self._clock = clock
@@ -147,6 +155,13 @@ class MemoryCluster:
         self._names = itertools.count(1)
 
     # -- test helpers ---------------------------------------------------------------------------------
+
+    def create_namespace(self, name: str) -> None:
+        """Add a namespace (Leases and Events need theirs to exist, as on a real server)."""
+        with self._cond:
+            if not is_dns_label(name):
+                raise Invalid(f"create namespace {shorten(name)}: not a valid namespace name", status=422)
+            self._namespaces.add(name)
 
     def fail_next(self, count: int = 1, *, verb: str | None = None) -> None:
         """Make the next ``count`` requests (of ``verb`` only, when given) raise ``Unavailable``.
@@ -226,6 +241,11 @@ class MemoryCluster:
                 if fault.count <= 0:
                     self._faults.remove(fault)
                 raise Unavailable(f"{verb} {resource}: injected fault: server unavailable", status=503)
+
+    def _namespace_exists(self, namespace: str, what: str) -> None:
+        """The API server's NamespaceLifecycle admission: no object is created in a missing namespace."""
+        if namespace not in self._namespaces:
+            raise NotFound(f"{what}: namespaces {namespace!r} not found", status=404)
 
     def _next_rv(self) -> int:
         self._rv += 1
@@ -477,6 +497,7 @@ class MemoryCluster:
             self._request("create", "leases")
             key = (lease.namespace, lease.name)
             what = f"create lease {lease.namespace}/{lease.name}"
+            self._namespace_exists(lease.namespace, what)
             validate_lease(body, f"{what}:")
             if lease.resource_version:
                 raise Invalid(f"{what}: resourceVersion should not be set on objects to be created")
@@ -496,6 +517,7 @@ class MemoryCluster:
             current = self._leases.get(key)
             if current is None:
                 # Leases allow create-on-update: the real server creates it, ignoring the precondition.
+                self._namespace_exists(lease.namespace, what)
                 validate_lease(body, f"{what}:")
                 body["metadata"]["resourceVersion"] = str(self._next_rv())
                 body["metadata"]["uid"] = str(uuid.uuid4())
@@ -523,6 +545,7 @@ class MemoryCluster:
         with self._cond:
             self._request("create", "events")
             what = f"create event in {namespace!r}"
+            self._namespace_exists(namespace, what)
             event: Json = copy.deepcopy(dict(body))
             meta = event.setdefault("metadata", {})
             if not isinstance(meta, dict):

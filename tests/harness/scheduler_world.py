@@ -112,7 +112,9 @@ class World:
 def _world(kind: str, request: pytest.FixtureRequest) -> World:
     if kind == "memory":
         memory = MemoryCluster()
-        w = World("memory", memory, f"t-{uuid.uuid4().hex[:8]}", lambda proxy: memory)
+        namespace = f"t-{uuid.uuid4().hex[:8]}"
+        memory.create_namespace(namespace)
+        w = World("memory", memory, namespace, lambda proxy: memory)
     else:
         server = request.getfixturevalue("apiserver")
         namespace = request.getfixturevalue("apiserver_namespace")

@@ -30,9 +30,11 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest, cluster: Any) -> str:
-    """A namespace for Leases and Events: a fresh real one on the API server, any name in memory."""
+    """A fresh namespace for Leases and Events, on either cluster."""
     if isinstance(cluster, MemoryCluster):
-        return f"t-{uuid.uuid4().hex[:12]}"
+        made = f"t-{uuid.uuid4().hex[:12]}"
+        cluster.create_namespace(made)
+        return made
     name: str = request.getfixturevalue("apiserver_namespace")
     return name
 

@@ -637,6 +637,20 @@ def test_invalid_leases_are_refused(cluster: Any, namespace: str, changes: dict[
 # -- events ---------------------------------------------------------------------------------------------
 
 
+def test_nothing_is_created_in_a_namespace_that_does_not_exist(cluster: Any) -> None:
+    missing = f"missing-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(NotFound, match="not found"):
+        cluster.create_lease(_lease(missing, "hami-scheduler", "replica-1"))
+    with pytest.raises(NotFound, match="not found"):
+        cluster.update_lease(_lease(missing, "hami-scheduler", "replica-1"))
+    pod_event = {"metadata": {"generateName": "p."}, "reason": "R", "message": "m", "type": "Warning",
+                 "involvedObject": {"kind": "Pod", "name": "p", "namespace": missing}}
+    with pytest.raises(NotFound, match="not found"):
+        cluster.create_event(missing, pod_event)
+    with pytest.raises(NotFound):
+        cluster.get_lease(missing, "hami-scheduler")
+
+
 def test_events_are_stored(cluster: Any, namespace: str) -> None:
     reason = f"Reason{uuid.uuid4().hex[:6]}"
     body = {
