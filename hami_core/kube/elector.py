@@ -14,6 +14,7 @@ leader releases the Lease so a follower takes over without waiting for it to exp
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -202,7 +203,8 @@ class LeaderElector:
     def _try_acquire_or_renew(self) -> bool:
         cfg = self.config
         now = self._wall()
-        duration = max(1, round(cfg.lease_duration))
+        # Rounded up: followers wait what is recorded, which must not be shorter than our renew deadline.
+        duration = max(1, math.ceil(cfg.lease_duration))
         try:
             current = self._cluster.get_lease(cfg.namespace, cfg.name)
         except NotFound:

@@ -396,6 +396,8 @@ def decide(
     allocatable_seen = memory.allocatable_seen or obs.allocatable > 0
 
     alive = _alive(rules, facts, obs)
+    if isinstance(alive, str) and not carries_vendor and not memory.registered:
+        alive = True  # a node without the vendor is none of the rule's business (nothing to judge or show)
     if isinstance(alive, str):  # the driver's rule failed: judge nothing, write nothing, show why
         return Decision(
             write=None,

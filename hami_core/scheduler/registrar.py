@@ -132,10 +132,11 @@ class Registrar:
         replaced = node is not None and self._uids.get(name, node.uid) != node.uid
         if replaced:
             self._forget_node(name)  # a new Node with the same name starts from a clean state
-        if node is None:
-            self._uids.pop(name, None)
-        else:
-            self._uids[name] = node.uid
+        with self._failed_lock:  # patch_failed reads it from the writer's threads
+            if node is None:
+                self._uids.pop(name, None)
+            else:
+                self._uids[name] = node.uid
         failed = self._take_failed(name)
         patch: dict[str, str | None] = {}
         warnings: list[VendorWarning] = []
@@ -172,13 +173,15 @@ class Registrar:
                 ))
             if decision.recheck_at is not None and (recheck is None or decision.recheck_at < recheck):
                 recheck = decision.recheck_at
+        # A failed stamp was forgotten before the decisions above, which stamped again with a fresh time.
+        # A failed delete is re-sent while it is still due; a follower keeps it until it leads again.
+        owed = [annotation for annotation, value in failed.items()
+                if value is None and annotation not in patch and self._delete_due(name, annotation, node)]
         if writes:
-            for annotation, value in failed.items():
-                # Re-send a failed delete only while the key is still there; a failed stamp was
-                # forgotten before the decisions above, which stamped again with a fresh time.
-                if value is None and annotation not in patch and node is not None \
-                        and annotation in node.annotations:
-                    patch[annotation] = None
+            patch.update(dict.fromkeys(owed))
+        elif owed:
+            with self._failed_lock:
+                self._failed.setdefault(name, {}).update(dict.fromkeys(owed))
         if not present:
             self.cache.remove_node(name)
         return Evaluation(node=name, patch=patch, recheck_at=recheck, warnings=tuple(warnings),
@@ -195,11 +198,26 @@ class Registrar:
     def patch_failed(self, name: str, patch: Mapping[str, str | None]) -> None:
         """A patch for ``name`` failed: forget its stamps as in flight and keep its deletes for a retry.
 
-        Safe to call from the writer's threads.
+        A failure for a Node already gone is dropped. Safe to call from the writer's threads.
         """
         with self._failed_lock:
+            if name not in self._uids:
+                return
             pending = self._failed.setdefault(name, {})
             pending.update(patch)
+
+    def _delete_due(self, name: str, annotation: str, node: NodeSnapshot | None) -> bool:
+        """A cleanup's delete of ``annotation`` is still due: the vendor awaits a sign of life and the node
+        still shows the very value it was cleaned up with (not a newer stamp, report or object)."""
+        observed = node.annotations.get(annotation) if node is not None else None
+        if observed is None:
+            return False
+        for rules in self._vendors:
+            if rules.handshake_annotation == annotation:
+                memory = self._memory.get((name, rules.vendor_key))
+                return memory is not None and memory.awaiting_sign_of_life \
+                    and memory.handshake_at_cleanup == observed
+        return False
 
     def _take_failed(self, name: str) -> dict[str, str | None]:
         with self._failed_lock:

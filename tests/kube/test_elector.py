@@ -107,3 +107,21 @@ def test_a_released_lease_is_taken_at_once() -> None:
     b.step()
     assert b.is_leader() and not a.is_leader()
     assert cluster.get_lease("kube-system", "hami-scheduler").lease_transitions == 1
+
+
+def test_a_fractional_lease_duration_is_recorded_rounded_up() -> None:
+    # 10.5 s recorded as 10 would let a follower take over before the holder's 10.2 s deadline ran out.
+    timings = {"lease_duration": 10.5, "renew_deadline": 10.2, "retry_period": 1.0}
+    cluster, clock = MemoryCluster(), Clock()
+    path_a = Path(cluster, clock)
+    a, b = elector(path_a, clock, "a", **timings), elector(cluster, clock, "b", **timings)
+    a.step()
+    b.step()
+    assert cluster.get_lease("kube-system", "hami-scheduler").lease_duration_seconds == 11
+    path_a.mode = "down"
+    for step in range(1, 300):
+        clock.seconds = step * 0.05
+        a.step()
+        b.step()
+        assert not (a.is_leader() and b.is_leader()), f"two leaders at t={clock.seconds:.2f}"
+    assert b.is_leader()

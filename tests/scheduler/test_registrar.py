@@ -213,3 +213,55 @@ def test_a_liveness_rule_that_raises_degrades_only_its_vendor_and_warns_once() -
     assert registrar.cache.vendor("n1", "ACME") is not None
     again = registrar.evaluate("n1", node(annotations), now=T0 + timedelta(seconds=1), writes=True)
     assert again.warnings == () and registrar.counters["liveness_rule_errors"] == 1
+
+
+STAMPED = {"hami.io/node-acme-register": VALUE,
+           "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:00"}
+
+
+def test_a_delete_lost_with_the_lease_is_sent_once_it_leads_again() -> None:
+    registrar = Registrar([rules(CountingCodec())], DeviceCache())
+    registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0, writes=True)
+    dead = registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0 + timedelta(seconds=60), writes=True)
+    registrar.patch_failed("n1", dead.patch)  # the writer dropped it: the lease was lost meanwhile
+    following = registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0 + timedelta(seconds=65),
+                                   writes=False)
+    assert following.patch == {}
+    leading = registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0 + timedelta(seconds=75),
+                                 writes=True)
+    assert leading.patch == {"hami.io/node-handshake-acme": None}
+
+
+def test_a_failed_delete_is_not_sent_once_the_node_shows_something_newer() -> None:
+    later = T0 + timedelta(seconds=60)
+    # The object is deleted, its delete's failure is reported late, a new Node takes the name with a
+    # fresh stamp: the old object's delete must not wipe it.
+    registrar = Registrar([rules(CountingCodec())], DeviceCache())
+    registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0, writes=True)
+    dead = registrar.evaluate("n1", node(STAMPED, alloc="0"), now=later, writes=True)
+    registrar.evaluate("n1", None, now=later + timedelta(seconds=1), writes=True)
+    registrar.patch_failed("n1", dead.patch)
+    fresh_stamp = {**STAMPED, "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:01:01"}
+    reborn = NodeSnapshot(name="n1", uid="u2", resource_version="9", annotations=fresh_stamp,
+                          allocatable={"example.com/acme": "4"})
+    assert registrar.evaluate("n1", reborn, now=later + timedelta(seconds=2), writes=True).patch == {}
+    # A report after the cleanup is a sign of life: re-stamped, not deleted.
+    registrar = Registrar([rules(CountingCodec())], DeviceCache())
+    registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0, writes=True)
+    dead = registrar.evaluate("n1", node(STAMPED, alloc="0"), now=later, writes=True)
+    registrar.patch_failed("n1", dead.patch)
+    reported = {**STAMPED, "hami.io/node-handshake-acme": "Reported_2026-11-29 18:01:01"}
+    back = registrar.evaluate("n1", node(reported, alloc="0"), now=later + timedelta(seconds=1), writes=True)
+    assert back.patch == {"hami.io/node-handshake-acme": "Requesting_2026-11-29 18:01:01"}
+
+
+def test_a_raising_liveness_rule_leaves_nodes_without_its_vendor_alone() -> None:
+    broken = VendorRules(vendor_key="BROKEN", register_annotation="example.com/broken-register",
+                         handshake_annotation="example.com/broken-handshake",
+                         count_resource="example.com/broken", liveness=BrokenRule(), codec=LEGACY_CODEC)
+    registrar = Registrar([broken], DeviceCache())
+    for name in ("cpu-0", "cpu-1"):
+        bare = NodeSnapshot(name=name, uid=name, resource_version="1")
+        result = registrar.evaluate(name, bare, now=T0, writes=True)
+        assert result.patch == {} and result.warnings == ()
+    assert registrar.cache.nodes() == [] and registrar.counters["liveness_rule_errors"] == 0
