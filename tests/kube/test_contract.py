@@ -325,14 +325,17 @@ def test_watch_delivers_changes_in_order_from_a_resource_version(
 def test_watch_from_an_old_resource_version_replays_everything_since(
     cluster: Any, test_label: dict[str, str]
 ) -> None:
-    """A fresh API server's watch cache holds every change since it started (its window is at least 75 s
-    of events, up to 102400 of them), so even resourceVersion "1" replays rather than being Gone.
-    ``Gone`` needs a window that has moved on: see the in-memory history tests and the reflector tests."""
+    """A watch from a resourceVersion older than the latest replays every change since, in order, as long
+    as the server's window still holds it (the API server's watch cache keeps at least 75 s of events).
+    ``Gone`` needs a window that has moved on: see the in-memory history tests and the reflector tests.
+    (Not resourceVersion "1": that replays only on a server younger than its window, which depends on
+    when the session's server started.)"""
+    before = cluster.list_nodes(label_selector=selector_of(test_label), limit=1).resource_version
     name = node_name()
     created = cluster.create_node(name, labels=test_label)
     for i in range(3):
         cluster.patch_node_annotations(name, {"a": str(i)})
-    events = collect(cluster, "1", selector_of(test_label), 4)
+    events = collect(cluster, before, selector_of(test_label), 4)
     assert summary(events) == [("ADDED", name)] + [("MODIFIED", name)] * 3
     assert events[0].node == created
     cluster.delete_node(name)
