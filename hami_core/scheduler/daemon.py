@@ -190,6 +190,13 @@ class Scheduler:
             except Exception:
                 log.exception("scheduler worker: unexpected error; carrying on")
 
+    def _writes(self) -> bool:
+        """Whether this evaluation may write: leading, and the worker has taken the leadership change in
+        (until then, a stamp decided now would be forgotten as in flight and written a second time)."""
+        with self._lock:
+            change_pending = self._leadership_changed
+        return not change_pending and self.elector.is_leader()
+
     def _start_term_if_due(self) -> None:
         with self._lock:
             changed, self._leadership_changed = self._leadership_changed, False
@@ -213,7 +220,7 @@ class Scheduler:
     def _evaluate(self, name: str) -> None:
         now = self._clock()
         node = self.reflector.snapshot(name)
-        evaluation = self.registrar.evaluate(name, node, now=now, writes=self.elector.is_leader())
+        evaluation = self.registrar.evaluate(name, node, now=now, writes=self._writes())
         if evaluation.patch:
             self.writer.submit(name, evaluation.patch)
         if evaluation.node_gone:  # before the report: what follows is about the new object, if any
