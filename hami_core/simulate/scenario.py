@@ -15,11 +15,11 @@ from typing import Any
 import attrs
 import cattrs
 
-from hami_core.kube.port import Invalid
 from hami_core.kube.selector import is_label_value, is_qualified_name
-from hami_core.kube.validation import validate_name
+from hami_core.kube.validation import is_dns_subdomain
 from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES
 from hami_core.protocol.errors import member_path, shorten
+from hami_core.scheduler.config import MAX_SECONDS
 
 __all__ = [
     "DEFAULT_SCENARIO", "Action", "Plugin", "Scenario", "ScenarioError", "SimNode", "load_scenario",
@@ -152,11 +152,9 @@ def validate_scenario(scenario: Scenario) -> None:
     for i, node in enumerate(scenario.nodes):
         where = f"nodes[{i}]"
         _check_text(f"{where}.name", node.name)
-        try:
-            validate_name(node.name, "")
-        except Invalid:
+        if not is_dns_subdomain(node.name):
             raise ScenarioError(f"{where}.name", f"{shorten(node.name)} is not a valid node name (a DNS "
-                                "subdomain: at most 253 of a-z, 0-9, '-' and '.')") from None
+                                "subdomain: at most 253 of a-z, 0-9, '-' and '.')")
         if node.name in nodes:
             raise ScenarioError(f"{where}.name",
                                 f"{node.name!r} is already the name of nodes[{nodes[node.name][0]}]")
@@ -226,8 +224,6 @@ def validate_scenario(scenario: Scenario) -> None:
 
 
 _ACTIONS = ("kill", "revive", "set-register", "delete")
-#: The longest duration, handshake window, resync or report interval a scenario may ask for: a day.
-_MAX_SECONDS = 86400.0
 #: The shortest period: anything shorter is a busy loop of the scheduler or of the simulated plugins.
 _MIN_PERIOD = 0.01
 _MAX_COUNT = 2**63 - 1
@@ -237,9 +233,9 @@ def _check_seconds(field: str, value: float, *, minimum: float) -> None:
     """A finite number of seconds, greater than 0 (at least ``minimum``), at most a day."""
     least = f"from {minimum:g}" if minimum > 0 else "greater than 0 and"
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value <= 0 or value < minimum or value > _MAX_SECONDS:
+            or value <= 0 or value < minimum or value > MAX_SECONDS:
         raise ScenarioError(field, f"{_show(value)} is not a number of seconds {least} "
-                            f"{'to' if minimum > 0 else 'at most'} {_MAX_SECONDS:g} (a day)")
+                            f"{'to' if minimum > 0 else 'at most'} {MAX_SECONDS:g} (a day)")
 
 
 def _show(value: object) -> str:
