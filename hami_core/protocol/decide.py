@@ -15,8 +15,8 @@ Choices the spec leaves open, made here:
 * Leaving the selector forgets the vendor's memory, as deletion does.
 * A stamp we asked to write is remembered until the node shows it, so a resync before the watch catches
   up does not write it twice; if it never shows, it is written again one window later. A cleanup's delete
-  is not repeated: retrying failed patches is the writer's job. A delete a follower decided but could not
-  send (``VendorMemory.unsent``) is sent once it leads, while the node still shows the stamp cleaned up.
+  is not repeated here: resending a delete that was not sent (failed, or decided by a follower) is the
+  registrar's job, while the node still shows the value cleaned up.
 * A driver's liveness rule that raises judges nothing: no write, the cache entry kept and shown degraded
   with the error, never a cleanup because of a driver bug.
 """
@@ -153,19 +153,10 @@ class VendorMemory:
     stamp_in_flight: str | None = None
     #: The handshake value that stamp replaces; while it is still observed, the write is in flight.
     stamp_replaces: str | None = None
-    #: A cleanup's delete of the handshake was decided but not sent (this replica was a follower): the
-    #: leader sends it while the node still shows ``handshake_at_cleanup``.
-    cleanup_delete_unsent: bool = False
 
     @property
     def registered(self) -> bool:
         return self.devices is not None
-
-    def unsent(self) -> VendorMemory:
-        """What to remember instead when the decision's write is not sent (a follower does not write):
-        no stamp in flight, and a cleanup's delete still owed."""
-        return attrs.evolve(self, stamp_in_flight=None, stamp_replaces=None,
-                            cleanup_delete_unsent=self.awaiting_sign_of_life)
 
 
 # --- what decide() returns ------------------------------------------------------------------------------
@@ -371,12 +362,9 @@ def decide(
 
     if memory.awaiting_sign_of_life:
         if not _sign_of_life(obs, handshake, memory):
-            owed = memory.cleanup_delete_unsent and observed is not None \
-                and observed == memory.handshake_at_cleanup
-            key = rules.handshake_annotation
             return Decision(
-                write=HandshakeWrite(key, None) if owed and key is not None else None,
-                memory=attrs.evolve(memory, cleanup_delete_unsent=False),
+                write=None,
+                memory=memory,
                 cache=CacheChange.KEEP,
                 reason=Reason.AWAITING_SIGN_OF_LIFE,
                 verdict=Verdict.NOT_JUDGED,
@@ -445,7 +433,7 @@ def decide(
     elif not in_flight:
         memory = attrs.evolve(memory, stamp_in_flight=None, stamp_replaces=None)
     memory = attrs.evolve(memory, allocatable_seen=allocatable_seen, awaiting_sign_of_life=False,
-                          register_at_cleanup=None, handshake_at_cleanup=None, cleanup_delete_unsent=False)
+                          register_at_cleanup=None, handshake_at_cleanup=None)
 
     recheck_at = None
     if stamp is not None:

@@ -155,8 +155,10 @@ class Registrar:
                 if writes:
                     patch[decision.write.annotation] = decision.write.value
                     self.counters["stamps" if decision.write.value is not None else "handshake_deletes"] += 1
-                else:
-                    memory = memory.unsent()
+                else:  # a follower sends nothing: no stamp in flight; a cleanup delete is owed, as if failed
+                    memory = attrs.evolve(memory, stamp_in_flight=None, stamp_replaces=None)
+                    if decision.write.value is None:
+                        failed[decision.write.annotation] = None
             if memory == _NOTHING_KNOWN:
                 self._memory.pop(key, None)
             else:
@@ -174,7 +176,8 @@ class Registrar:
             if decision.recheck_at is not None and (recheck is None or decision.recheck_at < recheck):
                 recheck = decision.recheck_at
         # A failed stamp was forgotten before the decisions above, which stamped again with a fresh time.
-        # A failed delete is re-sent while it is still due; a follower keeps it until it leads again.
+        # A delete not sent (failed, or decided by a follower) is sent while it is still due; a follower
+        # keeps it until it leads.
         owed = [annotation for annotation, value in failed.items()
                 if value is None and annotation not in patch and self._delete_due(name, annotation, node)]
         if writes:
