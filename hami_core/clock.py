@@ -1,0 +1,251 @@
+"""Time as an input: the one ``Clock`` every loop of hami-core waits on.
+
+Every daemon loop (work queue, reflector, elector, patch writer, Event recorder, reporter, simulation)
+reads the time and waits through a ``Clock``. ``SYSTEM`` is the real one. ``FakeClock`` is time that
+moves only when a test (or ``hami simulate``) calls :meth:`FakeClock.advance`: a wait with a timeout on
+it returns when it is woken or when the fake time passes its deadline, never because real time passed.
+
+Waiting primitives come from the clock (``clock.event()``, ``clock.condition()``), so a wait with a
+timeout is measured on that clock, as client-go's ``clock.WithTicker`` / ``fakeclock`` do for Go.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Protocol, runtime_checkable
+
+__all__ = ["SYSTEM", "Clock", "ClockCondition", "ClockEvent", "FakeClock", "SystemClock"]
+
+
+@runtime_checkable
+class ClockEvent(Protocol):
+    """``threading.Event``'s shape: a flag whose ``wait(timeout)`` runs on the clock that made it."""
+
+    def set(self) -> None: ...
+
+    def clear(self) -> None: ...
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+@runtime_checkable
+class ClockCondition(Protocol):
+    """``threading.Condition``'s shape, with ``wait(timeout)`` measured on the clock that made it."""
+
+    def __enter__(self) -> bool: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+    def wait_for(self, predicate: Callable[[], object], timeout: float | None = None) -> object: ...
+
+    def notify(self, n: int = 1) -> None: ...
+
+    def notify_all(self) -> None: ...
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Wall time for stamps, monotonic time for intervals, and waits measured on the same clock."""
+
+    def now(self) -> datetime:
+        """The wall time, aware, in the local zone (the zone stamps are written in)."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back; for intervals and deadlines."""
+        ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+    def event(self) -> ClockEvent: ...
+
+    def condition(self, lock: threading.Lock | threading.RLock | None = None) -> ClockCondition: ...
+
+
+class SystemClock:
+    """The real clock: the machine's wall time and ``time.monotonic``."""
+
+    def now(self) -> datetime:
+        return datetime.now().astimezone()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+    def event(self) -> ClockEvent:
+        return threading.Event()
+
+    def condition(self, lock: threading.Lock | threading.RLock | None = None) -> ClockCondition:
+        return threading.Condition(lock)
+
+
+SYSTEM: Clock = SystemClock()
+
+#: Where a ``FakeClock`` starts unless told otherwise: a fixed moment, so runs repeat exactly.
+_FAKE_START = datetime(2026, 1, 1, 0, 0, 0)
+
+
+class _FakeCondition:
+    """A condition whose timed waits end when the fake clock passes their deadline (or on a notify)."""
+
+    def __init__(self, clock: FakeClock, lock: threading.Lock | threading.RLock | None) -> None:
+        self._clock = clock
+        self._cond = threading.Condition(lock)
+        self._notified = 0
+
+    def __enter__(self) -> bool:
+        return self._cond.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._cond.__exit__(*exc)  # type: ignore[arg-type]
+
+    def notify(self, n: int = 1) -> None:
+        self._notified += 1
+        self._cond.notify(n)
+
+    def notify_all(self) -> None:
+        self._notified += 1
+        self._cond.notify_all()
+
+    def _tick(self) -> None:
+        """The fake time moved: wake the timed waiters so they look at their deadlines."""
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for a notify, or until the fake time reaches now + ``timeout``; False on timeout."""
+        seen = self._notified
+        if timeout is None:
+            self._cond.wait()
+            return True
+        deadline = self._clock.monotonic() + timeout
+        if timeout <= 0:
+            return False
+        self._clock._waiting(+1)
+        try:
+            while True:
+                self._cond.wait()
+                if self._notified != seen:
+                    return True
+                if self._clock.monotonic() >= deadline:
+                    return False
+        finally:
+            self._clock._waiting(-1)
+
+    def wait_for(self, predicate: Callable[[], object], timeout: float | None = None) -> object:
+        deadline = None if timeout is None else self._clock.monotonic() + timeout
+        result = predicate()
+        while not result:
+            if deadline is None:
+                self.wait()
+            else:
+                remaining = deadline - self._clock.monotonic()
+                if remaining <= 0:
+                    break
+                self.wait(remaining)
+            result = predicate()
+        return result
+
+
+class _FakeEvent:
+    def __init__(self, clock: FakeClock) -> None:
+        self._cond = clock.condition()
+        self._flag = False
+
+    def set(self) -> None:
+        with self._cond:
+            self._flag = True
+            self._cond.notify_all()
+
+    def clear(self) -> None:
+        with self._cond:
+            self._flag = False
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._cond:
+            return bool(self._cond.wait_for(lambda: self._flag, timeout))
+
+
+class FakeClock:
+    """Time that moves only when told: ``advance(seconds)``.
+
+    Starts at 2026-01-01 00:00:00 in the local zone (or ``start``). Waits with a timeout made through it
+    (its events, conditions and ``sleep``) end once the fake time passes their deadline. ``waiting()``
+    counts the threads blocked in such a timed wait, so a test can tell that a loop has gone back to
+    waiting before it advances the time again.
+    """
+
+    def __init__(self, start: datetime | None = None) -> None:
+        start = start if start is not None else _FAKE_START
+        self._start = start if start.tzinfo is not None else start.astimezone()
+        self._lock = threading.Lock()
+        self._elapsed = 0.0
+        self._blocked = 0
+        self._blocked_changed = threading.Condition(self._lock)
+        self._conditions: weakref.WeakSet[_FakeCondition] = weakref.WeakSet()
+
+    def now(self) -> datetime:
+        with self._lock:
+            elapsed = self._elapsed
+        return (self._start + timedelta(seconds=elapsed)).astimezone(self._start.tzinfo)
+
+    def monotonic(self) -> float:
+        with self._lock:
+            return 1000.0 + self._elapsed
+
+    def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            return
+        cond = self.condition()
+        with cond:
+            deadline = self.monotonic() + seconds
+            while self.monotonic() < deadline:
+                cond.wait(deadline - self.monotonic())
+
+    def event(self) -> ClockEvent:
+        return _FakeEvent(self)
+
+    def condition(self, lock: threading.Lock | threading.RLock | None = None) -> ClockCondition:
+        cond = _FakeCondition(self, lock)
+        with self._lock:
+            self._conditions.add(cond)
+        return cond
+
+    def advance(self, seconds: float) -> None:
+        """Move the time forward and wake every timed wait, which then looks at its deadline."""
+        if seconds < 0:
+            raise ValueError(f"FakeClock.advance: time does not go back ({seconds}s)")
+        with self._lock:
+            self._elapsed += seconds
+            conditions = list(self._conditions)
+        for cond in conditions:
+            cond._tick()
+
+    def waiting(self) -> int:
+        """How many threads are blocked in a timed wait on this clock now."""
+        with self._lock:
+            return self._blocked
+
+    def wait_for_waiting(self, count: int, timeout: float = 10.0) -> bool:
+        """Block (in real time, up to ``timeout``) until at least ``count`` threads wait on this clock."""
+        with self._blocked_changed:
+            return self._blocked_changed.wait_for(lambda: self._blocked >= count, timeout)
+
+    def _waiting(self, delta: int) -> None:
+        with self._blocked_changed:
+            self._blocked += delta
+            self._blocked_changed.notify_all()

@@ -1,0 +1,88 @@
+"""The fake clock: waits end on the fake time, never on the real one."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+
+import pytest
+
+from hami_core.clock import SYSTEM, FakeClock
+
+
+def test_now_and_monotonic_move_together_only_when_advanced() -> None:
+    clock = FakeClock(datetime(2026, 3, 1, 12, 0, 0).astimezone())
+    t0, m0 = clock.now(), clock.monotonic()
+    assert clock.now() == t0 and clock.monotonic() == m0
+    clock.advance(90.5)
+    assert (clock.now() - t0).total_seconds() == 90.5
+    assert clock.monotonic() - m0 == 90.5
+    assert clock.now().tzinfo is not None
+
+
+def test_time_does_not_go_back() -> None:
+    with pytest.raises(ValueError, match="does not go back"):
+        FakeClock().advance(-1)
+
+
+def _in_thread(target: object) -> tuple[threading.Thread, list[object]]:
+    out: list[object] = []
+    thread = threading.Thread(target=lambda: out.append(target()), daemon=True)  # type: ignore[operator]
+    thread.start()
+    return thread, out
+
+
+def test_a_timed_event_wait_ends_when_the_fake_time_passes_its_deadline() -> None:
+    clock = FakeClock()
+    event = clock.event()
+    thread, out = _in_thread(lambda: event.wait(10))
+    assert clock.wait_for_waiting(1)
+    clock.advance(9.9)
+    assert clock.wait_for_waiting(1)  # woken by the tick, looked at its deadline, waits again
+    assert thread.is_alive()
+    clock.advance(0.1)
+    thread.join(5)
+    assert out == [False]
+
+
+def test_setting_the_event_ends_the_wait_at_once() -> None:
+    clock = FakeClock()
+    event = clock.event()
+    thread, out = _in_thread(lambda: event.wait(3600))
+    assert clock.wait_for_waiting(1)
+    event.set()
+    thread.join(5)
+    assert out == [True]
+    assert clock.waiting() == 0
+
+
+def test_sleep_returns_after_the_fake_time_passed() -> None:
+    clock = FakeClock()
+    start = clock.monotonic()
+    thread, out = _in_thread(lambda: clock.sleep(5) or clock.monotonic())
+    assert clock.wait_for_waiting(1)
+    for _ in range(5):
+        clock.advance(1)
+    thread.join(5)
+    assert out == [start + 5]
+
+
+def test_condition_wait_for_times_out_on_the_fake_clock() -> None:
+    clock = FakeClock()
+    cond = clock.condition()
+
+    def waiter() -> object:
+        with cond:
+            return cond.wait_for(lambda: False, timeout=2)
+
+    thread, out = _in_thread(waiter)
+    assert clock.wait_for_waiting(1)
+    clock.advance(2)
+    thread.join(5)
+    assert out == [False]
+
+
+def test_the_system_clock_is_real_time() -> None:
+    assert SYSTEM.now().tzinfo is not None
+    assert SYSTEM.monotonic() <= SYSTEM.monotonic()
+    assert SYSTEM.event().wait(0) is False
