@@ -16,6 +16,7 @@ import time
 import weakref
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 __all__ = ["SYSTEM", "Clock", "ClockCondition", "ClockEvent", "FakeClock", "SystemClock"]
@@ -40,7 +41,9 @@ class ClockCondition(Protocol):
 
     def __enter__(self) -> bool: ...
 
-    def __exit__(self, *exc: object) -> None: ...
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None, /
+    ) -> None: ...
 
     def wait(self, timeout: float | None = None) -> bool: ...
 
@@ -107,8 +110,10 @@ class _FakeCondition:
     def __enter__(self) -> bool:
         return self._cond.__enter__()
 
-    def __exit__(self, *exc: object) -> None:
-        self._cond.__exit__(*exc)  # type: ignore[arg-type]
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None, /
+    ) -> None:
+        self._cond.__exit__(exc_type, exc, tb)
 
     def notify(self, n: int = 1) -> None:
         self._notified += 1
@@ -131,6 +136,9 @@ class _FakeCondition:
             return True
         deadline = self._clock.monotonic() + timeout
         if timeout <= 0:
+            return False
+        if self._clock.auto_advance:
+            self._clock._slept(timeout)
             return False
         self._clock._waiting(+1)
         try:
@@ -183,14 +191,19 @@ class _FakeEvent:
 class FakeClock:
     """Time that moves only when told: ``advance(seconds)``.
 
-    Starts at 2026-01-01 00:00:00 in the local zone (or ``start``). Waits with a timeout made through it
+    Starts at 2026-01-01 00:00:00 in the local zone (or ``start``); see ``auto_advance`` for loops a
+    test runs on its own thread. Waits with a timeout made through it
     (its events, conditions and ``sleep``) end once the fake time passes their deadline. ``waiting()``
     counts the threads blocked in such a timed wait, so a test can tell that a loop has gone back to
     waiting before it advances the time again.
     """
 
-    def __init__(self, start: datetime | None = None) -> None:
+    def __init__(self, start: datetime | None = None, *, auto_advance: bool = False) -> None:
         start = start if start is not None else _FAKE_START
+        #: For a loop run on the test's own thread: a timed wait does not block but moves the time by its
+        #: timeout at once, and is recorded in ``slept``.
+        self.auto_advance = auto_advance
+        self.slept: list[float] = []
         self._start = start if start.tzinfo is not None else start.astimezone()
         self._lock = threading.Lock()
         self._elapsed = 0.0
@@ -234,6 +247,11 @@ class FakeClock:
             conditions = list(self._conditions)
         for cond in conditions:
             cond._tick()
+
+    def _slept(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        with self._lock:
+            self._elapsed += seconds
 
     def waiting(self) -> int:
         """How many threads are blocked in a timed wait on this clock now."""

@@ -16,12 +16,12 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 import attrs
 
+from hami_core.clock import SYSTEM, Clock, ClockEvent
 from hami_core.kube.port import Cluster, ClusterError, Conflict, Lease, NotFound
 
 __all__ = ["ElectionConfig", "LeaderElector"]
@@ -50,10 +50,6 @@ class ElectionConfig:
             )
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 class LeaderElector:
     """Runs the election loop; ``is_leader`` may be asked from any thread before every write.
 
@@ -68,15 +64,16 @@ class LeaderElector:
         *,
         on_started: Callable[[int], None] = lambda term: None,
         on_stopped: Callable[[], None] = lambda: None,
-        monotonic: Callable[[], float] = time.monotonic,
-        wall: Callable[[], datetime] = _utcnow,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._cluster = cluster
         self.config = config
         self._on_started = on_started
         self._on_stopped = on_stopped
-        self._monotonic = monotonic
-        self._wall = wall
+        self._clock = clock
+        self._monotonic = clock.monotonic
+        #: When the loop steps next (monotonic); it is idle until then unless a step is running.
+        self._next_step_at: float | None = None
         self._lock = threading.Lock()
         self._observed: Lease | None = None
         self._observed_at = 0.0
@@ -113,11 +110,24 @@ class LeaderElector:
 
     # -- the loop -------------------------------------------------------------------------------------
 
-    def run(self, stop: threading.Event) -> None:
+    def _wall(self) -> datetime:
+        return self._clock.now().astimezone(UTC)
+
+    def idle(self) -> bool:
+        """Waiting for its next step (not stepping, and the step not yet due)."""
+        with self._lock:
+            due = self._next_step_at
+        return due is not None and self._monotonic() < due
+
+    def run(self, stop: ClockEvent) -> None:
         """Acquire, renew, and on ``stop`` release. Never raises; returns after releasing."""
         try:
             while not stop.is_set():
+                with self._lock:
+                    self._next_step_at = None
                 self.step()
+                with self._lock:
+                    self._next_step_at = self._monotonic() + self.config.retry_period
                 stop.wait(self.config.retry_period)
         finally:
             if self._release_on_stop:

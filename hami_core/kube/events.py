@@ -11,10 +11,10 @@ import logging
 import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any
 
+from hami_core.clock import SYSTEM, Clock
 from hami_core.kube.port import Cluster, ClusterError
 
 __all__ = ["EventRecorder"]
@@ -23,10 +23,6 @@ log = logging.getLogger(__name__)
 
 _MAX_MESSAGE = 1024
 _REMEMBERED = 10_000
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class EventRecorder:
@@ -43,13 +39,14 @@ class EventRecorder:
         instance: str,
         namespace: str = "default",
         queue_size: int = 1000,
-        wall: Callable[[], datetime] = _utcnow,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._cluster = cluster
         self._component = component
         self._instance = instance
         self._namespace = namespace
-        self._wall = wall
+        self._clock = clock
+        self._busy = 0
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=queue_size)
         self._seen: OrderedDict[tuple[str, str, str], None] = OrderedDict()
         self._lock = threading.Lock()
@@ -84,7 +81,7 @@ class EventRecorder:
             self._seen[key] = None
             while len(self._seen) > _REMEMBERED:
                 self._seen.popitem(last=False)
-        now = self._wall().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = self._clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         body: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -100,12 +97,21 @@ class EventRecorder:
             "lastTimestamp": now,
             "count": 1,
         }
+        with self._lock:
+            self._busy += 1
         try:
             self._queue.put_nowait(body)
         except queue.Full:
+            with self._lock:
+                self._busy -= 1
             self.dropped += 1
             return False
         return True
+
+    def idle(self) -> bool:
+        """Nothing queued and nothing being posted."""
+        with self._lock:
+            return self._busy == 0
 
     def _run(self) -> None:
         while True:
@@ -113,16 +119,19 @@ class EventRecorder:
             if body is None:
                 return
             try:
-                self._cluster.create_event(self._namespace, body)
-                self.posted += 1
-            except ClusterError as exc:
-                self.dropped += 1
-                log.warning(
-                    "could not post event %s about node %s: %s",
-                    body["reason"],
-                    body["involvedObject"]["name"],
-                    exc,
-                )
-            except Exception:
-                self.dropped += 1
-                log.exception("could not post event")
+                self._post(body)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+
+    def _post(self, body: dict[str, Any]) -> None:
+        try:
+            self._cluster.create_event(self._namespace, body)
+            self.posted += 1
+        except ClusterError as exc:
+            self.dropped += 1
+            log.warning("could not post event %s: %s", body["reason"], exc,
+                        extra={"node": body["involvedObject"]["name"], "reason": body["reason"]})
+        except Exception:
+            self.dropped += 1
+            log.exception("could not post event")

@@ -8,22 +8,21 @@ outside it, so concurrent callers are served in arrival order at exactly ``qps``
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
+
+from hami_core.clock import SYSTEM, Clock
 
 __all__ = ["TokenBucket"]
 
 
 class TokenBucket:
-    """Thread-safe token bucket. ``clock`` is monotonic seconds; ``sleep`` waits (both injectable)."""
+    """Thread-safe token bucket, waiting on the injected clock."""
 
     def __init__(
         self,
         qps: float,
         burst: int,
         *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Clock = SYSTEM,
     ) -> None:
         if not qps > 0:
             raise ValueError(f"rate limiter: qps must be > 0, got {qps!r}")
@@ -31,11 +30,11 @@ class TokenBucket:
             raise ValueError(f"rate limiter: burst must be >= 1, got {burst!r}")
         self.qps = float(qps)
         self.burst = burst
-        self._clock = clock
-        self._sleep = sleep
+        self._clock = clock.monotonic
+        self._sleep = clock.sleep
         self._lock = threading.Lock()
         self._tokens = float(burst)
-        self._last = clock()
+        self._last = clock.monotonic()
 
     def _refill(self, now: float) -> None:
         elapsed = max(0.0, now - self._last)

@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable
 from typing import Protocol
 
 import attrs
 
+from hami_core.clock import SYSTEM, Clock
 from hami_core.kube.port import Cluster, Gone, NodeSnapshot, WatchEvent, WatchStream
 
 __all__ = ["Backoff", "NodeHandler", "Reflector", "ReflectorConfig"]
@@ -72,9 +72,9 @@ class Backoff:
 class Reflector:
     """Keeps ``name -> NodeSnapshot`` in step with the cluster and reports every change to ``handler``.
 
-    ``sleep(seconds)`` waits between retries (default: an interruptible wait that :meth:`stop` cuts short);
-    ``rand()`` in [0, 1) drives the jitter; ``clock`` measures watch durations. All three are injectable
-    for tests. Use :meth:`start` for a daemon thread or call :meth:`run` on a thread of your own.
+    Backoff waits are on ``clock`` and cut short by :meth:`stop`; ``rand()`` in [0, 1) drives the jitter;
+    ``clock`` also measures watch durations. Both are injectable for tests. Use :meth:`start` for a
+    daemon thread or call :meth:`run` on a thread of your own.
     """
 
     def __init__(
@@ -83,17 +83,16 @@ class Reflector:
         handler: NodeHandler,
         config: ReflectorConfig | None = None,
         *,
-        sleep: Callable[[float], None] | None = None,
         rand: Callable[[], float] = random.random,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM,
     ) -> None:
         self._cluster = cluster
         self._handler = handler
         self._config = config or ReflectorConfig()
-        self._stop = threading.Event()
-        self._sleep = sleep or self._stop.wait
+        self._stop = clock.event()
+        self._sleep = self._stop.wait
         self._rand = rand
-        self._clock = clock
+        self._clock = clock.monotonic
         self._backoff = Backoff(self._config.backoff_initial, self._config.backoff_max, rand)
         self._lock = threading.Lock()
         self._store: dict[str, NodeSnapshot] = {}
@@ -105,7 +104,7 @@ class Reflector:
         #: How many full lists were made (the first one included).
         self.lists = 0
         #: ``clock()`` at the last sign of progress (a list, a watch opened, an event); for liveness.
-        self.last_progress = clock()
+        self.last_progress = clock.monotonic()
         self._gone_right_after_list = False
 
     # -- reading the store ------------------------------------------------------------------------------

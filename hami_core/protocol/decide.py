@@ -13,24 +13,28 @@ Choices the spec leaves open, made here:
   cleaned again at once. A report counts as a sign of life only if it differs from the handshake seen at
   cleanup; a register annotation only if present and different from the value seen at cleanup.
 * Leaving the selector forgets the vendor's memory, as deletion does.
-* A stamp we asked to write is remembered until the node shows it, so a resync before the watch catches
-  up does not write it twice; if it never shows, it is written again one window later. A cleanup's delete
-  is not repeated here: resending a delete that was not sent (failed, or decided by a follower) is the
-  registrar's job, while the node still shows the value cleaned up.
+* A cleanup deletes the handshake it judged by. While the vendor waits for a sign of life and the node
+  still shows exactly that value, the delete is decided again (it was not sent, or did not land); once the
+  node shows anything else, it is done. What this replica has sent and not yet seen back is not the
+  decision core's business: the scheduler shows ``decide`` the Node with its own writes laid over it.
 * A driver's liveness rule that raises judges nothing: no write, the cache entry kept and shown degraded
   with the error, never a cleanup because of a driver bug.
+* A vendor the node carries nothing of (no register or handshake annotation) and that nothing is
+  remembered of is not judged at all: no driver code runs for it.
+
+Driver code (the codec and the liveness rule) never runs inside ``decide``: the caller asks it first
+(``ask_driver`` in ``hami_core.protocol.evaluate``) and passes its answers as plain values
+(``DriverAnswers``), so a driver's failure is isolated before any decision is made.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime, timedelta
 
 import attrs
 
-from hami_core.protocol.codecs import JSON_CODEC, LEGACY_CODEC, MAX_ANNOTATION_BYTES, Codec, decode_any
-from hami_core.protocol.errors import DecodeError, shorten
+from hami_core.protocol.codecs import Codec
 from hami_core.protocol.handshake import (
     DEFAULT_WINDOW,
     Handshake,
@@ -40,12 +44,13 @@ from hami_core.protocol.handshake import (
     format_stamp,
     stamp_standing,
 )
-from hami_core.protocol.liveness import LivenessFacts, LivenessRule
+from hami_core.protocol.liveness import LivenessRule
 from hami_core.protocol.model import DeviceInfo
 
 __all__ = [
     "CacheChange",
     "Decision",
+    "DriverAnswers",
     "HandshakeWrite",
     "Observation",
     "Reason",
@@ -53,6 +58,8 @@ __all__ = [
     "VendorRules",
     "Verdict",
     "decide",
+    "register_to_decode",
+    "vendor_absent",
 ]
 
 
@@ -149,14 +156,30 @@ class VendorMemory:
     register_at_cleanup: str | None = None
     #: The handshake value seen when the vendor was cleaned up.
     handshake_at_cleanup: str | None = None
-    #: A stamp we asked to write that the observations do not show yet.
-    stamp_in_flight: str | None = None
-    #: The handshake value that stamp replaces; while it is still observed, the write is in flight.
-    stamp_replaces: str | None = None
+    #: The cleanup deletes the handshake: decided again while the node still shows
+    #: ``handshake_at_cleanup``, done once it shows anything else.
+    delete_handshake: bool = False
 
     @property
     def registered(self) -> bool:
         return self.devices is not None
+
+
+@attrs.frozen(kw_only=True)
+class DriverAnswers:
+    """What the vendor's driver code said about this observation, asked before ``decide`` runs.
+
+    ``decoded`` is the register value read by the vendor's codec (``devicevendor`` set), or the one-line
+    error why it does not read; ``None`` when no value needed reading (see ``register_to_decode``).
+    The three liveness answers are the vendor's rule asked with the node's allocatable count, the stamp
+    fresh or expired, and (``at_expiry``) expired with the allocatable count counted as seen; each is a
+    one-line error instead when the rule raised.
+    """
+
+    decoded: tuple[DeviceInfo, ...] | str | None = None
+    alive_fresh: bool | str = True
+    alive_expired: bool | str = True
+    alive_at_expiry: bool | str = True
 
 
 # --- what decide() returns ------------------------------------------------------------------------------
@@ -243,39 +266,24 @@ class Decision:
         return self.memory.devices
 
 
-# --- decoding -------------------------------------------------------------------------------------------
-
-
-def _reader(codec: Codec) -> Callable[[str], list[DeviceInfo]]:
-    """The register reader for a vendor codec: a built-in encoding reads both (spec 3.4), since a vendor's
-    plugin of another HAMi version may write the other one; a driver's own codec reads its own."""
-    if codec is JSON_CODEC or codec is LEGACY_CODEC:
-        return decode_any
-    return codec.decode
-
-
-def _decode(
-    value: str, decode: Callable[[str], list[DeviceInfo]], obs: Observation, rules: VendorRules
-) -> tuple[DeviceInfo, ...] | str:
-    """The devices of a register value with ``devicevendor`` set, or a one-line error."""
-    where = f"node {obs.node}: annotation {rules.register_annotation}"
-    # A str of n characters is at most 4n bytes in UTF-8: only a long one needs encoding to be measured.
-    size = len(value.encode("utf-8", "surrogatepass")) if len(value) * 4 > MAX_ANNOTATION_BYTES else 0
-    if size > MAX_ANNOTATION_BYTES:
-        return f"{where}: value is {size} bytes, over the {MAX_ANNOTATION_BYTES}-byte annotation limit"
-    try:
-        decoded = decode(value)
-    except DecodeError as exc:
-        return f"{where}: {exc}"
-    except Exception as exc:  # a driver's codec must not take the scheduler down
-        return f"{where}: codec {rules.codec.name!r} failed: {type(exc).__name__}: {exc}"
-    if not isinstance(decoded, list) or not all(isinstance(d, DeviceInfo) for d in decoded):
-        kind = type(decoded).__name__
-        return f"{where}: codec {rules.codec.name!r} returned {kind}, not a list of DeviceInfo"
-    return tuple(attrs.evolve(d, devicevendor=rules.vendor_key) for d in decoded)
-
-
 # --- the decision ---------------------------------------------------------------------------------------
+
+_NOTHING = VendorMemory()
+
+
+def vendor_absent(obs: Observation, memory: VendorMemory) -> bool:
+    """The node carries nothing of the vendor and nothing is remembered of it: nothing to judge."""
+    return obs.present and obs.register is None and obs.handshake is None and memory == _NOTHING
+
+
+def register_to_decode(obs: Observation, memory: VendorMemory) -> str | None:
+    """The register value ``decide`` needs read by the codec: one it has not read before, or ``None``."""
+    value = obs.register
+    if value is None or value == memory.register:
+        return None
+    if value == memory.degraded_value and memory.degraded is not None:
+        return None
+    return value
 
 
 def _forget(memory: VendorMemory, reason: Reason) -> Decision:
@@ -289,32 +297,6 @@ def _forget(memory: VendorMemory, reason: Reason) -> Decision:
     )
 
 
-def _effective_handshake(
-    observed: str | None, memory: VendorMemory, *, now: datetime, tz: tzinfo, window: timedelta
-) -> tuple[str | None, bool]:
-    """The handshake to judge by, and whether our stamp is still in flight.
-
-    While the node still shows the value our stamp replaces and the stamp is fresh, judge by our stamp,
-    so it is not written twice before the watch shows it. Once the node shows it, or shows anything
-    else, or the stamp has aged out (a write that never landed), judge by what is observed.
-    """
-    stamp = memory.stamp_in_flight
-    if stamp is None or observed == stamp or observed != memory.stamp_replaces:
-        return observed, False
-    ours = classify(stamp, tz=tz)
-    in_flight = stamp_standing(ours, now=now, window=window) is StampStanding.FRESH
-    return (stamp, True) if in_flight else (observed, False)
-
-
-def _alive(rules: VendorRules, facts: LivenessFacts, obs: Observation) -> bool | str:
-    """The vendor's liveness rule on ``facts``, or a one-line error when the rule (a driver's) raised."""
-    try:
-        return bool(rules.liveness.alive(facts))
-    except Exception as exc:
-        detail = shorten(" ".join(f"{type(exc).__name__}: {exc}".split()), 160)[1:-1]
-        return f"node {obs.node}: liveness rule {rules.liveness.name!r} failed: {detail}"
-
-
 def _sign_of_life(obs: Observation, handshake: Handshake, memory: VendorMemory) -> bool:
     """Spec 4.2: a plugin report, allocatable > 0, or a register value other than at cleanup."""
     if obs.allocatable > 0:
@@ -324,20 +306,38 @@ def _sign_of_life(obs: Observation, handshake: Handshake, memory: VendorMemory) 
     return obs.register is not None and obs.register != memory.register_at_cleanup
 
 
+def _awaiting(obs: Observation, memory: VendorMemory, rules: VendorRules) -> Decision:
+    """Cleaned up, no sign of life: nothing changes, but a cleanup's delete the node does not show yet is
+    decided again."""
+    write = None
+    if memory.delete_handshake:
+        if obs.handshake is not None and obs.handshake == memory.handshake_at_cleanup:
+            write = HandshakeWrite(rules.handshake_annotation or "", None)
+        else:
+            memory = attrs.evolve(memory, delete_handshake=False)
+    return Decision(
+        write=write,
+        memory=memory,
+        cache=CacheChange.KEEP,
+        reason=Reason.AWAITING_SIGN_OF_LIFE,
+        verdict=Verdict.NOT_JUDGED,
+    )
+
+
 def decide(
     obs: Observation,
     memory: VendorMemory,
+    answers: DriverAnswers,
     *,
     now: datetime,
     rules: VendorRules,
     window: timedelta = DEFAULT_WINDOW,
-    decode: Callable[[str], list[DeviceInfo]] | None = None,
 ) -> Decision:
     """Decide one vendor on one node: the handshake write, the cache change and the new memory.
 
     ``now`` is the scheduler's clock as an aware datetime in its zone: stamps are written in that zone
-    and zone-less stamps are read in it. ``decode`` may be a memoised reader; it defaults to the vendor's
-    (for the built-in encodings, one that reads both).
+    and zone-less stamps are read in it. ``answers`` holds what the driver's codec and liveness rule said
+    (``hami_core.protocol.evaluate.ask_driver``); ``decide`` itself runs no driver code.
 
     A vendor without a handshake annotation has no stamp that could expire: its liveness rule is asked
     with ``stamp_expired=False``, so the built-in ``handshake`` rule keeps it while its register
@@ -355,35 +355,27 @@ def decide(
 
     has_handshake = rules.handshake_annotation is not None
     observed = obs.handshake if has_handshake else None
+    if vendor_absent(obs, memory):
+        return Decision(write=None, memory=memory, cache=CacheChange.KEEP, reason=Reason.NO_VENDOR,
+                        verdict=Verdict.UNSTAMPED)
     tz = now.tzinfo
-    effective, in_flight = _effective_handshake(observed, memory, now=now, tz=tz, window=window)
-    handshake = classify(effective, tz=tz)
+    handshake = classify(observed, tz=tz)
     standing = stamp_standing(handshake, now=now, window=window)
 
     if memory.awaiting_sign_of_life:
         if not _sign_of_life(obs, handshake, memory):
-            return Decision(
-                write=None,
-                memory=memory,
-                cache=CacheChange.KEEP,
-                reason=Reason.AWAITING_SIGN_OF_LIFE,
-                verdict=Verdict.NOT_JUDGED,
-            )
+            return _awaiting(obs, memory, rules)
         # Readmitted: a fresh start, so an old expired stamp does not clean the vendor again at once.
         if standing is StampStanding.EXPIRED:
             standing = StampStanding.MISSING
 
-    carries_vendor = obs.register is not None or effective is not None
+    carries_vendor = obs.register is not None or observed is not None
     needs_stamp = has_handshake and standing is StampStanding.MISSING and carries_vendor
     stamp = format_stamp(now) if needs_stamp else None
-    facts = LivenessFacts(
-        stamp_expired=has_handshake and standing is StampStanding.EXPIRED,
-        allocatable=obs.allocatable,
-        allocatable_seen=memory.allocatable_seen,
-    )
+    expired = has_handshake and standing is StampStanding.EXPIRED
     allocatable_seen = memory.allocatable_seen or obs.allocatable > 0
 
-    alive = _alive(rules, facts, obs)
+    alive = answers.alive_expired if expired else answers.alive_fresh
     if isinstance(alive, str) and not carries_vendor and not memory.registered:
         alive = True  # a node without the vendor is none of the rule's business (nothing to judge or show)
     if isinstance(alive, str):  # the driver's rule failed: judge nothing, write nothing, show why
@@ -398,17 +390,14 @@ def decide(
         )
     if not alive:
         cleanup = memory.registered
-        delete = (
-            HandshakeWrite(rules.handshake_annotation, None)
-            if cleanup and rules.handshake_annotation is not None and effective is not None
-            else None
-        )
+        delete = cleanup and rules.handshake_annotation is not None and observed is not None
         return Decision(
-            write=delete,
+            write=HandshakeWrite(rules.handshake_annotation or "", None) if delete else None,
             memory=VendorMemory(
                 awaiting_sign_of_life=True,
                 register_at_cleanup=obs.register,
                 handshake_at_cleanup=observed,
+                delete_handshake=delete,
             ),
             cache=CacheChange.DROP if cleanup else CacheChange.KEEP,
             reason=Reason.CLEANED_UP if cleanup else Reason.AWAITING_SIGN_OF_LIFE,
@@ -429,33 +418,26 @@ def decide(
     write = None
     if stamp is not None and rules.handshake_annotation is not None:
         write = HandshakeWrite(rules.handshake_annotation, stamp)
-        memory = attrs.evolve(memory, stamp_in_flight=stamp, stamp_replaces=observed)
-    elif not in_flight:
-        memory = attrs.evolve(memory, stamp_in_flight=None, stamp_replaces=None)
-    memory = attrs.evolve(memory, allocatable_seen=allocatable_seen, awaiting_sign_of_life=False,
-                          register_at_cleanup=None, handshake_at_cleanup=None)
+    if memory.awaiting_sign_of_life or memory.allocatable_seen != allocatable_seen or memory.delete_handshake:
+        memory = attrs.evolve(memory, allocatable_seen=allocatable_seen, awaiting_sign_of_life=False,
+                              register_at_cleanup=None, handshake_at_cleanup=None, delete_handshake=False)
 
     recheck_at = None
     if stamp is not None:
         stamp_time = classify(stamp, tz=tz).time
     else:
         stamp_time = handshake.time if standing is StampStanding.FRESH else None
-    if stamp_time is not None:
-        at_expiry = LivenessFacts(stamp_expired=True, allocatable=obs.allocatable,
-                                  allocatable_seen=allocatable_seen)
-        if _alive(rules, at_expiry, obs) is False:
-            recheck_at = stamp_time + window
+    if stamp_time is not None and answers.alive_at_expiry is False:
+        recheck_at = stamp_time + window
 
-    return _register(obs, memory, rules=rules, decode=decode, write=write, verdict=verdict,
-                     recheck_at=recheck_at)
+    return _register(obs, memory, answers.decoded, write=write, verdict=verdict, recheck_at=recheck_at)
 
 
 def _register(
     obs: Observation,
     memory: VendorMemory,
+    decoded: tuple[DeviceInfo, ...] | str | None,
     *,
-    rules: VendorRules,
-    decode: Callable[[str], list[DeviceInfo]] | None,
     write: HandshakeWrite | None,
     verdict: Verdict,
     recheck_at: datetime | None,
@@ -467,12 +449,14 @@ def _register(
         return Decision(write=write, memory=new, cache=cache, reason=reason, verdict=verdict,
                         recheck_at=recheck_at, error=error, error_is_new=error_is_new)
 
-    healthy = attrs.evolve(memory, degraded=None, degraded_value=None)
+    healthy = memory if memory.degraded is None and memory.degraded_value is None \
+        else attrs.evolve(memory, degraded=None, degraded_value=None)
     value = obs.register
     if value is None:
-        gone = attrs.evolve(healthy, devices=None, register=None)
         if memory.registered:
-            return done(gone, CacheChange.DROP, Reason.UNREGISTERED_ABSENT)
+            return done(attrs.evolve(healthy, devices=None, register=None), CacheChange.DROP,
+                        Reason.UNREGISTERED_ABSENT)
+        gone = healthy if healthy.register is None else attrs.evolve(healthy, register=None)
         return done(gone, CacheChange.KEEP, Reason.NO_VENDOR)
     if value == memory.register:
         if memory.registered:
@@ -481,14 +465,16 @@ def _register(
     if value == memory.degraded_value and memory.degraded is not None:
         return done(memory, CacheChange.KEEP, Reason.DEGRADED, memory.degraded)
 
-    devices = _decode(value, decode or _reader(rules.codec), obs, rules)
-    if isinstance(devices, str):
-        degraded = attrs.evolve(memory, degraded=devices, degraded_value=value)
-        return done(degraded, CacheChange.KEEP, Reason.DEGRADED, devices, error_is_new=True)
-    if not devices:
+    if decoded is None:
+        raise ValueError(f"decide: the register value of node {obs.node} was not read by the driver "
+                         "(see register_to_decode)")
+    if isinstance(decoded, str):
+        degraded = attrs.evolve(memory, degraded=decoded, degraded_value=value)
+        return done(degraded, CacheChange.KEEP, Reason.DEGRADED, decoded, error_is_new=True)
+    if not decoded:
         empty = attrs.evolve(healthy, devices=None, register=value)
         if memory.registered:
             return done(empty, CacheChange.DROP, Reason.UNREGISTERED_EMPTY)
         return done(empty, CacheChange.KEEP, Reason.UNREGISTERED_EMPTY)
-    fresh = attrs.evolve(healthy, devices=devices, register=value)
+    fresh = attrs.evolve(healthy, devices=decoded, register=value)
     return done(fresh, CacheChange.SET, Reason.UPDATED if memory.registered else Reason.REGISTERED)

@@ -55,6 +55,8 @@ class SchedulerConfig:
     #: A scheduler stamp older than this is expired (seconds; the seed's 60 s).
     handshake_window: float = attrs.field(default=60.0, validator=seconds)
     node_selector: NodeSelector = attrs.field(factory=NodeSelector)
+    #: False: a single replica that leads without a Lease (``--leader-elect=false``).
+    leader_elect: bool = True
     lease_namespace: str = attrs.field(default="kube-system", validator=_namespace)
     lease_name: str = attrs.field(default="hami-scheduler", validator=_object_name)
     identity: str = attrs.field(factory=default_identity)

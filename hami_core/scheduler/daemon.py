@@ -1,23 +1,24 @@
-"""The scheduler daemon: wires the reflector, the elector, the registrar, the writer and the HTTP view.
+"""The scheduler daemon: wires the reflector, the elector, the registrar, the view, the writer and HTTP.
 
 Threads: the node reflector (list+watch), the elector (Lease), one worker (the only writer of cache and
-memory), a resync ticker, the patch pool, the Event poster and the HTTP server. Every replica keeps its
-cache warm; only the leader writes and reports ready, and only once its cache is complete for the
-current term.
+memory), the patch pool, the Event poster and the HTTP server. Everything the worker does comes off one
+work queue: node names (watch events, expiry timers, retries after a failed patch), the resync tick and
+the start of a leadership term. Every replica keeps its cache warm and decides alike; only the leader
+sends, and only once the worker has started its term. All waiting is on the injected ``Clock``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
+from hami_core.clock import SYSTEM, Clock
 from hami_core.kube.elector import ElectionConfig, LeaderElector
 from hami_core.kube.events import EventRecorder
-from hami_core.kube.port import Cluster, NodeSnapshot
+from hami_core.kube.port import Cluster, NodeSnapshot, NotFound
 from hami_core.kube.ratelimit import TokenBucket
 from hami_core.kube.reflector import Reflector
 from hami_core.protocol.decide import CacheChange, VendorRules
@@ -25,6 +26,8 @@ from hami_core.scheduler.cache import DeviceCache
 from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.http import StatusServer
 from hami_core.scheduler.registrar import Evaluation, Registrar, VendorWarning
+from hami_core.scheduler.standalone import Standalone
+from hami_core.scheduler.view import NodeView, PendingWrite
 from hami_core.scheduler.workqueue import WorkQueue
 from hami_core.scheduler.writer import PatchWriter
 
@@ -34,10 +37,9 @@ log = logging.getLogger(__name__)
 
 _WORKER_TICK = 0.5
 _LIVENESS_LIMIT = 30.0
-
-
-def _local_now() -> datetime:
-    return datetime.now().astimezone()
+#: Work-queue keys that are not node names (a node name is never empty and never holds a space).
+_RESYNC = ""
+_TERM = " term"
 
 
 class Scheduler:
@@ -49,53 +51,58 @@ class Scheduler:
         vendors: Sequence[VendorRules],
         config: SchedulerConfig | None = None,
         *,
-        clock: Callable[[], datetime] = _local_now,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM,
         on_node_deleted: Callable[[str], object] = lambda node: None,
     ) -> None:
         if not vendors:
             raise ValueError("the scheduler needs at least one vendor driver")
         self.config = cfg = config or SchedulerConfig()
         self._cluster = cluster
-        self._clock = clock
-        self._monotonic = monotonic
+        self.clock = clock
         self._on_node_deleted = on_node_deleted
         self.cache = DeviceCache()
         self.registrar = Registrar(vendors, self.cache, selector=cfg.node_selector,
                                    window=timedelta(seconds=cfg.handshake_window))
-        self.queue = WorkQueue(monotonic=monotonic)
-        self.reflector = Reflector(cluster, self)
-        self.elector = LeaderElector(
-            cluster,
-            ElectionConfig(namespace=cfg.lease_namespace, name=cfg.lease_name, identity=cfg.identity,
-                           lease_duration=cfg.lease_duration, renew_deadline=cfg.renew_deadline,
-                           retry_period=cfg.retry_period),
-            on_started=self._on_started_leading,
-            on_stopped=self._on_stopped_leading,
-        )
+        self.queue: WorkQueue[str] = WorkQueue(clock=clock)
+        self.reflector = Reflector(cluster, self, clock=clock)
+        self.view = NodeView(self.reflector.snapshot)
+        self.elector: LeaderElector | Standalone
+        if cfg.leader_elect:
+            self.elector = LeaderElector(
+                cluster,
+                ElectionConfig(namespace=cfg.lease_namespace, name=cfg.lease_name, identity=cfg.identity,
+                               lease_duration=cfg.lease_duration, renew_deadline=cfg.renew_deadline,
+                               retry_period=cfg.retry_period),
+                on_started=self._leadership_changed,
+                on_stopped=lambda: self._leadership_changed(None),
+                clock=clock,
+            )
+        else:
+            self.elector = Standalone(on_started=self._leadership_changed, identity=cfg.identity)
         self.events = EventRecorder(cluster, component="hami-scheduler", instance=cfg.identity,
-                                    namespace=cfg.event_namespace)
+                                    namespace=cfg.event_namespace, clock=clock)
         self.writer = PatchWriter(
             cluster,
-            limiter=TokenBucket(cfg.qps, cfg.burst),
+            limiter=TokenBucket(cfg.qps, cfg.burst, clock=clock),
             is_leader=self.elector.is_leader,
-            on_failure=self.patch_failed,
-            on_success=self.patch_succeeded,
+            on_applied=self._patch_applied,
+            on_failed=self._patch_failed,
             max_in_flight=cfg.max_in_flight,
         )
         self._http = StatusServer(self, cfg.http_host, cfg.http_port) if cfg.http_port is not None else None
-        self._stop = threading.Event()
+        self._stop = clock.event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
-        self._term_to_sync: int | None = None
+        #: The term the worker has started (its full pass queued); writes are sent only in it.
+        self._term_started = 0
         self._term_pending: tuple[int, set[str]] | None = None
         self._synced_term = 0
-        self._leadership_changed = False
-        self._patch_failures: dict[str, int] = {}
+        #: The resourceVersion each node was last evaluated at (worker thread only): the resync's test.
+        self._evaluated: dict[str, str] = {}
         #: Warnings seen while following, by (node, vendor key): posted as Events on becoming leader if
         #: still current (worker thread only).
         self._unposted: dict[tuple[str, str], VendorWarning] = {}
-        self._last_tick = monotonic()
+        self._last_tick = clock.monotonic()
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -117,7 +124,8 @@ class Scheduler:
             self._http.start()
             log.info("serving status on http://%s:%d", *self._http.address)
         self.reflector.start()
-        for target, name in ((self._work, "hami-worker"), (self._resync, "hami-resync"),
+        self.queue.add_after(_RESYNC, self.config.resync)
+        for target, name in ((self._work, "hami-worker"),
                              (lambda: self.elector.run(self._stop), "hami-elector")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -150,111 +158,122 @@ class Scheduler:
         while not self._stop.wait(1.0):
             pass
 
+    def settled(self) -> bool:
+        """Nothing left to do until the clock moves or the cluster changes: no node queued or being
+        evaluated, no write unsent or unconfirmed by the watch, no Event unposted, the elector waiting.
+        For tests and the simulation, which advance a fake clock only once a replica has settled."""
+        return (self.queue.idle() and self.writer.idle() and self.view.pending() == 0
+                and self.events.idle() and self.elector.idle())
+
     # -- reflector callbacks (reflector thread) ---------------------------------------------------------
 
     def on_upsert(self, old: NodeSnapshot | None, new: NodeSnapshot) -> None:
+        self.view.observed(new)
         if old is None or old.uid != new.uid or self.registrar.relevant(old) != self.registrar.relevant(new):
             self.queue.add(new.name)
 
     def on_delete(self, last: NodeSnapshot) -> None:
+        self.view.deleted(last.name)
         self.queue.add(last.name)
 
     def on_synced(self, *, relisted: bool) -> None:
         log.info("node cache %s: %d nodes", "relisted" if relisted else "synced",
                  len(self.reflector.names()))
         self._queue_all()
+        self.queue.add(_TERM)
 
     # -- elector callbacks (elector thread) -------------------------------------------------------------
 
-    def _on_started_leading(self, term: int) -> None:
-        with self._lock:
-            self._term_to_sync = term
-            self._leadership_changed = True
-
-    def _on_stopped_leading(self) -> None:
-        with self._lock:
-            self._term_to_sync = None
-            self._term_pending = None
-            self._leadership_changed = True
+    def _leadership_changed(self, term: int | None) -> None:
+        """The one place a leadership change enters: the worker takes it in from the queue. Until then
+        nothing is sent (see ``_may_write``); writes not yet sent are refused by the writer and come
+        back through ``_patch_failed``."""
+        self.queue.add(_TERM)
 
     # -- the worker -------------------------------------------------------------------------------------
 
     def _work(self) -> None:
         while not self._stop.is_set():
-            self._last_tick = self._monotonic()
+            key = self.queue.get(_WORKER_TICK)
+            self._last_tick = self.clock.monotonic()
+            if key is None:
+                continue
             try:
-                self._start_term_if_due()
-                name = self.queue.get(_WORKER_TICK)
-                if name is not None:
-                    self._evaluate(name)
+                if key == _RESYNC:
+                    self._resync()
+                elif key == _TERM:
+                    self._start_term()
+                else:
+                    self._evaluate(key)
             except Exception:
                 log.exception("scheduler worker: unexpected error; carrying on")
+            finally:
+                self.queue.done(key)
 
-    def _writes(self) -> bool:
-        """Whether this evaluation may write: leading, and the worker has taken the leadership change in
-        (until then, a stamp decided now would be forgotten as in flight and written a second time)."""
-        with self._lock:
-            change_pending = self._leadership_changed
-        return not change_pending and self.elector.is_leader()
+    def _may_write(self) -> bool:
+        """Leading, and the worker has started this term (its full pass is queued)."""
+        return self.elector.is_leader() and self._term_started == self.elector.term
 
-    def _start_term_if_due(self) -> None:
-        with self._lock:
-            changed, self._leadership_changed = self._leadership_changed, False
-            term = self._term_to_sync
-        if changed:
-            self.registrar.forget_in_flight()
-        if term is None or not self.reflector.has_synced:
+    def _start_term(self) -> None:
+        term = self.elector.term
+        if not self.elector.is_leader() or term == self._term_started or not self.reflector.has_synced:
             return
         names = set(self.reflector.names()) | self.registrar.known_nodes()
+        self._term_started = term
         with self._lock:
-            if self._term_to_sync != term:
-                return
-            self._term_to_sync = None
             self._term_pending = (term, names)
-        log.info("leader for term %d: full pass over %d nodes", term, len(names))
+        log.info("leader for term %d: full pass over %d nodes", term, len(names), extra={"term": term})
         self._post_unposted()
         for name in sorted(names):
             self.queue.add(name)
         self._note_evaluated(None)
 
     def _evaluate(self, name: str) -> None:
-        now = self._clock()
-        node = self.reflector.snapshot(name)
-        evaluation = self.registrar.evaluate(name, node, now=now, writes=self._writes())
-        if evaluation.patch:
-            self.writer.submit(name, evaluation.patch)
+        now = self.clock.now()
+        node = self.view.get(name)
+        evaluation = self.registrar.evaluate(name, node, now=now)
         if evaluation.node_gone:  # before the report: what follows is about the new object, if any
             self._forget_node(name)
+        if node is None:
+            self._evaluated.pop(name, None)
+        else:
+            self._evaluated[name] = node.resource_version
+        if evaluation.patch and node is not None and self._may_write():
+            self._send(node, evaluation)
         self._report(evaluation)
         if evaluation.recheck_at is not None:
             delay = (evaluation.recheck_at - now).total_seconds()
             self.queue.add_after(name, max(0.0, delay) + 0.001)
         self._note_evaluated(name)
 
+    def _send(self, node: NodeSnapshot, evaluation: Evaluation) -> None:
+        for value in evaluation.patch.values():
+            self.registrar.counters["stamps" if value is not None else "handshake_deletes"] += 1
+        self.writer.submit(self.view.expect(node, evaluation.patch))
+
     def _forget_node(self, name: str) -> None:
         """The Node object ``name`` held is gone (deleted or replaced): drop what the daemon kept of it."""
         self.events.forget(name)
         for key in [k for k in self._unposted if k[0] == name]:
             del self._unposted[key]
-        with self._lock:
-            self._patch_failures.pop(name, None)
+        self.queue.forget(name)
         try:
             self._on_node_deleted(name)
         except Exception:
-            log.exception("node %s: node-deleted hook failed", name)
+            log.exception("node-deleted hook failed", extra={"node": name})
 
     def _report(self, evaluation: Evaluation) -> None:
         for warning in evaluation.warnings:
-            log.warning("node %s: %s degraded (%s): %s", warning.node, warning.vendor_key, warning.reason,
-                        warning.message)
-            if self.elector.is_leader():  # every replica logs it; only the one that writes posts the Event
+            log.warning("%s degraded (%s): %s", warning.vendor_key, warning.reason, warning.message,
+                        extra={"node": warning.node, "vendor": warning.vendor_key, "reason": warning.reason})
+            if self._may_write():  # every replica logs it; only the one that writes posts the Event
                 self.events.warn(warning.node, warning.uid, warning.reason, warning.message)
             else:
                 self._unposted[(warning.node, warning.vendor_key)] = warning
         for vendor, decision in evaluation.decisions.items():
             if decision.cache is not CacheChange.KEEP:
-                log.info("node %s: %s %s (liveness: %s)", evaluation.node, vendor, decision.reason.value,
-                         decision.verdict.value)
+                log.info("%s %s (liveness: %s)", vendor, decision.reason.value, decision.verdict.value,
+                         extra={"node": evaluation.node, "vendor": vendor, "reason": decision.reason.value})
 
     def _post_unposted(self) -> None:
         """Post the Events for bad values seen while following that are still what the cache shows."""
@@ -277,12 +296,20 @@ class Scheduler:
             if self.elector.term != term:
                 return
             self._synced_term = term
-        log.info("cache synced for term %d", term)
+        log.info("cache synced for term %d", term, extra={"term": term})
 
     def _resync(self) -> None:
-        """Every resync period, re-queue every watched node (no API call: the reflector's store)."""
-        while not self._stop.wait(self.config.resync):
-            self._queue_all()
+        """The safety net (the seed's 15 s loop), costing next to nothing when nothing changed: queue
+        every node whose watched state is not the one it was last evaluated at, and every node evaluated
+        but no longer watched. Stamp expiry needs no resync: it is on timers."""
+        self.queue.add_after(_RESYNC, self.config.resync)
+        evaluated = self._evaluated
+        watched = self.reflector.items()
+        for name, node in watched.items():
+            if evaluated.get(name) != node.resource_version:
+                self.queue.add(name)
+        for name in evaluated.keys() - watched.keys():
+            self.queue.add(name)
 
     def _queue_all(self) -> None:
         for name in self.reflector.names():
@@ -290,23 +317,22 @@ class Scheduler:
 
     # -- writer callbacks (patch threads) ---------------------------------------------------------------
 
-    def patch_failed(self, node: str, patch: Any, error: Exception) -> None:
-        self.registrar.patch_failed(node, patch)
-        if not self.elector.is_leader() or self._stop.is_set():
-            return
-        with self._lock:
-            failures = self._patch_failures.get(node, 0) + 1
-            self._patch_failures[node] = failures
-        self.queue.add_after(node, min(30.0, 0.5 * 2 ** min(failures, 6)))
+    def _patch_applied(self, write: PendingWrite, reply: NodeSnapshot) -> None:
+        self.queue.forget(write.node)
+        if self.view.applied(write, reply):
+            self.queue.add(write.node)
 
-    def patch_succeeded(self, node: str) -> None:
-        with self._lock:
-            self._patch_failures.pop(node, None)
+    def _patch_failed(self, write: PendingWrite, error: Exception) -> None:
+        self.view.failed(write)
+        if isinstance(error, NotFound) or self._stop.is_set():
+            self.queue.add(write.node)  # evaluated as the watch shows it (gone, or re-created)
+        else:
+            self.queue.add_rate_limited(write.node)
 
     # -- the view (any thread) --------------------------------------------------------------------------
 
     def alive(self) -> bool:
-        return not self._stop.is_set() and self._monotonic() - self._last_tick < _LIVENESS_LIMIT
+        return not self._stop.is_set() and self.clock.monotonic() - self._last_tick < _LIVENESS_LIMIT
 
     def ready(self) -> bool:
         """Leader, and the cache is complete for the current term (not a stale sync from an earlier one)."""

@@ -1,16 +1,16 @@
 """The registrar: turns one node's snapshot into decisions for every vendor, and keeps cache and memory.
 
 It is the scheduler's single writer of the device cache and of the per node+vendor memory. It does no
-I/O: it returns the annotation patch to send (one merge patch per node, all vendors together) and when
-to look at the node again. The daemon around it feeds it snapshots, runs the patches, and reports failed
-patches back with :meth:`patch_failed`.
+I/O and knows nothing of requests in flight: it is shown the Node as it will be once this replica's own
+writes land (``scheduler/view.py``), and returns the annotation patch the protocol asks for now (one
+merge patch per node, all vendors together) and when to look at the node again. Leader and follower
+decide alike; only the leader sends the patch.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -27,8 +27,8 @@ from hami_core.protocol.decide import (
     VendorMemory,
     VendorRules,
     Verdict,
-    decide,
 )
+from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.scheduler.cache import DeviceCache, VendorEntry
 from hami_core.scheduler.selector import NodeSelector
@@ -78,7 +78,7 @@ class Evaluation:
 
 
 class Registrar:
-    """Applies :func:`decide` to nodes for a fixed set of vendors."""
+    """Applies the decision core to nodes for a fixed set of vendors."""
 
     def __init__(
         self,
@@ -95,9 +95,6 @@ class Registrar:
         self._memory: dict[tuple[str, str], VendorMemory] = {}
         #: The uid of the Node object each name's memory is about.
         self._uids: dict[str, str] = {}
-        self._failed_lock = threading.Lock()
-        #: Patches that failed, per node, to be sent again at the node's next evaluation.
-        self._failed: dict[str, dict[str, str | None]] = {}
         self.counters: Counter[str] = Counter()
 
     @property
@@ -109,7 +106,7 @@ class Registrar:
 
     def known_nodes(self) -> set[str]:
         """Nodes the registrar remembers anything about."""
-        return {node for node, _ in self._memory}
+        return set(self._uids)
 
     def relevant(self, node: NodeSnapshot) -> tuple[object, ...]:
         """Everything of a snapshot that can change a decision; equal tuples mean no re-evaluation needed."""
@@ -122,47 +119,37 @@ class Registrar:
             tuple(alloc.get(v.count_resource) for v in self._vendors),
         )
 
-    def evaluate(self, name: str, node: NodeSnapshot | None, *, now: datetime, writes: bool) -> Evaluation:
-        """Decide every vendor on node ``name`` (``node=None``: it was deleted).
-
-        ``writes`` says whether this replica may write (is leader). A follower still updates the cache,
-        but a stamp it would have written is not remembered as in flight.
-        """
+    def evaluate(self, name: str, node: NodeSnapshot | None, *, now: datetime) -> Evaluation:
+        """Decide every vendor on node ``name`` as shown (``node=None``: it was deleted)."""
         self.counters["evaluations"] += 1
         replaced = node is not None and self._uids.get(name, node.uid) != node.uid
         if replaced:
             self._forget_node(name)  # a new Node with the same name starts from a clean state
-        with self._failed_lock:  # patch_failed reads it from the writer's threads
-            if node is None:
-                self._uids.pop(name, None)
-            else:
-                self._uids[name] = node.uid
-        failed = self._take_failed(name)
+        if node is None:
+            self._uids.pop(name, None)
+        else:
+            self._uids[name] = node.uid
         patch: dict[str, str | None] = {}
         warnings: list[VendorWarning] = []
         decisions: dict[str, Decision] = {}
         recheck: datetime | None = None
-        present = node is not None
-        selected = present and node is not None and self._selector.matches(node.labels)
+        selected = node is not None and self._selector.matches(node.labels)
         for rules in self._vendors:
-            obs = self._observe(name, node, rules, present=present, selected=selected)
             key = (name, rules.vendor_key)
-            decision = decide(obs, self._memory.get(key, _NOTHING_KNOWN), now=now, rules=rules,
-                              window=self._window)
+            known = self._memory.get(key)
+            if known is None and (node is None or self._absent(node, rules)):
+                continue  # nothing of this vendor on the node and nothing remembered: nothing to decide
+            memory = known or _NOTHING_KNOWN
+            decision = evaluate(self._observe(name, node, rules, selected=selected), memory, now=now,
+                                rules=rules, window=self._window)
             decisions[rules.vendor_key] = decision
-            memory = decision.memory
+            if decision.memory is not memory:
+                if decision.memory == _NOTHING_KNOWN:
+                    self._memory.pop(key, None)
+                else:
+                    self._memory[key] = decision.memory
             if decision.write is not None:
-                if writes:
-                    patch[decision.write.annotation] = decision.write.value
-                    self.counters["stamps" if decision.write.value is not None else "handshake_deletes"] += 1
-                else:  # a follower sends nothing: no stamp in flight; a cleanup delete is owed, as if failed
-                    memory = attrs.evolve(memory, stamp_in_flight=None, stamp_replaces=None)
-                    if decision.write.value is None:
-                        failed[decision.write.annotation] = None
-            if memory == _NOTHING_KNOWN:
-                self._memory.pop(key, None)
-            else:
-                self._memory[key] = memory
+                patch[decision.write.annotation] = decision.write.value
             self._apply_cache(name, rules.vendor_key, decision, now)
             if decision.reason is Reason.CLEANED_UP:
                 self.counters["cleanups"] += 1
@@ -175,76 +162,25 @@ class Registrar:
                 ))
             if decision.recheck_at is not None and (recheck is None or decision.recheck_at < recheck):
                 recheck = decision.recheck_at
-        # A failed stamp was forgotten before the decisions above, which stamped again with a fresh time.
-        # A delete not sent (failed, or decided by a follower) is sent while it is still due; a follower
-        # keeps it until it leads.
-        owed = [annotation for annotation, value in failed.items()
-                if value is None and annotation not in patch and self._delete_due(name, annotation, node)]
-        if writes:
-            patch.update(dict.fromkeys(owed))
-        elif owed:
-            with self._failed_lock:
-                self._failed.setdefault(name, {}).update(dict.fromkeys(owed))
-        if not present:
+        if node is None:
             self.cache.remove_node(name)
         return Evaluation(node=name, patch=patch, recheck_at=recheck, warnings=tuple(warnings),
-                          decisions=decisions, node_gone=replaced or not present)
+                          decisions=decisions, node_gone=replaced or node is None)
+
+    @staticmethod
+    def _absent(node: NodeSnapshot, rules: VendorRules) -> bool:
+        ann = node.annotations
+        return rules.register_annotation not in ann and (
+            rules.handshake_annotation is None or rules.handshake_annotation not in ann)
 
     def _forget_node(self, name: str) -> None:
-        """Drop the memory, cache entries and unsent patches of the Node object ``name`` held."""
+        """Drop the memory and cache entries of the Node object ``name`` held."""
         for rules in self._vendors:
             self._memory.pop((name, rules.vendor_key), None)
         self.cache.remove_node(name)
-        with self._failed_lock:
-            self._failed.pop(name, None)
-
-    def patch_failed(self, name: str, patch: Mapping[str, str | None]) -> None:
-        """A patch for ``name`` failed: forget its stamps as in flight and keep its deletes for a retry.
-
-        A failure for a Node already gone is dropped. Safe to call from the writer's threads.
-        """
-        with self._failed_lock:
-            if name not in self._uids:
-                return
-            pending = self._failed.setdefault(name, {})
-            pending.update(patch)
-
-    def _delete_due(self, name: str, annotation: str, node: NodeSnapshot | None) -> bool:
-        """A cleanup's delete of ``annotation`` is still due: the vendor awaits a sign of life and the node
-        still shows the very value it was cleaned up with (not a newer stamp, report or object)."""
-        observed = node.annotations.get(annotation) if node is not None else None
-        if observed is None:
-            return False
-        for rules in self._vendors:
-            if rules.handshake_annotation == annotation:
-                memory = self._memory.get((name, rules.vendor_key))
-                return memory is not None and memory.awaiting_sign_of_life \
-                    and memory.handshake_at_cleanup == observed
-        return False
-
-    def _take_failed(self, name: str) -> dict[str, str | None]:
-        with self._failed_lock:
-            failed = self._failed.pop(name, {})
-        for annotation, value in failed.items():
-            if value is None:
-                continue
-            for rules in self._vendors:
-                if rules.handshake_annotation != annotation:
-                    continue
-                key = (name, rules.vendor_key)
-                memory = self._memory.get(key)
-                if memory is not None and memory.stamp_in_flight == value:
-                    self._memory[key] = attrs.evolve(memory, stamp_in_flight=None, stamp_replaces=None)
-        return failed
-
-    def forget_in_flight(self) -> None:
-        """Drop every stamp remembered as in flight (on losing or gaining the lease)."""
-        for key, memory in list(self._memory.items()):
-            if memory.stamp_in_flight is not None:
-                self._memory[key] = attrs.evolve(memory, stamp_in_flight=None, stamp_replaces=None)
 
     def _observe(
-        self, name: str, node: NodeSnapshot | None, rules: VendorRules, *, present: bool, selected: bool
+        self, name: str, node: NodeSnapshot | None, rules: VendorRules, *, selected: bool
     ) -> Observation:
         if node is None:
             return Observation(node=name, present=False, selected=False)
@@ -253,12 +189,12 @@ class Registrar:
         try:
             allocatable = max(0, _allocatable_count(raw))
         except QuantityError:
-            log.warning("node %s: allocatable %s=%r is not a quantity; counted as 0", name,
-                        rules.count_resource, raw)
+            log.warning("allocatable %s=%r is not a quantity; counted as 0", rules.count_resource, raw,
+                        extra={"node": name, "vendor": rules.vendor_key})
             allocatable = 0
         return Observation(
             node=name,
-            present=present,
+            present=True,
             selected=selected,
             register=node.annotations.get(rules.register_annotation),
             handshake=handshake,

@@ -1,79 +1,151 @@
-"""A deduplicating work queue of node names, with items that become due later.
+"""The scheduler's work queue, in client-go's shape (``workqueue.TypedRateLimitingInterface``).
 
-A node queued twice before the worker takes it is evaluated once. ``add_at`` schedules an evaluation for
-the moment a handshake stamp expires; the earliest scheduled time for a node wins.
+* Deduplicating: a key added while it waits is queued once.
+* One worker per key at a time: a key added while it is being processed is queued again only when the
+  worker calls :meth:`WorkQueue.done`, so two evaluations of one node never overlap.
+* Delayed adds (``add_after``): the earliest pending time of a key wins; used for stamp expiry timers and
+  the resync tick.
+* Per-item rate-limited retries: ``add_rate_limited`` waits ``base * 2**failures`` (capped), ``forget``
+  resets the count after a success.
+
+All waiting is on the injected :class:`~hami_core.clock.Clock`.
 """
 
 from __future__ import annotations
 
 import heapq
-import threading
-import time
+import itertools
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+from hami_core.clock import SYSTEM, Clock
 
 __all__ = ["WorkQueue"]
 
+K = TypeVar("K", bound=Hashable)
 
-class WorkQueue:
-    def __init__(self, *, monotonic: Callable[[], float] = time.monotonic) -> None:
-        self._monotonic = monotonic
-        self._cond = threading.Condition()
-        self._ready: deque[str] = deque()
-        self._queued: set[str] = set()
-        self._delayed: list[tuple[float, str]] = []
-        self._due: dict[str, float] = {}
+
+class WorkQueue(Generic[K]):
+    def __init__(self, *, clock: Clock = SYSTEM, base_delay: float = 0.5, max_delay: float = 30.0) -> None:
+        self._clock = clock
+        self._cond = clock.condition()
+        self._ready: deque[K] = deque()
+        self._dirty: set[K] = set()
+        self._processing: set[K] = set()
+        self._delayed: list[tuple[float, int, K]] = []
+        self._due: dict[K, float] = {}
+        self._seq = itertools.count()
+        self._failures: dict[K, int] = {}
+        self._base = base_delay
+        self._max = max_delay
         self._closed = False
 
-    def __len__(self) -> int:
-        with self._cond:
-            return len(self._ready)
+    # -- adding -----------------------------------------------------------------------------------------
 
-    def add(self, item: str) -> None:
-        """Queue ``item`` now, unless it is already waiting."""
+    def add(self, key: K) -> None:
+        """Queue ``key`` now, unless it is already waiting."""
         with self._cond:
-            if self._closed or item in self._queued:
-                return
-            self._queued.add(item)
-            self._ready.append(item)
-            self._cond.notify()
+            self._add_locked(key)
 
-    def add_at(self, item: str, when: float) -> None:
-        """Queue ``item`` at monotonic time ``when`` (or now, if that has passed)."""
+    def _add_locked(self, key: K) -> None:
+        if self._closed or key in self._dirty:
+            return
+        self._dirty.add(key)
+        if key in self._processing:
+            return  # queued again by done()
+        self._ready.append(key)
+        self._cond.notify()
+
+    def add_after(self, key: K, delay: float) -> None:
+        """Queue ``key`` after ``delay`` seconds on the clock; an earlier pending time of the key wins."""
+        if delay <= 0:
+            self.add(key)
+            return
         with self._cond:
             if self._closed:
                 return
-            previous = self._due.get(item)
+            when = self._clock.monotonic() + delay
+            previous = self._due.get(key)
             if previous is not None and previous <= when:
                 return
-            self._due[item] = when
-            heapq.heappush(self._delayed, (when, item))
+            self._due[key] = when
+            heapq.heappush(self._delayed, (when, next(self._seq), key))
             self._cond.notify()
 
-    def add_after(self, item: str, delay: float) -> None:
-        self.add_at(item, self._monotonic() + max(0.0, delay))
+    def add_rate_limited(self, key: K) -> float:
+        """Queue ``key`` again after its per-item backoff; returns the delay chosen."""
+        with self._cond:
+            failures = self._failures.get(key, 0)
+            self._failures[key] = failures + 1
+        delay = min(self._max, self._base * 2.0 ** min(failures, 32))
+        self.add_after(key, delay)
+        return delay
 
-    def get(self, timeout: float | None = None) -> str | None:
-        """The next due item, waiting up to ``timeout`` seconds; ``None`` on timeout or shutdown."""
-        deadline = None if timeout is None else self._monotonic() + timeout
+    def forget(self, key: K) -> None:
+        """``key`` succeeded: its next ``add_rate_limited`` starts from the base delay again."""
+        with self._cond:
+            self._failures.pop(key, None)
+
+    def num_requeues(self, key: K) -> int:
+        with self._cond:
+            return self._failures.get(key, 0)
+
+    # -- taking -----------------------------------------------------------------------------------------
+
+    def get(self, timeout: float | None = None) -> K | None:
+        """The next due key, waiting up to ``timeout`` seconds on the clock; ``None`` on timeout or after
+        shutdown. The caller must call :meth:`done` with it when finished."""
+        deadline = None if timeout is None else self._clock.monotonic() + timeout
         with self._cond:
             while True:
                 if self._closed:
                     return None
                 self._promote_due()
                 if self._ready:
-                    item = self._ready.popleft()
-                    self._queued.discard(item)
-                    return item
+                    key = self._ready.popleft()
+                    self._dirty.discard(key)
+                    self._processing.add(key)
+                    return key
                 waits = []
                 if self._delayed:
-                    waits.append(self._delayed[0][0] - self._monotonic())
+                    waits.append(self._delayed[0][0] - self._clock.monotonic())
                 if deadline is not None:
-                    remaining = deadline - self._monotonic()
+                    remaining = deadline - self._clock.monotonic()
                     if remaining <= 0:
                         return None
                     waits.append(remaining)
-                self._cond.wait(max(0.0, min(waits)) if waits else None)
+                if waits:
+                    self._cond.wait(max(0.0, min(waits)))
+                else:
+                    self._cond.wait()
+
+    def done(self, key: K) -> None:
+        """The worker finished ``key``; if it was added meanwhile, it is queued again now."""
+        with self._cond:
+            self._processing.discard(key)
+            if key in self._dirty and not self._closed:
+                self._ready.append(key)
+                self._cond.notify()
+
+    # -- state ------------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """Keys ready to be taken now (the queue depth)."""
+        with self._cond:
+            self._promote_due()
+            return len(self._ready)
+
+    def delayed(self) -> int:
+        """Keys waiting for a later time."""
+        with self._cond:
+            return len(self._due)
+
+    def idle(self) -> bool:
+        """Nothing ready, nothing due and nothing being processed (delayed keys may wait for later)."""
+        with self._cond:
+            self._promote_due()
+            return not self._ready and not self._processing
 
     def shutdown(self) -> None:
         with self._cond:
@@ -81,12 +153,10 @@ class WorkQueue:
             self._cond.notify_all()
 
     def _promote_due(self) -> None:
-        now = self._monotonic()
+        now = self._clock.monotonic()
         while self._delayed and self._delayed[0][0] <= now:
-            when, item = heapq.heappop(self._delayed)
-            if self._due.get(item) != when:
+            when, _, key = heapq.heappop(self._delayed)
+            if self._due.get(key) != when:
                 continue  # superseded by an earlier time, already promoted
-            del self._due[item]
-            if item not in self._queued:
-                self._queued.add(item)
-                self._ready.append(item)
+            del self._due[key]
+            self._add_locked(key)

@@ -1,10 +1,11 @@
-"""The patch writer: sends the registrar's annotation patches, bounded, rate-limited, leader-gated.
+"""The patch writer: sends the scheduler's annotation patches, bounded, rate-limited, leader-gated.
 
-Patches for one node are sent one at a time and in order (a later patch for the same node waits for the
-earlier one and is merged with anything else queued for that node meanwhile). Patches for different
-nodes run concurrently, at most ``max_in_flight`` at once. Each is checked against leadership right
-before it is sent: a replica that lost the lease writes nothing more. A failed patch is reported through
-``on_failure`` and never blocks other nodes.
+Writes for one node are sent one at a time and in order (writes queued for a node while its previous
+request is in flight go together in its next request). Different nodes run concurrently, at most
+``max_in_flight`` at once. Each request is checked against leadership right before it is sent: a
+replica that lost the lease sends nothing more, and reports what it did not send as failed. The outcome
+of every write goes to ``on_applied(write, reply)`` or ``on_failed(write, error)``; the writer keeps
+nothing about it afterwards.
 """
 
 from __future__ import annotations
@@ -12,17 +13,20 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from hami_core.kube.port import Cluster, ClusterError, NotFound
+from hami_core.kube.port import Cluster, ClusterError, NodeSnapshot, NotFound
 from hami_core.kube.ratelimit import TokenBucket
+from hami_core.scheduler.view import PendingWrite
 
-__all__ = ["PatchWriter"]
+__all__ = ["NotLeader", "PatchWriter"]
 
 log = logging.getLogger(__name__)
 
-Patch = Mapping[str, str | None]
+
+class NotLeader(Exception):
+    """The write was not sent: this replica is not the leader (any more)."""
 
 
 class PatchWriter:
@@ -32,34 +36,36 @@ class PatchWriter:
         *,
         limiter: TokenBucket,
         is_leader: Callable[[], bool],
-        on_failure: Callable[[str, Patch, Exception], None],
-        on_success: Callable[[str], None] = lambda node: None,
+        on_applied: Callable[[PendingWrite, NodeSnapshot], None],
+        on_failed: Callable[[PendingWrite, Exception], None],
         max_in_flight: int = 16,
     ) -> None:
         self._cluster = cluster
         self._limiter = limiter
         self._is_leader = is_leader
-        self._on_failure = on_failure
-        self._on_success = on_success
+        self._on_applied = on_applied
+        self._on_failed = on_failed
         self._pool = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="hami-patch")
         self._lock = threading.Lock()
-        self._pending: dict[str, dict[str, str | None]] = {}
+        self._queued: dict[str, list[PendingWrite]] = {}
         self._busy: set[str] = set()
         self._idle = threading.Condition(self._lock)
         self.counters: Counter[str] = Counter()
 
-    def submit(self, node: str, patch: Patch) -> None:
-        if not patch:
-            return
+    def submit(self, write: PendingWrite) -> None:
         with self._lock:
-            self._pending.setdefault(node, {}).update(patch)
-            if node in self._busy:
+            self._queued.setdefault(write.node, []).append(write)
+            if write.node in self._busy:
                 return
-            self._busy.add(node)
-        self._pool.submit(self._drain, node)
+            self._busy.add(write.node)
+        self._pool.submit(self._drain, write.node)
+
+    def idle(self) -> bool:
+        with self._lock:
+            return not self._busy
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until nothing is queued or in flight (for tests and shutdown)."""
+        """Wait (in real time) until nothing is queued or in flight (for tests and shutdown)."""
         with self._idle:
             return self._idle.wait_for(lambda: not self._busy, timeout)
 
@@ -70,30 +76,45 @@ class PatchWriter:
     def _drain(self, node: str) -> None:
         while True:
             with self._lock:
-                patch = self._pending.pop(node, None)
-                if patch is None:
+                writes = self._queued.pop(node, None)
+                if writes is None:
                     self._busy.discard(node)
                     self._idle.notify_all()
                     return
-            self._send(node, patch)
+            try:
+                self._send(node, writes)
+            except Exception:  # a bug must not leave the node busy forever
+                log.exception("patch writer: unexpected error", extra={"node": node})
 
-    def _send(self, node: str, patch: dict[str, str | None]) -> None:
+    def _send(self, node: str, writes: list[PendingWrite]) -> None:
+        patch: dict[str, str | None] = {}
+        for write in writes:
+            patch.update(write.patch)
         self._limiter.acquire()
         if not self._is_leader():
             self.counters["dropped_not_leader"] += 1
-            self._on_failure(node, patch, RuntimeError("not the leader"))
+            self._fail(writes, NotLeader("not the leader"))
             return
         try:
-            self._cluster.patch_node_annotations(node, patch)
-            self.counters["patches"] += 1
-            self._on_success(node)
-        except NotFound:
+            reply = self._cluster.patch_node_annotations(node, patch)
+        except NotFound as exc:
             self.counters["patches_node_gone"] += 1
+            self._fail(writes, exc)
+            return
         except ClusterError as exc:
             self.counters["patch_errors"] += 1
-            log.warning("node %s: patch of %s failed: %s", node, sorted(patch), exc)
-            self._on_failure(node, patch, exc)
+            log.warning("patch of %s failed: %s", ", ".join(sorted(patch)), exc, extra={"node": node})
+            self._fail(writes, exc)
+            return
         except Exception as exc:
             self.counters["patch_errors"] += 1
-            log.exception("node %s: patch failed unexpectedly", node)
-            self._on_failure(node, patch, exc)
+            log.exception("patch failed unexpectedly", extra={"node": node})
+            self._fail(writes, exc)
+            return
+        self.counters["patches"] += 1
+        for write in writes:
+            self._on_applied(write, reply)
+
+    def _fail(self, writes: list[PendingWrite], error: Exception) -> None:
+        for write in writes:
+            self._on_failed(write, error)

@@ -1,4 +1,4 @@
-"""The pure decision core: VendorRules and decide() against every row of spec sections 4, 4.1, 4.2, 5."""
+"""The pure decision core: VendorRules and evaluate() against every row of spec sections 4, 4.1, 4.2, 5."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ from hami_core.protocol.decide import (
     Reason,
     VendorMemory,
     Verdict,
-    decide,
 )
+from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import format_stamp
 
 
@@ -87,7 +87,7 @@ def test_vendor_rules_refuses_bad_fields(field: str, value: object, message: str
         rules(**{field: value})
 
 
-# --- decide(): fixed clock, scheduler zone UTC+8 ----------------------------------------------------------
+# --- evaluate(): fixed clock, scheduler zone UTC+8 ----------------------------------------------------------
 
 TZ = timezone(timedelta(hours=8))
 NOW = datetime(2026, 11, 29, 18, 4, 5, tzinfo=TZ)
@@ -277,7 +277,7 @@ ROWS = [
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_spec_rows(row: Row) -> None:
-    d = decide(row.observation, row.memory, now=row.now, rules=row.rules)
+    d = evaluate(row.observation, row.memory, now=row.now, rules=row.rules)
     assert (d.write, d.cache, d.reason, d.verdict) == (row.write, row.cache, row.reason, row.verdict)
     # the memory always agrees with the cache change
     if d.cache is SET:
@@ -292,7 +292,7 @@ def test_spec_rows(row: Row) -> None:
 
 
 def test_cache_entry_is_the_decoded_list_with_the_vendor_key() -> None:
-    d = decide(obs(register="x;y", handshake=stamp()), VendorMemory(), now=NOW, rules=NVIDIA)
+    d = evaluate(obs(register="x;y", handshake=stamp()), VendorMemory(), now=NOW, rules=NVIDIA)
     assert d.devices == (DeviceInfo(id="x", count=10, health=True, devicevendor="NVIDIA"),
                          DeviceInfo(id="y", count=10, health=True, devicevendor="NVIDIA"))
     assert d.memory.register == "x;y"
@@ -300,74 +300,79 @@ def test_cache_entry_is_the_decoded_list_with_the_vendor_key() -> None:
 
 def test_cleanup_resets_memory_and_remembers_what_it_saw() -> None:
     old = stamp(timedelta(hours=2))
-    d = decide(obs(register="a;b", handshake=old), registered(allocatable_seen=True, degraded="x",
+    d = evaluate(obs(register="a;b", handshake=old), registered(allocatable_seen=True, degraded="x",
                                                                degraded_value="!"),
                now=NOW, rules=MLU)
     assert d.memory == VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b",
-                                    handshake_at_cleanup=old)
+                                    handshake_at_cleanup=old, delete_handshake=True)
 
 
 def test_no_flapping_sequence_after_cleanup() -> None:
     """HAMi re-stamps a cleaned node, re-adds it, and cleans it 60 s later, forever. We do not."""
     memory = registered()
-    d = decide(obs(register="a;b", handshake=stamp(2 * 60 * SEC)), memory, now=NOW, rules=MLU)
+    d = evaluate(obs(register="a;b", handshake=stamp(2 * 60 * SEC)), memory, now=NOW, rules=MLU)
     assert (d.reason, d.write) == (R.CLEANED_UP, DELETE)
+    memory = d.memory
+    # Until the node shows the delete, it is decided again (the scheduler's view keeps it from being sent
+    # twice); once the node shows it, nothing more.
+    d = evaluate(obs(register="a;b", handshake=stamp(2 * 60 * SEC)), memory, now=NOW + SEC, rules=MLU)
+    assert (d.write, d.reason, d.devices) == (DELETE, R.AWAITING_SIGN_OF_LIFE, None)
     memory = d.memory
     for minute in range(1, 30):
         later = NOW + minute * 60 * SEC
-        # before the watch shows the delete, then after
-        for handshake in (stamp(2 * 60 * SEC), None):
-            d = decide(obs(register="a;b", handshake=handshake), memory, now=later, rules=MLU)
+        for handshake in (None, stamp(2 * 60 * SEC)):
+            d = evaluate(obs(register="a;b", handshake=handshake), memory, now=later, rules=MLU)
             assert (d.write, d.reason, d.devices) == (None, R.AWAITING_SIGN_OF_LIFE, None)
             memory = d.memory
     report = "Reported_2026-11-29 18:40:00"
-    d = decide(obs(register="a;b", handshake=report), memory, now=NOW + 31 * 60 * SEC, rules=MLU)
+    d = evaluate(obs(register="a;b", handshake=report), memory, now=NOW + 31 * 60 * SEC, rules=MLU)
     assert (d.reason, d.verdict, d.write) == (
         R.REGISTERED, V.STAMPED, HandshakeWrite(HS, format_stamp(NOW + 31 * 60 * SEC)))
     assert not d.memory.awaiting_sign_of_life
 
 
 def test_nvidia_allocatable_seen_is_remembered_and_reset_by_cleanup() -> None:
-    d = decide(obs(register="a", handshake=stamp()), VendorMemory(), now=NOW, rules=NVIDIA)
+    d = evaluate(obs(register="a", handshake=stamp()), VendorMemory(), now=NOW, rules=NVIDIA)
     assert not d.memory.allocatable_seen
-    d = decide(obs(register="a", handshake=stamp(), allocatable=10), d.memory, now=NOW + SEC, rules=NVIDIA)
+    d = evaluate(obs(register="a", handshake=stamp(), allocatable=10), d.memory, now=NOW + SEC, rules=NVIDIA)
     assert d.memory.allocatable_seen and d.reason is R.UNCHANGED
     # an hour later the stamp is long expired: the steady state of an NVIDIA node, still registered
-    d = decide(obs(register="a", handshake=stamp(), allocatable=10), d.memory, now=NOW + 3600 * SEC,
+    d = evaluate(obs(register="a", handshake=stamp(), allocatable=10), d.memory, now=NOW + 3600 * SEC,
                rules=NVIDIA)
     assert (d.verdict, d.reason, d.write) == (V.KEPT_BY_ALLOCATABLE, R.UNCHANGED, None)
-    d = decide(obs(register="a", handshake=stamp()), d.memory, now=NOW + 3601 * SEC, rules=NVIDIA)
+    d = evaluate(obs(register="a", handshake=stamp()), d.memory, now=NOW + 3601 * SEC, rules=NVIDIA)
     assert (d.reason, d.memory.allocatable_seen) == (R.CLEANED_UP, False)
-    d = decide(obs(register="a", allocatable=10), d.memory, now=NOW + 3700 * SEC, rules=NVIDIA)
+    d = evaluate(obs(register="a", allocatable=10), d.memory, now=NOW + 3700 * SEC, rules=NVIDIA)
     assert d.reason is R.REGISTERED and d.memory.allocatable_seen
 
 
-# --- a stamp in flight is not written twice -------------------------------------------------------------
+# --- a cleanup's delete is decided until the node no longer shows the cleaned-up stamp -------------------
 
 
-def test_a_stamp_in_flight_is_not_rewritten_before_the_watch_shows_it() -> None:
-    first = decide(obs(register="a"), VendorMemory(), now=NOW, rules=MLU)
-    assert first.write == stamped()
-    assert first.memory.stamp_in_flight == stamp()
-    # a resync 15 s later still sees no handshake: the write is in flight
-    again = decide(obs(register="a"), first.memory, now=NOW + 15 * SEC, rules=MLU)
-    assert (again.write, again.verdict, again.reason) == (None, V.FRESH, R.UNCHANGED)
-    assert again.recheck_at == NOW + 60 * SEC
-    # the watch shows it: in-flight memory is cleared
-    shown = decide(obs(register="a", handshake=stamp()), again.memory, now=NOW + 16 * SEC, rules=MLU)
-    assert shown.write is None and shown.memory.stamp_in_flight is None
+def test_a_cleanup_delete_is_decided_again_while_the_node_still_shows_the_stamp() -> None:
+    old = stamp(61 * SEC)
+    cleaned = evaluate(obs(register="a", handshake=old), registered("a"), now=NOW, rules=MLU)
+    assert (cleaned.reason, cleaned.write) == (R.CLEANED_UP, HandshakeWrite(HS, None))
+    # not sent (a follower), or it failed: the node still shows the stamp, so the delete is decided again
+    again = evaluate(obs(register="a", handshake=old), cleaned.memory, now=NOW + 15 * SEC, rules=MLU)
+    assert (again.reason, again.write) == (R.AWAITING_SIGN_OF_LIFE, HandshakeWrite(HS, None))
+    # the node shows it gone: the cleanup is done, nothing more is written
+    done = evaluate(obs(register="a"), again.memory, now=NOW + 16 * SEC, rules=MLU)
+    assert (done.reason, done.write, done.memory.delete_handshake) == (R.AWAITING_SIGN_OF_LIFE, None, False)
+    back = evaluate(obs(register="a", handshake=old), done.memory, now=NOW + 17 * SEC, rules=MLU)
+    assert back.write is None  # the same stamp written back by someone else is not deleted twice
 
 
-def test_a_stamp_that_never_lands_is_written_again_after_a_window() -> None:
-    first = decide(obs(register="a"), VendorMemory(), now=NOW, rules=MLU)
-    late = NOW + 60 * SEC
-    d = decide(obs(register="a"), first.memory, now=late, rules=MLU)
-    assert d.write == HandshakeWrite(HS, format_stamp(late))
-
+def test_a_vendor_found_dead_unregistered_has_nothing_to_delete() -> None:
+    old = stamp(61 * SEC)
+    d = evaluate(obs(register="!", handshake=old), VendorMemory(), now=NOW, rules=MLU)
+    assert (d.reason, d.write) == (R.AWAITING_SIGN_OF_LIFE, None)
+    again = evaluate(obs(register="!", handshake=old), d.memory, now=NOW + SEC, rules=MLU)
+    assert again.write is None
 
 def test_a_report_arriving_while_our_stamp_is_in_flight_is_stamped_again() -> None:
-    first = decide(obs(register="a"), VendorMemory(), now=NOW, rules=MLU)
-    d = decide(obs(register="a", handshake="Reported_2026-11-29 18:04:06"), first.memory, now=NOW + SEC,
+    first = evaluate(obs(register="a"), VendorMemory(), now=NOW, rules=MLU)
+    d = evaluate(obs(register="a", handshake="Reported_2026-11-29 18:04:06"), first.memory, now=NOW + SEC,
                rules=MLU)
     assert d.write == HandshakeWrite(HS, format_stamp(NOW + SEC))
 
@@ -376,10 +381,10 @@ def test_a_report_arriving_while_our_stamp_is_in_flight_is_stamped_again() -> No
 
 
 def test_recheck_at_expiry_when_expiry_would_change_the_decision() -> None:
-    d = decide(obs(register="a", handshake=stamp(10 * SEC)), registered("a"), now=NOW, rules=MLU)
+    d = evaluate(obs(register="a", handshake=stamp(10 * SEC)), registered("a"), now=NOW, rules=MLU)
     assert d.recheck_at == NOW + 50 * SEC
     # our own stamp has 1 s resolution: it expires 60 s after the second it names
-    d = decide(obs(register="a"), registered("a"), now=NOW + timedelta(milliseconds=700), rules=MLU)
+    d = evaluate(obs(register="a"), registered("a"), now=NOW + timedelta(milliseconds=700), rules=MLU)
     assert d.recheck_at == NOW + 60 * SEC
 
 
@@ -397,26 +402,26 @@ def test_recheck_at_expiry_when_expiry_would_change_the_decision() -> None:
 def test_no_recheck_when_expiry_changes_nothing(
     observation: Observation, memory: VendorMemory, rule: VendorRules
 ) -> None:
-    assert decide(observation, memory, now=NOW, rules=rule).recheck_at is None
+    assert evaluate(observation, memory, now=NOW, rules=rule).recheck_at is None
 
 
 # --- decoding ------------------------------------------------------------------------------------------
 
 
 def test_degraded_error_is_new_once_per_value_and_clears_on_recovery() -> None:
-    d = decide(obs(register="a;!", handshake=stamp()), registered(), now=NOW, rules=MLU)
+    d = evaluate(obs(register="a;!", handshake=stamp()), registered(), now=NOW, rules=MLU)
     assert d.error is not None and d.error_is_new
     assert NODE in d.error and "hami.io/node-mlu-register" in d.error and "a;!" in d.error
     assert d.devices == devs("a;b")
-    d2 = decide(obs(register="a;!", handshake=stamp()), d.memory, now=NOW + SEC, rules=MLU)
+    d2 = evaluate(obs(register="a;!", handshake=stamp()), d.memory, now=NOW + SEC, rules=MLU)
     assert (d2.reason, d2.error, d2.error_is_new) == (R.DEGRADED, d.error, False)
-    d3 = decide(obs(register="b!", handshake=stamp()), d2.memory, now=NOW + SEC, rules=MLU)
+    d3 = evaluate(obs(register="b!", handshake=stamp()), d2.memory, now=NOW + SEC, rules=MLU)
     assert d3.error_is_new and "b!" in (d3.error or "")
-    d4 = decide(obs(register="c", handshake=stamp()), d3.memory, now=NOW + SEC, rules=MLU)
+    d4 = evaluate(obs(register="c", handshake=stamp()), d3.memory, now=NOW + SEC, rules=MLU)
     assert (d4.reason, d4.cache, d4.memory.degraded, d4.error) == (R.UPDATED, SET, None, None)
     # back to the last good value after a bad one: unchanged, and no longer degraded
-    d5 = decide(obs(register="!", handshake=stamp()), registered(), now=NOW, rules=MLU)
-    d6 = decide(obs(register="a;b", handshake=stamp()), d5.memory, now=NOW, rules=MLU)
+    d5 = evaluate(obs(register="!", handshake=stamp()), registered(), now=NOW, rules=MLU)
+    d6 = evaluate(obs(register="a;b", handshake=stamp()), d5.memory, now=NOW, rules=MLU)
     assert (d6.reason, d6.memory.degraded) == (R.UNCHANGED, None)
 
 
@@ -429,10 +434,10 @@ def test_an_unchanged_value_is_not_decoded_again() -> None:
 
     m = VendorMemory()
     for second in range(3):
-        m = decide(obs(register="a", handshake=stamp()), m, now=NOW + second * SEC, rules=MLU,
+        m = evaluate(obs(register="a", handshake=stamp()), m, now=NOW + second * SEC, rules=MLU,
                    decode=counting).memory
-    m = decide(obs(register="", handshake=stamp()), m, now=NOW, rules=MLU, decode=counting).memory
-    m = decide(obs(register="", handshake=stamp()), m, now=NOW, rules=MLU, decode=counting).memory
+    m = evaluate(obs(register="", handshake=stamp()), m, now=NOW, rules=MLU, decode=counting).memory
+    m = evaluate(obs(register="", handshake=stamp()), m, now=NOW, rules=MLU, decode=counting).memory
     assert calls == ["a", ""]
 
 
@@ -440,13 +445,13 @@ def test_a_failing_driver_codec_degrades_instead_of_crashing() -> None:
     def broken(value: str) -> list[DeviceInfo]:
         raise KeyError("boom")
 
-    d = decide(obs(register="a", handshake=stamp()), registered(), now=NOW, rules=MLU, decode=broken)
+    d = evaluate(obs(register="a", handshake=stamp()), registered(), now=NOW, rules=MLU, decode=broken)
     assert d.reason is R.DEGRADED and "KeyError" in (d.error or "") and d.devices == devs("a;b")
 
     def wrong(value: str) -> list[DeviceInfo]:
         return "a"  # type: ignore[return-value]
 
-    d = decide(obs(register="a", handshake=stamp()), VendorMemory(), now=NOW, rules=MLU, decode=wrong)
+    d = evaluate(obs(register="a", handshake=stamp()), VendorMemory(), now=NOW, rules=MLU, decode=wrong)
     assert d.reason is R.DEGRADED and "not a list of DeviceInfo" in (d.error or "")
 
 
@@ -455,7 +460,7 @@ def test_an_oversized_register_value_is_refused_unparsed() -> None:
         raise AssertionError("decoded an oversized value")
 
     big = "a;" * (MAX_ANNOTATION_BYTES // 2 + 1)
-    d = decide(obs(register=big, handshake=stamp()), VendorMemory(), now=NOW, rules=MLU, decode=never)
+    d = evaluate(obs(register=big, handshake=stamp()), VendorMemory(), now=NOW, rules=MLU, decode=never)
     assert d.reason is R.DEGRADED and "limit" in (d.error or "")
 
 
@@ -464,9 +469,9 @@ def test_an_oversized_register_value_is_refused_unparsed() -> None:
 
 def test_decide_refuses_a_naive_clock_and_a_bad_window() -> None:
     with pytest.raises(ValueError, match="aware"):
-        decide(obs(), VendorMemory(), now=datetime(2026, 1, 1), rules=MLU)
+        evaluate(obs(), VendorMemory(), now=datetime(2026, 1, 1), rules=MLU)
     with pytest.raises(ValueError, match="window"):
-        decide(obs(), VendorMemory(), now=NOW, rules=MLU, window=timedelta(0))
+        evaluate(obs(), VendorMemory(), now=NOW, rules=MLU, window=timedelta(0))
 
 
 @pytest.mark.parametrize(("kw", "message"), [({"node": ""}, "node"), ({"allocatable": True}, "allocatable"),
@@ -504,8 +509,8 @@ def test_invariants_over_random_histories(steps: list[tuple[int, str | None, str
             handshake = format_stamp(now - int(handshake[4:]) * SEC)
         o = obs(register=register, handshake=handshake, allocatable=allocatable, present=present,
                 selected=selected)
-        d = decide(o, memory, now=now, rules=rule)
-        assert d == decide(o, memory, now=now, rules=rule)  # pure
+        d = evaluate(o, memory, now=now, rules=rule)
+        assert d == evaluate(o, memory, now=now, rules=rule)  # pure
         if d.write is not None:
             assert d.write.annotation == rule.handshake_annotation
             assert present and selected
@@ -524,12 +529,12 @@ def test_invariants_over_random_histories(steps: list[tuple[int, str | None, str
             quiet = (o.register == before.register and o.handshake == before.handshake
                      and allocatable == 0 and present and selected)
             if was.reason in (Reason.CLEANED_UP, Reason.AWAITING_SIGN_OF_LIFE) and quiet:
-                # spec 4.2: no new sign of life, no readmission and no write
-                assert (d.reason, d.write) == (Reason.AWAITING_SIGN_OF_LIFE, None)
-            if (was.write is not None and was.write.value is not None and o.handshake == before.handshake
-                    and present and selected and dt < 60 and d.verdict is not V.DEAD):
-                # a stamp in flight is not written again before the watch shows it
-                assert d.write is None or d.write.value is None
+                # spec 4.2: no new sign of life, no readmission; the only write is the cleanup's delete,
+                # while the node still shows the stamp it was cleaned up with
+                assert d.reason is Reason.AWAITING_SIGN_OF_LIFE
+                if d.write is not None:
+                    assert d.write.value is None and memory.delete_handshake
+                    assert o.handshake == memory.handshake_at_cleanup
         memory = d.memory
         previous = (o, d)
 
@@ -548,15 +553,15 @@ A10 = DeviceInfo(id="GPU-0", count=10, devmem=24576, devcore=100, type="NVIDIA-A
 @pytest.mark.parametrize("value", [A10_JSON, A10_LEGACY], ids=["json", "legacy"])
 @pytest.mark.parametrize("rule", [JSON_NVIDIA, LEGACY_MLU], ids=["json vendor", "legacy vendor"])
 def test_a_built_in_codec_reads_both_encodings(rule: VendorRules, value: str) -> None:
-    d = decide(obs(register=value, handshake=stamp()), VendorMemory(), now=NOW, rules=rule)
+    d = evaluate(obs(register=value, handshake=stamp()), VendorMemory(), now=NOW, rules=rule)
     assert (d.reason, d.devices) == (R.REGISTERED, (attrs.evolve(A10, devicevendor=rule.vendor_key),))
 
 
 def test_an_old_nvidia_plugin_switching_encoding_is_an_update_not_a_loss() -> None:
     """A rolling upgrade: the legacy value of a v2.7 plugin replaced by the JSON of a v2.8 one."""
-    first = decide(obs(register=A10_LEGACY, handshake=stamp(), allocatable=10), VendorMemory(), now=NOW,
+    first = evaluate(obs(register=A10_LEGACY, handshake=stamp(), allocatable=10), VendorMemory(), now=NOW,
                    rules=JSON_NVIDIA)
-    second = decide(obs(register=A10_JSON, handshake=stamp(), allocatable=10), first.memory, now=NOW + SEC,
+    second = evaluate(obs(register=A10_JSON, handshake=stamp(), allocatable=10), first.memory, now=NOW + SEC,
                     rules=JSON_NVIDIA)
     assert (second.reason, second.devices) == (R.UPDATED, first.devices)
 
@@ -572,7 +577,7 @@ SEED_MLU = ("MLU-45013011-2257-0000-0000-000000000000,10,23308,0,MLU-MLU370-X4,0
 )
 def test_real_decode_errors_degrade_with_a_clear_message(rule: VendorRules, value: str, quoted: str) -> None:
     memory = VendorMemory(devices=(attrs.evolve(A10, devicevendor=rule.vendor_key),), register=A10_JSON)
-    d = decide(obs(register=value, handshake=stamp()), memory, now=NOW, rules=rule)
+    d = evaluate(obs(register=value, handshake=stamp()), memory, now=NOW, rules=rule)
     assert (d.reason, d.cache, d.devices, d.error_is_new) == (R.DEGRADED, KEEP, memory.devices, True)
     assert d.error is not None and "\n" not in d.error
     assert d.error.startswith(f"node {NODE}: annotation {rule.register_annotation}: ")
@@ -581,5 +586,5 @@ def test_real_decode_errors_degrade_with_a_clear_message(rule: VendorRules, valu
 
 def test_a_driver_codec_reads_only_its_own_encoding() -> None:
     # TINY would take a JSON value as a device id; nothing reads it as JSON on a custom codec's behalf
-    d = decide(obs(register="[x]", handshake=stamp()), VendorMemory(), now=NOW, rules=MLU)
+    d = evaluate(obs(register="[x]", handshake=stamp()), VendorMemory(), now=NOW, rules=MLU)
     assert d.devices is not None and [x.id for x in d.devices] == ["[x]"]

@@ -32,8 +32,8 @@ from hami_core.protocol.decide import (
     Reason,
     VendorMemory,
     Verdict,
-    decide,
 )
+from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import format_stamp
 
 VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors" / "hami-unit-test-cases.json"
@@ -143,7 +143,7 @@ def test_generic_check_health(case: dict[str, Any]) -> None:
         allocatable=given.get("allocatable", {}).get(given["resourceCountName"], 0),
     )
     rules = generic_rules(key, given["resourceCountName"])
-    d = decide(observation, memory, now=NOW, rules=rules)
+    d = evaluate(observation, memory, now=NOW, rules=rules)
     ours = hami_view(d, key)
     expected = {"healthy": case["expect"]["healthy"], "needUpdate": case["expect"]["needUpdate"],
                 "patch": {k: fill(v) for k, v in (case["expect"]["patch"] or {}).items()} or None}
@@ -168,7 +168,7 @@ NVIDIA = VendorRules(
 def nvidia_memory(state: dict[str, Any], first: str | None) -> VendorMemory:
     """HAMi's per-node bookkeeping as our memory: a count reported > 0, and the register value cached."""
     if first == "NodeDeleted(reused-node)":
-        return decide(Observation(node="reused-node", present=False), VendorMemory(), now=NOW,
+        return evaluate(Observation(node="reused-node", present=False), VendorMemory(), now=NOW,
                       rules=NVIDIA).memory
     register = state["ReportedRegisterAnnos"] or None
     devices = None
@@ -187,7 +187,7 @@ def test_nvidia_check_health(case: dict[str, Any]) -> None:
         allocatable=given["allocatable"].get("nvidia.com/gpu", 0),
     )
     memory = nvidia_memory(given["state_before"], given.get("call_first"))
-    d = decide(observation, memory, now=NOW, rules=NVIDIA)
+    d = evaluate(observation, memory, now=NOW, rules=NVIDIA)
     ours = hami_view(d, "hami.io/node-handshake")
     expected = {"healthy": case["expect"]["healthy"], "needUpdate": case["expect"]["needUpdate"]}
     if case["source"] in BEYOND_HAMI:
@@ -205,7 +205,7 @@ def test_nvidia_steady_state_of_an_expired_stamp_is_healthy_forever() -> None:
     memory = VendorMemory()
     for hour in range(48):
         obs = Observation(node="n", register=register, handshake=format_stamp(NOW), allocatable=4)
-        d = decide(obs, memory, now=NOW + timedelta(hours=hour), rules=NVIDIA)
+        d = evaluate(obs, memory, now=NOW + timedelta(hours=hour), rules=NVIDIA)
         assert d.verdict is not Verdict.DEAD and d.devices is not None and d.write is None
         memory = d.memory
 
@@ -221,7 +221,7 @@ def test_nvidia_node_deleted(case: dict[str, Any]) -> None:
         for node, count in before["ReportedGPUNum"].items()
     }
     gone = case["input"]["node"]
-    d = decide(Observation(node=gone, present=False), memories.get(gone, VendorMemory()), now=NOW,
+    d = evaluate(Observation(node=gone, present=False), memories.get(gone, VendorMemory()), now=NOW,
                rules=NVIDIA)
     assert (d.reason, d.memory, d.write) == (Reason.NODE_DELETED, VendorMemory(), None)
     memories.pop(gone, None)
@@ -277,7 +277,7 @@ def run_register(vendors: dict[str, Any], nodes: list[str], cache: dict[str, dic
             elif "other" in discovery:
                 discovery = discovery["other"]
             memory = cache.get(node, {}).get(vendor, VendorMemory())
-            d = decide(health_observation(node, mock["CheckHealth"], register_value(discovery)), memory,
+            d = evaluate(health_observation(node, mock["CheckHealth"], register_value(discovery)), memory,
                        now=NOW, rules=vendor_rules(vendor))
             cleanups[vendor] += d.reason is Reason.CLEANED_UP
             cache.setdefault(node, {})[vendor] = d.memory
@@ -345,7 +345,7 @@ def test_register_from_node_annotations(case: dict[str, Any]) -> None:
     pattern = case["expect"].get("node_annotations_after_match") or case["expect"]["if_present_match"]
     for key in LAYOUT:
         rules = attrs.evolve(vendor_rules("x"), handshake_annotation=key)
-        d = decide(Observation(node=node["name"], handshake=annotations.get(key)), VendorMemory(), now=NOW,
+        d = evaluate(Observation(node=node["name"], handshake=annotations.get(key)), VendorMemory(), now=NOW,
                    rules=rules)
         after = annotations.get(key) if d.write is None else d.write.value
         if key in annotations:

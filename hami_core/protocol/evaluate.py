@@ -1,0 +1,106 @@
+"""Asking a vendor's driver code, with its failures isolated, and then the decision core.
+
+``decide`` runs no driver code. ``ask_driver`` calls the vendor's codec (for a register value ``decide``
+has not read before) and its liveness rule, and turns whatever they do, a ``DecodeError``, any other
+exception, a wrong return type, into a one-line error naming the node; ``evaluate`` is the two in a row,
+which is what the scheduler and ``hami doctor`` both run, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import attrs
+
+from hami_core.protocol.codecs import JSON_CODEC, LEGACY_CODEC, MAX_ANNOTATION_BYTES, Codec, decode_any
+from hami_core.protocol.decide import (
+    Decision,
+    DriverAnswers,
+    Observation,
+    VendorMemory,
+    VendorRules,
+    decide,
+    register_to_decode,
+    vendor_absent,
+)
+from hami_core.protocol.errors import DecodeError, shorten
+from hami_core.protocol.handshake import DEFAULT_WINDOW
+from hami_core.protocol.liveness import LivenessFacts
+from hami_core.protocol.model import DeviceInfo
+
+__all__ = ["ask_driver", "evaluate", "read_register", "reader"]
+
+Reader = Callable[[str], list[DeviceInfo]]
+
+
+def reader(codec: Codec) -> Reader:
+    """The register reader for a vendor codec: a built-in encoding reads both (spec 3.4), since a vendor's
+    plugin of another HAMi version may write the other one; a driver's own codec reads its own."""
+    if codec is JSON_CODEC or codec is LEGACY_CODEC:
+        return decode_any
+    return codec.decode
+
+
+def read_register(
+    value: str, rules: VendorRules, node: str, decode: Reader | None = None
+) -> tuple[DeviceInfo, ...] | str:
+    """The devices of a register value with ``devicevendor`` set, or a one-line error naming the node."""
+    where = f"node {node}: annotation {rules.register_annotation}"
+    # A str of n characters is at most 4n bytes in UTF-8: only a long one needs encoding to be measured.
+    size = len(value.encode("utf-8", "surrogatepass")) if len(value) * 4 > MAX_ANNOTATION_BYTES else 0
+    if size > MAX_ANNOTATION_BYTES:
+        return f"{where}: value is {size} bytes, over the {MAX_ANNOTATION_BYTES}-byte annotation limit"
+    try:
+        decoded = (decode or reader(rules.codec))(value)
+    except DecodeError as exc:
+        return f"{where}: {exc}"
+    except Exception as exc:  # a driver's codec must not take the scheduler down
+        return f"{where}: codec {rules.codec.name!r} failed: {type(exc).__name__}: {exc}"
+    if not isinstance(decoded, list) or not all(isinstance(d, DeviceInfo) for d in decoded):
+        kind = type(decoded).__name__
+        return f"{where}: codec {rules.codec.name!r} returned {kind}, not a list of DeviceInfo"
+    vendor = rules.vendor_key
+    return tuple(d if d.devicevendor == vendor else attrs.evolve(d, devicevendor=vendor) for d in decoded)
+
+
+def _alive(rules: VendorRules, facts: LivenessFacts, node: str) -> bool | str:
+    """The vendor's liveness rule on ``facts``, or a one-line error when the rule (a driver's) raised."""
+    try:
+        return bool(rules.liveness.alive(facts))
+    except Exception as exc:
+        detail = shorten(" ".join(f"{type(exc).__name__}: {exc}".split()), 160)[1:-1]
+        return f"node {node}: liveness rule {rules.liveness.name!r} failed: {detail}"
+
+
+def ask_driver(
+    obs: Observation, memory: VendorMemory, rules: VendorRules, *, decode: Reader | None = None
+) -> DriverAnswers:
+    """Everything ``decide`` needs from the driver for this observation, as plain values."""
+    value = register_to_decode(obs, memory)
+    decoded = read_register(value, rules, obs.node, decode) if value is not None else None
+    seen = memory.allocatable_seen
+    fresh = _alive(rules, LivenessFacts(stamp_expired=False, allocatable=obs.allocatable,
+                                        allocatable_seen=seen), obs.node)
+    expired = _alive(rules, LivenessFacts(stamp_expired=True, allocatable=obs.allocatable,
+                                          allocatable_seen=seen), obs.node)
+    seen_after = seen or obs.allocatable > 0
+    at_expiry = expired if seen_after == seen else _alive(
+        rules, LivenessFacts(stamp_expired=True, allocatable=obs.allocatable, allocatable_seen=seen_after),
+        obs.node)
+    return DriverAnswers(decoded=decoded, alive_fresh=fresh, alive_expired=expired, alive_at_expiry=at_expiry)
+
+
+def evaluate(
+    obs: Observation,
+    memory: VendorMemory,
+    *,
+    now: datetime,
+    rules: VendorRules,
+    window: timedelta = DEFAULT_WINDOW,
+    decode: Reader | None = None,
+) -> Decision:
+    """Ask the driver, then decide: one vendor on one node, as the scheduler judges it."""
+    # Nothing of the vendor on the node: no driver code runs (decide says so without asking).
+    answers = DriverAnswers() if vendor_absent(obs, memory) else ask_driver(obs, memory, rules, decode=decode)
+    return decide(obs, memory, answers, now=now, rules=rules, window=window)

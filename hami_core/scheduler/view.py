@@ -1,0 +1,161 @@
+"""The read-your-writes view of Nodes: the watched Node with this replica's own writes laid over it.
+
+This is the one place that knows about writes this replica has sent and not yet seen back (client-go's
+``MutationCache``). Every evaluation reads a Node through :meth:`NodeView.get`, so no evaluation, whether
+it comes from a watch event, the resync, a term start or an expiry timer, can decide on a value this
+replica has already replaced, and a stamp is never sent twice.
+
+The life of one write:
+
+1. ``expect(node, patch)``: the worker decided it. From now on the view shows the patch over the watched
+   Node (a merge patch of annotations: ``None`` deletes a key).
+2. ``applied(write, reply)``: the PATCH answered with the Node as it now is. The view shows that reply,
+   which is at least as new as anything the watch has shown, until the watch catches up.
+3. ``observed(node)``: the watch shows the Node at a resourceVersion at least as new as the reply: the
+   write is confirmed and leaves the view; from then on the watched Node is the whole truth.
+   Or ``failed(write)``: the PATCH failed, or was never sent (leadership lost). The write leaves the view
+   at once, and the caller re-queues the node so that it is decided again on what the Node really holds.
+
+A Node that is deleted or re-created (another uid) drops its writes. Leadership changes need nothing
+special here: unsent writes come back through ``failed`` (the writer refuses to send them once this
+replica is not the leader), and the ones already sent stay until they are confirmed or fail, since a
+PATCH reply is a fact about the Node whoever leads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Mapping
+
+import attrs
+
+from hami_core.kube.port import NodeSnapshot
+
+__all__ = ["NodeView", "PendingWrite"]
+
+Patch = Mapping[str, str | None]
+
+
+@attrs.define(eq=False)
+class PendingWrite:
+    """One annotation merge patch this replica decided to send to one Node."""
+
+    node: str
+    uid: str
+    patch: Patch
+    #: Orders the writes of one node (they are sent in this order).
+    seq: int
+    #: The Node as the PATCH reply showed it; ``None`` while the request is in flight.
+    reply: NodeSnapshot | None = None
+
+
+def _rv(value: str) -> int | None:
+    """A resourceVersion as a number, or ``None`` when it is not one (then only equality is known)."""
+    return int(value) if value.isdigit() else None
+
+
+def _not_older(seen: NodeSnapshot, reply: NodeSnapshot) -> bool:
+    """``seen`` is at least as new as ``reply`` (the same object)."""
+    if seen.uid != reply.uid:
+        return True  # another object: the write was about one that is gone
+    a, b = _rv(seen.resource_version), _rv(reply.resource_version)
+    if a is None or b is None:
+        return seen.resource_version == reply.resource_version
+    return a >= b
+
+
+def _overlay(node: NodeSnapshot, patch: Patch) -> NodeSnapshot:
+    annotations = dict(node.annotations)
+    for key, value in patch.items():
+        if value is None:
+            annotations.pop(key, None)
+        else:
+            annotations[key] = value
+    return attrs.evolve(node, annotations=annotations)
+
+
+class NodeView:
+    """``get(node)`` = the watched Node ⊕ this replica's writes not yet seen back. Thread-safe."""
+
+    def __init__(self, watched: Callable[[str], NodeSnapshot | None]) -> None:
+        self._watched = watched
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[PendingWrite]] = {}
+        self._seq = itertools.count()
+
+    def get(self, name: str) -> NodeSnapshot | None:
+        """The Node as it is once this replica's writes land; ``None`` when the watch shows no Node."""
+        with self._lock:  # both read under the lock: a confirmation cannot fall between them
+            node = self._watched(name)
+            writes = list(self._pending.get(name, ()))
+        if node is None or not writes:
+            return node
+        for write in writes:
+            if write.uid != node.uid:
+                continue
+            if write.reply is not None:
+                if not _not_older(node, write.reply):
+                    node = write.reply
+            else:
+                node = _overlay(node, write.patch)
+        return node
+
+    def expect(self, node: NodeSnapshot, patch: Patch) -> PendingWrite:
+        """A write to ``node`` was decided: show it from now on. Returns the handle for the outcome."""
+        write = PendingWrite(node=node.name, uid=node.uid, patch=dict(patch), seq=next(self._seq))
+        with self._lock:
+            self._pending.setdefault(node.name, []).append(write)
+        return write
+
+    def applied(self, write: PendingWrite, reply: NodeSnapshot) -> bool:
+        """The PATCH of ``write`` answered with ``reply``: show the reply until the watch catches up.
+
+        Returns True when the watch had already shown the Node past the reply: evaluations made while
+        the request was in flight judged by the patch laid over newer changes, so the caller evaluates
+        the node again.
+        """
+        with self._lock:
+            writes = self._pending.get(write.node)
+            if writes is None or write not in writes:
+                return False
+            current = self._watched(write.node)
+            if current is not None and _not_older(current, reply):
+                self._drop(write)
+                return True
+            write.reply = reply
+            return False
+
+    def failed(self, write: PendingWrite) -> None:
+        """The PATCH of ``write`` failed or was never sent: the view stops showing it."""
+        with self._lock:
+            self._drop(write)
+
+    def observed(self, node: NodeSnapshot) -> None:
+        """The watch shows ``node``: drop the writes it confirms (replied, and not newer than it)."""
+        with self._lock:
+            writes = self._pending.get(node.name)
+            if not writes:
+                return
+            for write in list(writes):
+                if write.uid != node.uid or (write.reply is not None and _not_older(node, write.reply)):
+                    self._drop(write)
+
+    def deleted(self, name: str) -> None:
+        """The Node is gone: its writes are moot."""
+        with self._lock:
+            self._pending.pop(name, None)
+
+    def pending(self) -> int:
+        """Writes decided and not yet confirmed by the watch (nor failed)."""
+        with self._lock:
+            return sum(len(w) for w in self._pending.values())
+
+    def _drop(self, write: PendingWrite) -> None:
+        writes = self._pending.get(write.node)
+        if writes is None:
+            return
+        if write in writes:
+            writes.remove(write)
+        if not writes:
+            del self._pending[write.node]
