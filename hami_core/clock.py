@@ -140,7 +140,7 @@ class _FakeCondition:
         if self._clock.auto_advance:
             self._clock._slept(timeout)
             return False
-        self._clock._waiting(+1)
+        token = self._clock._waiting(deadline)
         try:
             while True:
                 self._cond.wait()
@@ -149,7 +149,7 @@ class _FakeCondition:
                 if self._clock.monotonic() >= deadline:
                     return False
         finally:
-            self._clock._waiting(-1)
+            self._clock._done_waiting(token)
 
     def wait_for(self, predicate: Callable[[], object], timeout: float | None = None) -> object:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
@@ -207,7 +207,9 @@ class FakeClock:
         self._start = start if start.tzinfo is not None else start.astimezone()
         self._lock = threading.Lock()
         self._elapsed = 0.0
-        self._blocked = 0
+        #: The deadline of every timed wait in progress, by a token per wait.
+        self._deadlines: dict[int, float] = {}
+        self._tokens = 0
         self._blocked_changed = threading.Condition(self._lock)
         self._conditions: weakref.WeakSet[_FakeCondition] = weakref.WeakSet()
 
@@ -238,8 +240,12 @@ class FakeClock:
             self._conditions.add(cond)
         return cond
 
-    def advance(self, seconds: float) -> None:
-        """Move the time forward and wake every timed wait, which then looks at its deadline."""
+    def advance(self, seconds: float, *, timeout: float = 10.0) -> None:
+        """Move the time forward and wake every timed wait, which then looks at its deadline.
+
+        Returns once every wait whose deadline has now passed has ended (waiting up to ``timeout`` real
+        seconds for those threads to run), so what was due has started when this returns.
+        """
         if seconds < 0:
             raise ValueError(f"FakeClock.advance: time does not go back ({seconds}s)")
         with self._lock:
@@ -247,6 +253,10 @@ class FakeClock:
             conditions = list(self._conditions)
         for cond in conditions:
             cond._tick()
+        with self._blocked_changed:
+            now = 1000.0 + self._elapsed
+            self._blocked_changed.wait_for(
+                lambda: all(deadline > now for deadline in self._deadlines.values()), timeout)
 
     def _slept(self, seconds: float) -> None:
         self.slept.append(seconds)
@@ -256,14 +266,21 @@ class FakeClock:
     def waiting(self) -> int:
         """How many threads are blocked in a timed wait on this clock now."""
         with self._lock:
-            return self._blocked
+            return len(self._deadlines)
 
     def wait_for_waiting(self, count: int, timeout: float = 10.0) -> bool:
         """Block (in real time, up to ``timeout``) until at least ``count`` threads wait on this clock."""
         with self._blocked_changed:
-            return self._blocked_changed.wait_for(lambda: self._blocked >= count, timeout)
+            return self._blocked_changed.wait_for(lambda: len(self._deadlines) >= count, timeout)
 
-    def _waiting(self, delta: int) -> None:
+    def _waiting(self, deadline: float) -> int:
         with self._blocked_changed:
-            self._blocked += delta
+            self._tokens += 1
+            self._deadlines[self._tokens] = deadline
+            self._blocked_changed.notify_all()
+            return self._tokens
+
+    def _done_waiting(self, token: int) -> None:
+        with self._blocked_changed:
+            self._deadlines.pop(token, None)
             self._blocked_changed.notify_all()

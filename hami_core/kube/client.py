@@ -9,6 +9,8 @@ Errors become the port's ``ClusterError`` classes with a one-line message naming
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import json
 import logging
 import threading
@@ -123,6 +125,11 @@ def _translate(action: str, exc: BaseException) -> NoReturn:
     if isinstance(exc, k8s_config.ConfigException):  # credentials refreshed during the call (exec plugin)
         raise ClusterError(f"{action}: cannot get credentials: {_flat(str(exc))}") from None
     raise exc
+
+
+@functools.cache
+def _parameters(method: Callable[..., Any]) -> tuple[str, ...]:
+    return tuple(inspect.signature(method).parameters)
 
 
 def _bad_body(action: str, problem: str) -> Unavailable:
@@ -278,6 +285,28 @@ class KubeCluster:
             _translate(action, exc)
         return _read_json(action, response)
 
+    def _call_unvalidated(self, action: str, api: Any, method: str, /, **params: Any) -> dict[str, Any]:
+        """``_call`` without the generated method's argument validation, for the writes.
+
+        That validation turns a dict body into the typed model and back: a Lease time with zero
+        microseconds then goes out as ``...:05+00:00``, which the API server refuses as a MicroTime, and it
+        costs about a quarter of a node patch's CPU. The request is built by the client's own serializer
+        (same path, auth and headers) and sent as it is.
+        """
+        serialize = getattr(api, f"_{method}_serialize")
+        arguments: dict[str, Any] = dict.fromkeys(_parameters(serialize))
+        arguments["_host_index"] = 0
+        arguments.update(params)
+        if self._limiter is not None:
+            self._limiter.acquire()
+        try:
+            request = serialize(**arguments)
+            response = self.api_client._call_with_legacy_options(
+                request, {}, None, False, self._timeout, True)
+        except Exception as exc:
+            _translate(action, exc)
+        return _read_json(action, response)
+
     # -- nodes: read ----------------------------------------------------------------------------------
 
     def get_node(self, name: str) -> NodeSnapshot:
@@ -348,7 +377,8 @@ class KubeCluster:
         Not part of the port; ``metadata.resourceVersion`` in ``patch`` is a precondition.
         """
         action = f"patch node {name!r}"
-        body = self._call(action, self._core.patch_node, name, dict(patch), _content_type=MERGE_PATCH)
+        body = self._call_unvalidated(action, self._core, "patch_node", name=name, body=dict(patch),
+                                      _content_type=MERGE_PATCH)
         return _parsed(action, node_snapshot, body)
 
     def patch_node_annotations(
@@ -399,14 +429,14 @@ class KubeCluster:
 
     def create_lease(self, lease: Lease) -> Lease:
         action = f"create lease {lease.namespace}/{lease.name}"
-        request = lease_body(lease)
-        body = self._call(action, self._coordination.create_namespaced_lease, lease.namespace, request)
+        body = self._call_unvalidated(action, self._coordination, "create_namespaced_lease",
+                                      namespace=lease.namespace, body=lease_body(lease))
         return _parsed(action, lease_from_json, body)
 
     def update_lease(self, lease: Lease) -> Lease:
         action = f"update lease {lease.namespace}/{lease.name}"
-        method = self._coordination.replace_namespaced_lease
-        body = self._call(action, method, lease.name, lease.namespace, lease_body(lease))
+        body = self._call_unvalidated(action, self._coordination, "replace_namespaced_lease",
+                                      name=lease.name, namespace=lease.namespace, body=lease_body(lease))
         return _parsed(action, lease_from_json, body)
 
     # -- events ---------------------------------------------------------------------------------------

@@ -106,6 +106,7 @@ class Reflector:
         #: ``clock()`` at the last sign of progress (a list, a watch opened, an event); for liveness.
         self.last_progress = clock.monotonic()
         self._gone_right_after_list = False
+        self._resume_at: float | None = None
 
     # -- reading the store ------------------------------------------------------------------------------
 
@@ -180,7 +181,16 @@ class Reflector:
     def _pause(self, why: str) -> None:
         delay = self._backoff.next_delay()
         log.debug("node reflector backs off %.2fs: %s", delay, why)
-        self._sleep(delay)
+        self._resume_at = self._clock() + delay
+        try:
+            self._sleep(delay)
+        finally:
+            self._resume_at = None
+
+    def backing_off(self) -> bool:
+        """Waiting out a backoff after a failure, until the clock reaches its end."""
+        resume_at = self._resume_at
+        return resume_at is not None and self._clock() < resume_at
 
     # -- list -------------------------------------------------------------------------------------------
 

@@ -162,8 +162,9 @@ class Scheduler:
         """Nothing left to do until the clock moves or the cluster changes: no node queued or being
         evaluated, no write unsent or unconfirmed by the watch, no Event unposted, the elector waiting.
         For tests and the simulation, which advance a fake clock only once a replica has settled."""
-        return (self.queue.idle() and self.writer.idle() and self.view.pending() == 0
-                and self.events.idle() and self.elector.idle())
+        confirmed = self.view.pending() == 0 or self.reflector.backing_off()  # else the watch shows them
+        return (self.queue.idle() and self.writer.idle() and confirmed and self.events.idle()
+                and self.elector.idle())
 
     # -- reflector callbacks (reflector thread) ---------------------------------------------------------
 

@@ -3,6 +3,12 @@
 A ``World`` gives a test an admin view for setting nodes up (created with a label unique to the test,
 which the scheduler selects on, since Nodes are cluster-scoped), and makes scheduler replicas that
 reach the cluster as the ``hami-scheduler`` identity with its RBAC only.
+
+Time is a ``FakeClock`` the world owns and every replica runs on. ``settle()`` waits (in real time, for
+something to *happen*) until every running replica has taken in every change the test made and has
+nothing left to do until the clock moves; ``advance(seconds)`` moves the clock in small steps, settling
+after each; ``run_until(what, predicate)`` advances until the predicate holds. So a test proves that
+something did *not* happen by advancing the fake clock past the moment it would have, never by sleeping.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from hami_core.clock import FakeClock
 from hami_core.kube.client import KubeCluster
 from hami_core.kube.memory import MemoryCluster
 from hami_core.plugins.manager import load_drivers
@@ -27,10 +34,12 @@ from hami_core.scheduler.daemon import Scheduler
 from hami_core.scheduler.selector import NodeSelector
 from harness.tcpproxy import TcpProxy
 
-#: Shrunk protocol timings: stamps have one-second resolution, so the window stays a few seconds.
-WINDOW = 3.0
-FAST = dict(handshake_window=WINDOW, resync=1.0, lease_duration=2.0, renew_deadline=1.5, retry_period=0.2,
-            http_port=0)
+#: Protocol timings as in production (time is fake, so they cost nothing to wait out).
+WINDOW = 60.0
+FAST = dict(handshake_window=WINDOW, resync=15.0, lease_duration=15.0, renew_deadline=10.0,
+            retry_period=2.0, http_port=0)
+#: How far the fake clock moves between two settles.
+STEP = 1.0
 
 
 class CountingCluster:
@@ -52,7 +61,8 @@ class CountingCluster:
         return counted
 
 
-def wait_for(what: str, predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
+def wait_for(what: str, predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.01) -> Any:
+    """Poll (in real time) until ``predicate`` holds: for things that must happen, never for absences."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -63,14 +73,53 @@ def wait_for(what: str, predicate: Callable[[], Any], timeout: float = 20.0, int
         time.sleep(interval)
 
 
+def _rv(value: str) -> int:
+    return int(value) if value.isdigit() else -1
+
+
+class TrackingAdmin:
+    """The admin's cluster, remembering the latest state of every Node it wrote (a resourceVersion, or
+    ``None`` once deleted), so ``World.settle`` knows when the replicas' watches have caught up."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.expected: dict[str, int | None] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def _seen(self, node: Any) -> Any:
+        self.expected[node.name] = _rv(node.resource_version)
+        return node
+
+    def create_node(self, name: str, **kw: Any) -> Any:
+        return self._seen(self._inner.create_node(name, **kw))
+
+    def patch_node_annotations(self, name: str, changes: Any, **kw: Any) -> Any:
+        return self._seen(self._inner.patch_node_annotations(name, changes, **kw))
+
+    def patch_node_status(self, name: str, allocatable: Any) -> Any:
+        return self._seen(self._inner.patch_node_status(name, allocatable))
+
+    def merge_patch_node(self, name: str, patch: Any) -> Any:
+        return self._seen(self._inner.merge_patch_node(name, patch))
+
+    def delete_node(self, name: str) -> None:
+        self._inner.delete_node(name)
+        self.expected[name] = None
+
+
 class World:
     def __init__(self, kind: str, admin: Any, namespace: str, make_cluster: Callable[..., Any]) -> None:
         self.kind = kind
-        self.admin = admin
+        self.admin = TrackingAdmin(admin)
         self.namespace = namespace
         self.label = {"hami-test": uuid.uuid4().hex[:12]}
         self._make_cluster = make_cluster
+        self.clock = FakeClock()
         self.replicas: list[Scheduler] = []
+        self._started: set[int] = set()
+        self._stopped: set[int] = set()
         _, drivers = load_drivers()
         self.drivers = {d.name: d for d in drivers}
 
@@ -98,15 +147,78 @@ class World:
                                    "node_selector": NodeSelector(self.label),
                                    **overrides}
         replica = Scheduler(cluster if cluster is not None else self.cluster(), self.rules(*vendors),
-                            SchedulerConfig(**options))
+                            SchedulerConfig(**options), clock=self.clock)
         self.replicas.append(replica)
         if start:
-            replica.start()
+            self.start(replica)
         return replica
+
+    def start(self, replica: Scheduler) -> None:
+        self._started.add(id(replica))
+        replica.start()
+
+    def stop(self, replica: Scheduler, *, release: bool = True) -> None:
+        """Stop one replica (``release=False``: as if it crashed, leaving its Lease to expire)."""
+        self._stopped.add(id(replica))
+        replica.stop(5, release=release)
 
     def stop_all(self) -> None:
         for replica in self.replicas:
-            replica.stop(5)
+            if id(replica) not in self._stopped:
+                self.stop(replica)
+
+    def running(self) -> list[Scheduler]:
+        return [r for r in self.replicas if id(r) in self._started and id(r) not in self._stopped]
+
+    def _caught_up(self, replica: Scheduler) -> bool:
+        for name, rv in self.admin.expected.items():
+            seen = replica.reflector.snapshot(name)
+            if rv is None:
+                if seen is not None:
+                    return False
+            elif seen is None or _rv(seen.resource_version) < rv:
+                return False
+        return True
+
+    def settle(self, timeout: float = 30.0) -> None:
+        """Wait until every running replica has seen every change made here and has nothing left to do
+        until the clock moves."""
+        def settled(r: Scheduler) -> bool:
+            watching = r.reflector.backing_off() or (r.reflector.has_synced and self._caught_up(r))
+            return watching and r.settled()
+
+        try:
+            wait_for("the replicas to settle", lambda: all(settled(r) for r in self.running()), timeout=timeout)
+        except AssertionError:
+            states = [dict(identity=r.config.identity, backing_off=r.reflector.backing_off(),
+                           synced=r.reflector.has_synced, caught_up=self._caught_up(r), queue=r.queue.idle(),
+                           writer=r.writer.idle(), pending=r.view.pending(), events=r.events.idle(),
+                           elector=r.elector.idle()) for r in self.running()]
+            raise AssertionError(f"the replicas did not settle: {states}") from None
+
+    def advance(self, seconds: float, step: float = STEP) -> None:
+        """Move the fake clock by ``seconds``, ``step`` at a time, settling before and after each step."""
+        self.settle()
+        remaining = seconds
+        while remaining > 1e-9:
+            moved = min(step, remaining)
+            self.clock.advance(moved)
+            remaining -= moved
+            self.settle()
+
+    def run_until(self, what: str, predicate: Callable[[], Any], limit: float = 300.0,
+                  step: float = STEP) -> Any:
+        """Advance the fake clock until ``predicate`` holds; fails after ``limit`` fake seconds."""
+        waited = 0.0
+        while True:
+            self.settle()
+            value = predicate()
+            if value:
+                return value
+            if waited >= limit:
+                raise AssertionError(f"{what}: not after {limit:g} s of fake time")
+            self.clock.advance(step)
+            waited += step
 
 
 def _world(kind: str, request: pytest.FixtureRequest) -> World:

@@ -5,20 +5,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from hami_core.clock import FakeClock
 from hami_core.kube.elector import ElectionConfig, LeaderElector
 from hami_core.kube.memory import MemoryCluster
 from hami_core.kube.port import Lease, Unavailable
 
 
-class Clock:
+class Clock(FakeClock):
+    """The fake clock, set by seconds since the test's start (the tests step electors by hand)."""
+
     def __init__(self) -> None:
-        self.seconds = 0.0
+        super().__init__(datetime(2026, 1, 1, tzinfo=UTC))
+        self._origin = self.monotonic()
 
-    def monotonic(self) -> float:
-        return self.seconds
+    @property
+    def seconds(self) -> float:
+        return self.monotonic() - self._origin
 
-    def wall(self) -> datetime:
-        return datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=self.seconds)
+    @seconds.setter
+    def seconds(self, value: float) -> None:
+        self.advance(value - self.seconds)
 
 
 class Path:
@@ -54,7 +60,7 @@ class Path:
 
 def elector(path: Path | MemoryCluster, clock: Clock, identity: str, **timings: float) -> LeaderElector:
     config = ElectionConfig(namespace="kube-system", name="hami-scheduler", identity=identity, **timings)
-    return LeaderElector(path, config, monotonic=clock.monotonic, wall=clock.wall)  # type: ignore[arg-type]
+    return LeaderElector(path, config, clock=clock)  # type: ignore[arg-type]
 
 
 def test_a_slow_renewal_reply_counts_from_when_it_was_sent() -> None:

@@ -6,47 +6,40 @@ import threading
 
 import pytest
 
+from hami_core.clock import FakeClock
 from hami_core.kube.ratelimit import TokenBucket
 
 
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
+def fake() -> FakeClock:
+    """A clock whose sleeps move it at once (the bucket is used from the test's own thread)."""
+    return FakeClock(auto_advance=True)
 
 
 def test_burst_is_free_then_requests_are_spaced_at_qps() -> None:
-    t = FakeTime()
-    bucket = TokenBucket(qps=5, burst=3, clock=t.clock, sleep=t.sleep)
+    t = fake()
+    start = t.monotonic()
+    bucket = TokenBucket(qps=5, burst=3, clock=t)
     waits = [bucket.acquire() for _ in range(6)]
     assert waits[:3] == [0.0, 0.0, 0.0]
     assert waits[3:] == pytest.approx([0.2, 0.2, 0.2])
-    assert t.now == pytest.approx(1000.6)
+    assert t.monotonic() - start == pytest.approx(0.6)
 
 
 def test_tokens_refill_over_time_up_to_burst() -> None:
-    t = FakeTime()
-    bucket = TokenBucket(qps=10, burst=4, clock=t.clock, sleep=t.sleep)
+    t = fake()
+    bucket = TokenBucket(qps=10, burst=4, clock=t)
     for _ in range(4):
         assert bucket.try_acquire()
     assert not bucket.try_acquire()
-    t.now += 0.25  # 2.5 tokens
+    t.advance(0.25)  # 2.5 tokens
     assert bucket.try_acquire() and bucket.try_acquire()
     assert not bucket.try_acquire()
-    t.now += 100
+    t.advance(100)
     assert bucket.available() == 4.0
 
 
 def test_concurrent_callers_reserve_distinct_slots() -> None:
-    t = FakeTime()
-    bucket = TokenBucket(qps=100, burst=1, clock=t.clock, sleep=lambda s: None)
+    bucket = TokenBucket(qps=100, burst=1, clock=FakeClock())
     delays: list[float] = []
     lock = threading.Lock()
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from hami_core.clock import FakeClock
 from hami_core.kube.memory import MemoryCluster
 from hami_core.kube.port import NodeSnapshot, WatchEvent
 from hami_core.kube.reflector import Backoff, Reflector, ReflectorConfig
@@ -46,17 +47,22 @@ class Log:
             assert self.cond.wait_for(lambda: call in self.calls, timeout), self.calls
 
 
-class Sleeps:
-    """Injected sleep: records delays; stops the reflector after ``limit`` of them."""
+class Sleeps(FakeClock):
+    """A fake clock whose waits pass at once: records the backoff delays, and stops the reflector after
+    ``limit`` of them."""
 
     def __init__(self, limit: int) -> None:
-        self.delays: list[float] = []
+        super().__init__(auto_advance=True)
         self.limit = limit
         self.reflector: Reflector | None = None
 
-    def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
-        if len(self.delays) >= self.limit and self.reflector is not None:
+    @property
+    def delays(self) -> list[float]:
+        return self.slept
+
+    def _slept(self, seconds: float) -> None:
+        super()._slept(seconds)
+        if len(self.slept) >= self.limit and self.reflector is not None:
             self.reflector.stop(timeout=0)
 
 
@@ -75,7 +81,7 @@ def test_list_failures_back_off_then_sync() -> None:
     cluster.fail_next(3, verb="list")
     sleeps = Sleeps(limit=100)
     log = Log()
-    reflector = Reflector(cluster, log, FAST, sleep=sleeps, rand=lambda: 1.0)
+    reflector = Reflector(cluster, log, FAST, clock=sleeps, rand=lambda: 1.0)
     log.hook = lambda call: reflector.stop(timeout=0) if call[0] == "synced" else None
     reflector.run()  # returns once stopped by the hook
     assert sleeps.delays == [0.5, 1.0, 2.0]
@@ -87,7 +93,7 @@ def test_a_watch_that_is_always_gone_is_not_a_tight_loop() -> None:
     cluster = MemoryCluster()
     cluster.force_gone(1000)
     sleeps = Sleeps(limit=5)
-    reflector = Reflector(cluster, Log(), FAST, sleep=sleeps, rand=lambda: 1.0)
+    reflector = Reflector(cluster, Log(), FAST, clock=sleeps, rand=lambda: 1.0)
     sleeps.reflector = reflector
     reflector.run()
     assert sleeps.delays == [0.5, 1.0, 2.0, 4.0, 8.0]
@@ -109,7 +115,7 @@ class _WatchEndsAtOnce(MemoryCluster):
 
 def test_a_watch_that_ends_at_once_is_not_a_tight_loop() -> None:
     sleeps = Sleeps(limit=4)
-    reflector = Reflector(_WatchEndsAtOnce(), Log(), FAST, sleep=sleeps, rand=lambda: 0.0)
+    reflector = Reflector(_WatchEndsAtOnce(), Log(), FAST, clock=sleeps, rand=lambda: 0.0)
     sleeps.reflector = reflector
     reflector.run()
     assert sleeps.delays == [0.25, 0.5, 1.0, 2.0]
@@ -120,7 +126,7 @@ def test_relist_after_gone_delivers_only_the_difference() -> None:
     cluster = MemoryCluster()
     a, b, c = (cluster.create_node(n) for n in "abc")
     log = Log()
-    reflector = Reflector(cluster, log, FAST, sleep=lambda s: None)
+    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True))
     reflector.start()
     try:
         log.wait_for(("synced", False))
@@ -153,7 +159,7 @@ def test_dropped_watch_resumes_from_the_last_version_without_a_list() -> None:
     cluster = MemoryCluster()
     a = cluster.create_node("a")
     log = Log()
-    reflector = Reflector(cluster, log, FAST, sleep=lambda s: None)
+    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True))
     reflector.start()
     try:
         log.wait_for(("synced", False))
@@ -174,7 +180,7 @@ def test_pages_are_joined_into_one_list() -> None:
     for i in range(7):
         cluster.create_node(f"n{i}")
     log = Log()
-    reflector = Reflector(cluster, log, ReflectorConfig(page_size=3), sleep=lambda s: None)
+    reflector = Reflector(cluster, log, ReflectorConfig(page_size=3), clock=FakeClock(auto_advance=True))
     log.hook = lambda call: reflector.stop(timeout=0) if call[0] == "synced" else None
     reflector.run()
     assert reflector.names() == [f"n{i}" for i in range(7)]
@@ -186,7 +192,7 @@ def test_bookmarks_advance_the_resource_version() -> None:
     cluster = MemoryCluster(bookmark_interval=None)
     cluster.create_node("a")
     log = Log()
-    reflector = Reflector(cluster, log, FAST, sleep=lambda s: None)
+    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True))
     reflector.start()
     try:
         log.wait_for(("synced", False))
@@ -210,7 +216,7 @@ def test_a_failing_handler_does_not_stop_the_reflector() -> None:
             raise RuntimeError("handler bug")
 
     log.hook = explode
-    reflector = Reflector(cluster, log, FAST, sleep=lambda s: None)
+    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True))
     reflector.start()
     try:
         log.wait_for(("synced", False))
@@ -222,26 +228,31 @@ def test_a_failing_handler_does_not_stop_the_reflector() -> None:
         reflector.stop()
 
 
-def test_stop_is_prompt_during_backoff_and_during_a_watch() -> None:
+def test_stop_ends_a_backoff_and_a_watch_at_once() -> None:
     failing = MemoryCluster()
     failing.fail_next(10_000)
-    reflector = Reflector(failing, Log(), ReflectorConfig(backoff_initial=20, backoff_max=20))
-    reflector.start()
-    time.sleep(0.2)
-    started = time.monotonic()
-    reflector.stop()
-    assert time.monotonic() - started < 2
+    reflector = Reflector(failing, Log(), ReflectorConfig(backoff_initial=20, backoff_max=20), clock=FakeClock())
+    thread = reflector.start()
+    _until(reflector.backing_off)
+    reflector.stop(timeout=10)  # the fake clock never moves: only the stop can end the wait
+    assert not thread.is_alive()
 
     idle = MemoryCluster()
     log = Log()
-    watching = Reflector(idle, log, ReflectorConfig(watch_timeout=(300, 300)))
-    watching.start()
+    watching = Reflector(idle, log, ReflectorConfig(watch_timeout=(300, 300)), clock=FakeClock())
+    thread = watching.start()
     log.wait_for(("synced", False))
-    time.sleep(0.1)
-    started = time.monotonic()
-    watching.stop()
-    assert time.monotonic() - started < 2
+    _until(lambda: idle.open_watches == 1)
+    watching.stop(timeout=10)
+    assert not thread.is_alive()
     assert idle.open_watches == 0
+
+
+def _until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
 
 
 @pytest.mark.parametrize("selector", ["pool=gpu"])
@@ -266,16 +277,18 @@ def test_a_node_leaving_the_selector_is_deleted_from_the_store(selector: str) ->
 
 
 def test_progress_is_stamped_by_lists_and_events() -> None:
-    ticks = iter(range(1, 10_000))
     cluster = MemoryCluster()
     log = Log()
-    reflector = Reflector(cluster, log, FAST, sleep=lambda s: None, clock=lambda: float(next(ticks)))
-    assert reflector.last_progress == 1.0
+    clock = FakeClock()
+    reflector = Reflector(cluster, log, FAST, clock=clock)
+    assert reflector.last_progress == clock.monotonic()
+    clock.advance(1)
     reflector.start()
     try:
         log.wait_for(("synced", False))
         after_list = reflector.last_progress
-        assert after_list > 1.0
+        assert after_list == clock.monotonic()
+        clock.advance(1)
         node = cluster.create_node("n1")
         log.wait_for(("upsert", None, "n1", node.resource_version))
         assert reflector.last_progress > after_list

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import attrs
-from harness.scheduler_world import WINDOW, World, wait_for
+from harness.scheduler_world import WINDOW, World
 
 from hami_core.protocol.codecs import decode_any
 
@@ -44,20 +43,17 @@ def registered(replica: Any, node: str) -> set[str]:
 def test_all_four_vendors_are_stamped_and_registered_with_one_patch(world: World) -> None:
     node = world.node("all", REGISTER, ALLOCATABLE)
     bare = world.node("cpu-only")
-    # A long window: on a loaded machine the shrunk one could expire the stamps (a second, later patch)
-    # before the count below is read.
-    replica = world.scheduler(handshake_window=60.0)
-    wait_for("four vendors registered", lambda: registered(replica, node) == set(HANDSHAKES))
-    wait_for("ready", replica.ready)
+    replica = world.scheduler()
+    world.run_until("four vendors registered", lambda: registered(replica, node) == set(HANDSHAKES))
+    world.run_until("ready", replica.ready)
     for key, value in REGISTER.items():
         assert replica.cache.vendor(node, VENDOR_OF[key]).devices == expected(key, value)
-    annotations = wait_for("stamps", lambda: (a := world.annotations(node)) and
+    annotations = world.run_until("stamps", lambda: (a := world.annotations(node)) and
                            all(k in a for k in HANDSHAKES.values()) and a)
     for key in HANDSHAKES.values():
         assert annotations[key].startswith("Requesting_20"), annotations[key]
     # Spec 4 rule 6: a node without any vendor gets no handshake at all.
     assert world.annotations(bare) == {}
-    replica.writer.wait_idle(5)
     calls = replica.cluster.calls
     assert calls["patch_node_annotations"] == 1, calls  # all four stamps in one merge patch
     assert calls["get_node"] == 0 and calls["list_nodes"] == 1, calls
@@ -66,12 +62,12 @@ def test_all_four_vendors_are_stamped_and_registered_with_one_patch(world: World
 def test_a_plugin_report_is_re_stamped(world: World) -> None:
     node = world.node("mlu", {"hami.io/node-mlu-register": REGISTER["hami.io/node-mlu-register"]})
     replica = world.scheduler("mlu")
-    wait_for("stamp", lambda: stamped(world, node, "MLU"))
+    world.run_until("stamp", lambda: stamped(world, node, "MLU"))
     report = "Reported 2024-01-23 04:30:04.434037031 +0000 UTC m=+1104711.777756895"
     world.admin.patch_node_annotations(node, {HANDSHAKES["MLU"]: report})
-    wait_for("re-stamp", lambda: stamped(world, node, "MLU"))
+    world.run_until("re-stamp", lambda: stamped(world, node, "MLU"))
     assert registered(replica, node) == {"MLU"}
-    replica.writer.wait_idle(5)
+    world.settle()
     assert replica.cluster.calls["patch_node_annotations"] == 2
 
 
@@ -79,20 +75,20 @@ def test_dead_plugin_is_cleaned_up_and_stays_out_until_a_sign_of_life(world: Wor
     node = world.node("dcu", {"hami.io/node-dcu-register": REGISTER["hami.io/node-dcu-register"]},
                       {"hygon.com/dcunum": "8"})
     replica = world.scheduler("dcu")
-    wait_for("registered", lambda: registered(replica, node) == {"DCU"})
+    world.run_until("registered", lambda: registered(replica, node) == {"DCU"})
     # The plugin dies: kubelet drops the allocatable count, no more reports.
     world.admin.patch_node_status(node, {"hygon.com/dcunum": "0"})
-    wait_for("cleanup", lambda: not replica.cache.node(node), timeout=WINDOW * 4)
-    wait_for("handshake deleted", lambda: HANDSHAKES["DCU"] not in world.annotations(node))
+    world.run_until("cleanup", lambda: not replica.cache.node(node))
+    world.run_until("handshake deleted", lambda: HANDSHAKES["DCU"] not in world.annotations(node))
     assert world.annotations(node)["hami.io/node-dcu-register"] == REGISTER["hami.io/node-dcu-register"]
     # No flapping (spec 4.2): more than a window later it is neither re-stamped nor re-registered.
-    time.sleep(WINDOW * 1.5)
+    world.advance(WINDOW * 1.5)
     assert not replica.cache.node(node)
     assert HANDSHAKES["DCU"] not in world.annotations(node)
     # A sign of life readmits it.
     world.admin.patch_node_annotations(node, {HANDSHAKES["DCU"]: "Reported_2026.11.29 10:00:00"})
-    wait_for("readmitted", lambda: registered(replica, node) == {"DCU"})
-    wait_for("re-stamped", lambda: stamped(world, node, "DCU"))
+    world.run_until("readmitted", lambda: registered(replica, node) == {"DCU"})
+    world.run_until("re-stamped", lambda: stamped(world, node, "DCU"))
     assert replica.registrar.counters["cleanups"] == 1
 
 
@@ -101,15 +97,15 @@ def test_nvidia_with_an_old_stamp_and_allocatable_stays_registered(world: World)
                               "hami.io/node-handshake": "Requesting_2024-01-23 04:30:04"},
                       {"nvidia.com/gpu": "10"})
     replica = world.scheduler("nvidia")
-    wait_for("registered", lambda: registered(replica, node) == {"NVIDIA"})
-    time.sleep(WINDOW + 1)
+    world.run_until("registered", lambda: registered(replica, node) == {"NVIDIA"})
+    world.advance(WINDOW + 1)
     assert registered(replica, node) == {"NVIDIA"}
     assert world.annotations(node)["hami.io/node-handshake"] == "Requesting_2024-01-23 04:30:04"
     assert replica.cluster.calls["patch_node_annotations"] == 0
     # NVIDIA's rule: once the count was > 0, its drop to 0 cleans up at once.
     world.admin.patch_node_status(node, {"nvidia.com/gpu": "0"})
-    wait_for("cleanup", lambda: not replica.cache.node(node))
-    wait_for("handshake deleted", lambda: "hami.io/node-handshake" not in world.annotations(node))
+    world.run_until("cleanup", lambda: not replica.cache.node(node))
+    world.run_until("handshake deleted", lambda: "hami.io/node-handshake" not in world.annotations(node))
 
 
 def test_a_malformed_annotation_degrades_only_that_vendor_on_that_node(world: World) -> None:
@@ -117,20 +113,20 @@ def test_a_malformed_annotation_degrades_only_that_vendor_on_that_node(world: Wo
     truncated = "MLU-1,10,23308,0,MLU-370,0,true:MLU-2,10,"  # the seed's truncated second record
     bad = world.node("bad", {**REGISTER, "hami.io/node-mlu-register": truncated}, ALLOCATABLE)
     replica = world.scheduler()
-    wait_for("good registered", lambda: registered(replica, good) == set(HANDSHAKES))
-    wait_for("bad node's other vendors", lambda: registered(replica, bad) == {"NVIDIA", "DCU", "XPU"})
-    entry = wait_for("degraded", lambda: replica.cache.vendor(bad, "MLU"))
+    world.run_until("good registered", lambda: registered(replica, good) == set(HANDSHAKES))
+    world.run_until("bad node's other vendors", lambda: registered(replica, bad) == {"NVIDIA", "DCU", "XPU"})
+    entry = world.run_until("degraded", lambda: replica.cache.vendor(bad, "MLU"))
     assert entry.state == "degraded" and entry.devices == () and "segment 2" in (entry.error or "")
     # Seen before the replica led, perhaps: posted once it leads, while the value is still bad.
-    wait_for("the first warning event", lambda: _events(world, bad))
+    world.run_until("the first warning event", lambda: _events(world, bad))
     # A later good value, then a truncated one: the last good list is kept while degraded.
     value = REGISTER["hami.io/node-mlu-register"]
     world.admin.patch_node_annotations(bad, {"hami.io/node-mlu-register": value})
-    wait_for("recovered", lambda: registered(replica, bad) == set(HANDSHAKES))
+    world.run_until("recovered", lambda: registered(replica, bad) == set(HANDSHAKES))
     world.admin.patch_node_annotations(bad, {"hami.io/node-mlu-register": value[:20]})
-    wait_for("degraded again", lambda: replica.cache.vendor(bad, "MLU").state == "degraded")
+    world.run_until("degraded again", lambda: replica.cache.vendor(bad, "MLU").state == "degraded")
     assert replica.cache.vendor(bad, "MLU").devices == expected("hami.io/node-mlu-register", value)
-    events = wait_for("two warning events", lambda: len(e := _events(world, bad)) >= 2 and e)
+    events = world.run_until("two warning events", lambda: len(e := _events(world, bad)) >= 2 and e)
     assert {e["reason"] for e in events} == {"HamiRegisterAnnotationInvalid"}
     assert not _events(world, good)
     assert all(e["type"] == "Warning" for e in events)
@@ -148,7 +144,7 @@ def test_huge_and_binary_values_are_degraded_not_fatal(world: World) -> None:
     node = world.node("huge", {"hami.io/node-nvidia-register": huge + "x",
                                "hami.io/node-dcu-register": "\x00\x01\ufffe:,,:"}, ALLOCATABLE)
     replica = world.scheduler("nvidia", "dcu")
-    wait_for("both degraded", lambda: {k for k, e in replica.cache.node(node).items()
+    world.run_until("both degraded", lambda: {k for k, e in replica.cache.node(node).items()
                                        if e.state == "degraded"} == {"NVIDIA", "DCU"})
     assert replica.alive()
 
@@ -156,45 +152,45 @@ def test_huge_and_binary_values_are_degraded_not_fatal(world: World) -> None:
 def test_node_leaving_the_selector_leaves_the_cache(world: World) -> None:
     node = world.node("sel", {"hami.io/node-nvidia-register": NVIDIA_REGISTER}, {"nvidia.com/gpu": "1"})
     replica = world.scheduler("nvidia")
-    wait_for("registered", lambda: registered(replica, node) == {"NVIDIA"})
+    world.run_until("registered", lambda: registered(replica, node) == {"NVIDIA"})
     world.admin.merge_patch_node(node, {"metadata": {"labels": {"hami-test": None}}})
-    wait_for("gone from the cache", lambda: not replica.cache.node(node))
+    world.run_until("gone from the cache", lambda: not replica.cache.node(node))
 
 
 def test_node_deleted_and_recreated_starts_clean(world: World) -> None:
     annotations = {"hami.io/node-dcu-register": REGISTER["hami.io/node-dcu-register"]}
     node = world.node("recreate", annotations)
     replica = world.scheduler("dcu")
-    wait_for("registered", lambda: registered(replica, node) == {"DCU"})
-    wait_for("cleaned up (no allocatable)", lambda: not replica.cache.node(node), timeout=WINDOW * 4)
+    world.run_until("registered", lambda: registered(replica, node) == {"DCU"})
+    world.run_until("cleaned up (no allocatable)", lambda: not replica.cache.node(node))
     assert replica.registrar.memory(node, "DCU").awaiting_sign_of_life
     world.admin.delete_node(node)
-    wait_for("forgotten", lambda: node not in replica.registrar.known_nodes())
+    world.run_until("forgotten", lambda: node not in replica.registrar.known_nodes())
     world.admin.create_node(node, labels=world.label, annotations=annotations)
-    wait_for("registered anew", lambda: registered(replica, node) == {"DCU"})
-    wait_for("stamped anew", lambda: stamped(world, node, "DCU"))
+    world.run_until("registered anew", lambda: registered(replica, node) == {"DCU"})
+    world.run_until("stamped anew", lambda: stamped(world, node, "DCU"))
 
 
 def test_two_replicas_one_writer_and_handover_without_cleanup(world: World) -> None:
     nodes = [world.node(f"ha{i}", REGISTER, ALLOCATABLE) for i in range(3)]
     first = world.scheduler(identity="replica-1")
     second = world.scheduler(identity="replica-10")  # HAMi's prefix match would confuse these two
-    leader = wait_for("a leader", lambda: next((r for r in (first, second) if r.ready()), None))
+    leader = world.run_until("a leader", lambda: next((r for r in (first, second) if r.ready()), None))
     follower = second if leader is first else first
     assert not follower.elector.is_leader() and not follower.ready()
     for n in nodes:
-        wait_for("warm follower cache", lambda n=n: registered(follower, n) == set(HANDSHAKES))
-    leader.writer.wait_idle(5)
+        world.run_until("warm follower cache", lambda n=n: registered(follower, n) == set(HANDSHAKES))
+    world.settle()
     assert follower.cluster.calls["patch_node_annotations"] == 0
     assert leader.cluster.calls["patch_node_annotations"] == len(nodes)
     # The leader crashes (no release): the follower takes over once the lease expires.
-    started = time.monotonic()
-    leader.stop(release=False)
-    wait_for("takeover", follower.ready, timeout=10)
-    assert time.monotonic() - started < follower.config.lease_duration + 3
+    started = world.clock.monotonic()
+    world.stop(leader, release=False)
+    world.run_until("takeover", follower.ready)
+    assert world.clock.monotonic() - started <= follower.config.lease_duration + follower.config.retry_period
     for n in nodes:
         assert registered(follower, n) == set(HANDSHAKES)
-    time.sleep(WINDOW + 1)
+    world.advance(WINDOW + 1)
     assert first.registrar.counters["cleanups"] == 0 and second.registrar.counters["cleanups"] == 0
     for n in nodes:
         assert registered(follower, n) == set(HANDSHAKES)
@@ -203,14 +199,14 @@ def test_two_replicas_one_writer_and_handover_without_cleanup(world: World) -> N
 def test_every_replica_sees_a_bad_value_but_only_the_leader_posts_the_event(world: World) -> None:
     first = world.scheduler("mlu", identity="ev-1")
     second = world.scheduler("mlu", identity="ev-2")
-    leader = wait_for("a leader", lambda: next((r for r in (first, second) if r.ready()), None))
+    leader = world.run_until("a leader", lambda: next((r for r in (first, second) if r.ready()), None))
     follower = second if leader is first else first
-    wait_for("follower synced", lambda: follower.reflector.has_synced)
+    world.run_until("follower synced", lambda: follower.reflector.has_synced)
     bad = world.node("ev-bad", {"hami.io/node-mlu-register": "garbage,not,a,device"})
     for replica in (first, second):
-        wait_for("degraded", lambda replica=replica: replica.cache.vendor(bad, "MLU"))
-    wait_for("the event", lambda: _events(world, bad))
-    time.sleep(1.0)  # room for a second, wrong one
+        world.run_until("degraded", lambda replica=replica: replica.cache.vendor(bad, "MLU"))
+    world.run_until("the event", lambda: _events(world, bad))
+    world.advance(WINDOW)  # room for a second, wrong one
     [event] = _events(world, bad)
     assert event["reportingInstance"] == leader.config.identity
     assert follower.registrar.counters["decode_errors"] == 1  # seen, logged and counted all the same
@@ -220,23 +216,24 @@ def test_a_node_deleted_and_recreated_at_once_starts_clean(world: World) -> None
     annotations = {"hami.io/node-dcu-register": REGISTER["hami.io/node-dcu-register"]}
     node = world.node("reborn", annotations)
     replica = world.scheduler("dcu")
-    wait_for("cleaned up (no allocatable)",
-             lambda: replica.registrar.memory(node, "DCU").awaiting_sign_of_life, timeout=WINDOW * 4)
+    world.run_until("cleaned up (no allocatable)",
+             lambda: replica.registrar.memory(node, "DCU").awaiting_sign_of_life)
     # No wait between: the delete may merge with the re-create in the work queue.
     world.admin.delete_node(node)
     world.admin.create_node(node, labels=world.label, annotations=annotations)
-    wait_for("registered anew", lambda: registered(replica, node) == {"DCU"})
-    wait_for("stamped anew", lambda: stamped(world, node, "DCU"))
+    world.run_until("registered anew", lambda: registered(replica, node) == {"DCU"})
+    world.run_until("stamped anew", lambda: stamped(world, node, "DCU"))
 
 
 def test_graceful_stop_releases_the_lease_for_an_immediate_takeover(world: World) -> None:
     world.node("rel", {"hami.io/node-nvidia-register": NVIDIA_REGISTER}, {"nvidia.com/gpu": "1"})
     first = world.scheduler("nvidia", identity="a", lease_duration=8.0, renew_deadline=6.0)
-    wait_for("first leads", first.ready)
+    world.run_until("first leads", first.ready)
     second = world.scheduler("nvidia", identity="b", lease_duration=8.0, renew_deadline=6.0)
-    time.sleep(0.5)
+    world.advance(second.config.retry_period)
     assert not second.elector.is_leader()
-    started = time.monotonic()
-    first.stop()
-    wait_for("second leads", second.ready, timeout=6)
-    assert time.monotonic() - started < 4.0  # well under the 8 s lease: it was released, not expired
+    started = world.clock.monotonic()
+    world.stop(first)
+    world.run_until("second leads", second.ready)
+    # at its next try, well under the 8 s lease: it was released, not expired
+    assert world.clock.monotonic() - started <= second.config.retry_period

@@ -3,9 +3,7 @@ patches. The network faults run against the real kube-apiserver through a cuttab
 
 from __future__ import annotations
 
-import time
-
-from harness.scheduler_world import WINDOW, World, wait_for
+from harness.scheduler_world import WINDOW, World
 from harness.tcpproxy import TcpProxy
 
 from hami_core.kube.memory import MemoryCluster
@@ -24,15 +22,18 @@ def test_unreachable_at_start_then_recovers_by_itself(real_world: World, proxy: 
     node = real_world.node("late", {"hami.io/node-dcu-register": DCU}, {"hygon.com/dcunum": "4"})
     cluster = real_world.cluster(proxy=proxy)  # the proxy is not listening yet: connection refused
     replica = real_world.scheduler("dcu", cluster=cluster)
-    time.sleep(3)
+    clock = real_world.clock
+    for _ in range(12):  # three seconds of fake time; each step returns once what was due has run
+        clock.advance(0.25)
+        assert clock.wait_for_waiting(3)  # reflector (backoff), elector and worker wait again
     assert replica.alive() and not replica.ready() and not replica.cache.nodes()
     # Backoff, not a tight loop: a handful of attempts in three seconds.
     assert cluster.calls["list_nodes"] <= 6, cluster.calls
-    assert cluster.calls["get_lease"] + cluster.calls["create_lease"] <= 20, cluster.calls
+    assert cluster.calls["get_lease"] + cluster.calls["create_lease"] <= 3, cluster.calls
     proxy.start()
-    wait_for("registered once the server is reachable", lambda: _registered(replica, node) == {"DCU"},
-             timeout=40)
-    wait_for("ready", replica.ready, timeout=20)
+    real_world.run_until("registered once the server is reachable",
+                         lambda: _registered(replica, node) == {"DCU"})
+    real_world.run_until("ready", replica.ready)
 
 
 def test_outage_mid_run_stops_writes_keeps_the_cache_and_cleans_nothing(
@@ -43,19 +44,19 @@ def test_outage_mid_run_stops_writes_keeps_the_cache_and_cleans_nothing(
                            {"hygon.com/dcunum": "4", "nvidia.com/gpu": "10"})
     cluster = real_world.cluster(proxy=proxy)
     replica = real_world.scheduler("dcu", "nvidia", cluster=cluster)
-    wait_for("registered", lambda: _registered(replica, node) == {"DCU", "NVIDIA"})
-    wait_for("ready", replica.ready)
+    real_world.run_until("registered", lambda: _registered(replica, node) == {"DCU", "NVIDIA"})
+    real_world.run_until("ready", replica.ready)
     proxy.cut()
-    wait_for("lease lost", lambda: not replica.elector.is_leader(), timeout=10)
+    real_world.run_until("lease lost", lambda: not replica.elector.is_leader())
     assert not replica.ready()
     # The outage outlasts the handshake window: stamps expire meanwhile.
     patches_at_cut = cluster.calls["patch_node_annotations"]
-    time.sleep(WINDOW + 1)
+    real_world.advance(WINDOW + 1)
     assert _registered(replica, node) == {"DCU", "NVIDIA"}, "the cache is kept during the outage"
     assert cluster.calls["patch_node_annotations"] == patches_at_cut, "no writes without the lease"
     proxy.start()
-    wait_for("leader again", replica.ready, timeout=30)
-    time.sleep(WINDOW)
+    real_world.run_until("leader again", replica.ready)
+    real_world.advance(WINDOW)
     # Allocatable is still > 0 for both: expired stamps alone clean nothing (spec 4 rule 4).
     assert _registered(replica, node) == {"DCU", "NVIDIA"}
     assert replica.registrar.counters["cleanups"] == 0
@@ -66,12 +67,12 @@ def test_watch_expiry_and_drops_relist_without_loss_duplication_or_cleanup(memor
     """410 on demand needs the in-memory cluster; on the real server the reflector's relist after Gone is
     in the cluster contract suite, and dropped connections are in the outage tests above."""
     world = memory_world
-    memory: MemoryCluster = world.admin
+    memory: MemoryCluster = world.admin  # type: ignore[assignment]
     nodes = [world.node(f"w{i}", {"hami.io/node-nvidia-register": NVIDIA}, {"nvidia.com/gpu": "10"})
              for i in range(5)]
     replica = world.scheduler("nvidia")
     for n in nodes:
-        wait_for("registered", lambda n=n: _registered(replica, n) == {"NVIDIA"})
+        world.run_until("registered", lambda n=n: _registered(replica, n) == {"NVIDIA"})
     lists_before = replica.reflector.lists
     memory.compact()
     memory.force_gone(2)
@@ -79,22 +80,23 @@ def test_watch_expiry_and_drops_relist_without_loss_duplication_or_cleanup(memor
     # Changes while the watch is down: one node deleted, one added.
     memory.delete_node(nodes[0])
     added = world.node("w-new", {"hami.io/node-nvidia-register": NVIDIA}, {"nvidia.com/gpu": "10"})
-    wait_for("relisted", lambda: replica.reflector.lists > lists_before)
-    wait_for("new node registered", lambda: _registered(replica, added) == {"NVIDIA"})
-    wait_for("deleted node gone", lambda: not replica.cache.node(nodes[0]))
+    world.run_until("relisted", lambda: replica.reflector.lists > lists_before)
+    world.run_until("new node registered", lambda: _registered(replica, added) == {"NVIDIA"})
+    world.run_until("deleted node gone", lambda: not replica.cache.node(nodes[0]))
     assert set(replica.cache.nodes()) == {*nodes[1:], added}
     assert replica.registrar.counters["cleanups"] == 0
 
 
 def test_failed_patches_are_retried_and_do_not_block_other_nodes(memory_world: World) -> None:
     world = memory_world
-    memory: MemoryCluster = world.admin
+    memory: MemoryCluster = world.admin  # type: ignore[assignment]
     a = world.node("pa", {"hami.io/node-dcu-register": DCU}, {"hygon.com/dcunum": "4"})
     replica = world.scheduler("dcu", start=False)
     memory.fail_next(2, verb="patch")
-    replica.start()
-    wait_for("stamped after retries", lambda: world.annotations(a).get("hami.io/node-handshake-dcu", "")
-             .startswith("Requesting_"), timeout=15)
+    world.start(replica)
+    world.run_until("stamped after retries", lambda: world.annotations(a)
+                    .get("hami.io/node-handshake-dcu", "").startswith("Requesting_"), step=0.25)
     b = world.node("pb", {"hami.io/node-dcu-register": DCU}, {"hygon.com/dcunum": "4"})
-    wait_for("other node stamped", lambda: "hami.io/node-handshake-dcu" in world.annotations(b))
+    world.run_until("other node stamped", lambda: "hami.io/node-handshake-dcu" in world.annotations(b))
     assert replica.writer.counters["patch_errors"] == 2
+    assert replica.cluster.calls["patch_node_annotations"] == 4  # two failed, then one per node

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
 from typing import Any
 
 import pytest
-from harness.scheduler_world import World, wait_for
+from harness.scheduler_world import World
 
 DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
 
@@ -29,9 +28,9 @@ def test_http_view_of_leader_and_follower(memory_world: World, caplog: pytest.Lo
     node = world.node("view", {"hami.io/node-dcu-register": DCU,
                                "hami.io/node-mlu-register": "MLU-1,10:"}, {"hygon.com/dcunum": "4"})
     leader = world.scheduler("dcu", "mlu", identity="leader")
-    wait_for("ready", leader.ready)
+    world.run_until("ready", leader.ready)
     follower = world.scheduler("dcu", "mlu", identity="follower")
-    wait_for("follower warm", lambda: follower.cache.vendor(node, "DCU") is not None)
+    world.run_until("follower warm", lambda: follower.cache.vendor(node, "DCU") is not None)
 
     assert get(leader, "/livez")[0] == 200 and get(leader, "/healthz")[0] == 200
     assert get(leader, "/readyz")[0] == 200
@@ -61,8 +60,8 @@ def test_http_view_of_leader_and_follower(memory_world: World, caplog: pytest.Lo
     assert any("became leader" in m and "term 1" in m for m in messages)
     assert any(m == "cache synced for term 1" for m in messages)
     # Losing the lease is logged and ends readiness at once; the next term syncs anew.
-    leader.stop()
-    wait_for("follower takes over", follower.ready)
+    world.stop(leader)
+    world.run_until("follower takes over", follower.ready)
     assert json.loads(get(follower, "/status")[1])["synced_term"] == 1  # its own first term
 
 
@@ -70,8 +69,9 @@ def test_an_expiry_is_acted_on_when_due_not_at_the_next_resync(memory_world: Wor
     world = memory_world
     node = world.node("due", {"hami.io/node-dcu-register": DCU})  # no allocatable: dies at expiry
     replica = world.scheduler("dcu", resync=300.0, handshake_window=2.0)
-    wait_for("registered", lambda: replica.cache.vendor(node, "DCU") is not None)
-    registered_at = time.monotonic()
-    wait_for("cleaned up", lambda: replica.cache.vendor(node, "DCU") is None, timeout=10)
-    # A one-second stamp resolution means expiry comes 1 to 2 s after registration; resync is 300 s.
-    assert time.monotonic() - registered_at < 5.0
+    world.run_until("registered", lambda: replica.cache.vendor(node, "DCU") is not None)
+    registered_at = world.clock.monotonic()
+    world.run_until("cleaned up", lambda: replica.cache.vendor(node, "DCU") is None, step=0.1)
+    # The fake clock starts on a whole second, so the stamp expires exactly 2 s after registration;
+    # resync is 300 s.
+    assert world.clock.monotonic() - registered_at <= 2.0 + 0.1 + 1e-9

@@ -1,4 +1,5 @@
-"""The registrar without threads or clusters: work proportional to change, merged patches, failures."""
+"""The registrar without threads or clusters: work proportional to change, merged patches, and what the
+protocol asks of a Node as shown (what was sent and not yet seen back is the view's business)."""
 
 from __future__ import annotations
 
@@ -52,17 +53,17 @@ def node(
 def test_an_unchanged_node_costs_no_decode_and_no_write() -> None:
     codec = CountingCodec()
     registrar = Registrar([rules(codec)], DeviceCache())
-    first = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0, writes=True)
+    first = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0)
     stamp = first.patch["hami.io/node-handshake-acme"]
     assert stamp == "Requesting_2026-11-29 18:00:00" and codec.decodes == 1
     observed = node({"hami.io/node-acme-register": VALUE, "hami.io/node-handshake-acme": stamp})
     for seconds in range(1, 30):  # resyncs within the window
-        again = registrar.evaluate("n1", observed, now=T0 + timedelta(seconds=seconds), writes=True)
+        again = registrar.evaluate("n1", observed, now=T0 + timedelta(seconds=seconds))
         assert again.patch == {}
     assert codec.decodes == 1
     changed = node({"hami.io/node-acme-register": VALUE.replace("1024", "2048"),
                     "hami.io/node-handshake-acme": stamp})
-    registrar.evaluate("n1", changed, now=T0 + timedelta(seconds=31), writes=True)
+    registrar.evaluate("n1", changed, now=T0 + timedelta(seconds=31))
     assert codec.decodes == 2
     assert registrar.cache.vendor("n1", "ACME").devices[0].devmem == 2048  # type: ignore[union-attr]
 
@@ -72,7 +73,7 @@ def test_all_vendors_of_a_node_share_one_patch() -> None:
     registrar = Registrar([rules(a), rules(b, "BETA", "beta")], DeviceCache())
     result = registrar.evaluate(
         "n1", node({"hami.io/node-acme-register": VALUE, "hami.io/node-beta-register": VALUE}),
-        now=T0, writes=True)
+        now=T0)
     assert set(result.patch) == {"hami.io/node-handshake-acme", "hami.io/node-handshake-beta"}
 
 
@@ -87,51 +88,45 @@ def test_relevance_ignores_what_cannot_change_a_decision() -> None:
         assert registrar.relevant(base) != registrar.relevant(different)
 
 
-def test_a_follower_registers_but_writes_nothing_and_remembers_no_stamp() -> None:
+def test_the_decision_holds_nothing_about_requests_in_flight() -> None:
     registrar = Registrar([rules(CountingCodec())], DeviceCache())
-    result = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0, writes=False)
-    assert result.patch == {}
+    shown = node({"hami.io/node-acme-register": VALUE})
+    first = registrar.evaluate("n1", shown, now=T0)
+    assert "hami.io/node-handshake-acme" in first.patch
     assert registrar.cache.vendor("n1", "ACME") is not None
-    assert registrar.memory("n1", "ACME").stamp_in_flight is None
-    # Becoming leader: the next evaluation stamps.
-    led = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0, writes=True)
-    assert "hami.io/node-handshake-acme" in led.patch
+    # Shown the same Node again (the stamp not sent, or not landed): the protocol asks for it again.
+    assert "hami.io/node-handshake-acme" in registrar.evaluate("n1", shown, now=T0).patch
 
 
 def test_a_failed_stamp_is_decided_again_and_a_failed_delete_is_resent() -> None:
     registrar = Registrar([rules(CountingCodec())], DeviceCache())
-    first = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0, writes=True)
-    registrar.patch_failed("n1", first.patch)
+    registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0)
     later = T0 + timedelta(seconds=5)
-    retry = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=later, writes=True)
+    retry = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=later)
     assert retry.patch == {"hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:05"}
     # The stamp lands; the plugin dies (allocatable 0); the stamp expires: cleanup deletes it.
     stamped = {"hami.io/node-acme-register": VALUE, "hami.io/node-handshake-acme": retry.patch[
         "hami.io/node-handshake-acme"] or ""}
-    dead = registrar.evaluate("n1", node(stamped, alloc="0"), now=later + timedelta(seconds=60), writes=True)
+    dead = registrar.evaluate("n1", node(stamped, alloc="0"), now=later + timedelta(seconds=60))
     assert dead.patch == {"hami.io/node-handshake-acme": None}
-    registrar.patch_failed("n1", dead.patch)
-    again = registrar.evaluate("n1", node(stamped, alloc="0"), now=later + timedelta(seconds=61), writes=True)
+    again = registrar.evaluate("n1", node(stamped, alloc="0"), now=later + timedelta(seconds=61))
     assert again.patch == {"hami.io/node-handshake-acme": None}
     # Once the key is gone there is nothing to resend.
-    registrar.patch_failed("n1", again.patch)
     gone = {"hami.io/node-acme-register": VALUE}
-    assert registrar.evaluate("n1", node(gone, alloc="0"), now=later + timedelta(seconds=62),
-                              writes=True).patch == {}
+    assert registrar.evaluate("n1", node(gone, alloc="0"), now=later + timedelta(seconds=62)).patch == {}
 
 
 def test_recheck_is_the_moment_the_stamp_expires() -> None:
     registrar = Registrar([rules(CountingCodec())], DeviceCache(), window=timedelta(seconds=60))
-    result = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}, alloc="0"), now=T0,
-                                writes=True)
+    result = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}, alloc="0"), now=T0)
     assert result.recheck_at == T0 + timedelta(seconds=60)
 
 
 def test_deleted_node_leaves_cache_and_memory() -> None:
     registrar = Registrar([rules(CountingCodec())], DeviceCache(), selector=NodeSelector({}))
-    registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0, writes=True)
+    registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0)
     assert registrar.known_nodes() == {"n1"}
-    registrar.evaluate("n1", None, now=T0, writes=True)
+    registrar.evaluate("n1", None, now=T0)
     assert registrar.known_nodes() == set() and registrar.cache.nodes() == []
 
 
@@ -139,54 +134,41 @@ def test_a_node_recreated_under_the_same_name_starts_clean_even_without_a_delete
     # A delete and a re-create can merge in the work queue, or fall into a watch gap (a relist then
     # shows only the new object): the new uid alone must reset everything.
     registrar = Registrar([rules(CountingCodec())], DeviceCache())
-    first = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}, alloc="0"), now=T0,
-                               writes=True)
+    first = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}, alloc="0"), now=T0)
     stamp = first.patch["hami.io/node-handshake-acme"] or ""
     stamped = {"hami.io/node-acme-register": VALUE, "hami.io/node-handshake-acme": stamp}
-    dead = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=60), writes=True)
+    dead = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=60))
     assert dead.patch == {"hami.io/node-handshake-acme": None}
-    registrar.patch_failed("n1", dead.patch)  # a delete owed to the old object must not reach the new one
     assert registrar.memory("n1", "ACME").awaiting_sign_of_life
     assert not dead.node_gone
     reborn = NodeSnapshot(name="n1", uid="u2", resource_version="9",
                           annotations={"hami.io/node-acme-register": VALUE},
                           allocatable={"example.com/acme": "0"})
     later = T0 + timedelta(seconds=70)
-    fresh = registrar.evaluate("n1", reborn, now=later, writes=True)
+    fresh = registrar.evaluate("n1", reborn, now=later)
     assert fresh.node_gone
     assert fresh.patch == {"hami.io/node-handshake-acme": "Requesting_2026-11-29 18:01:10"}
     assert registrar.cache.vendor("n1", "ACME") is not None
     assert not registrar.memory("n1", "ACME").awaiting_sign_of_life
-    assert not registrar.evaluate("n1", reborn, now=later, writes=True).node_gone
+    assert not registrar.evaluate("n1", reborn, now=later).node_gone
 
 
-def test_a_cleanup_a_follower_could_not_send_is_sent_once_it_leads() -> None:
-    # The old leader died before deleting the expired stamp; this replica, a follower then, dropped the
-    # vendor from its cache. Once it leads it sends the delete, once.
+def test_a_cleanup_delete_is_asked_for_until_the_node_shows_it_done() -> None:
+    # Whoever leads when it is sent (the replica that decided it may have been a follower, or lost the
+    # lease before sending): while the node shows the stamp cleaned up, the delete is asked for.
     registrar = Registrar([rules(CountingCodec())], DeviceCache())
     stamped = {"hami.io/node-acme-register": VALUE,
                "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:00"}
-    assert registrar.evaluate("n1", node(stamped, alloc="0"), now=T0, writes=False).patch == {}
-    cleaned = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=60),
-                                 writes=False)
-    assert cleaned.patch == {} and registrar.cache.vendor("n1", "ACME") is None
-    led = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=75), writes=True)
-    assert led.patch == {"hami.io/node-handshake-acme": None}
-    again = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=76), writes=True)
-    assert again.patch == {}  # sent once; a failed one is the writer's to resend
+    assert registrar.evaluate("n1", node(stamped, alloc="0"), now=T0).patch == {}
+    cleaned = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=60))
+    assert cleaned.patch == {"hami.io/node-handshake-acme": None}
     assert registrar.cache.vendor("n1", "ACME") is None
-
-
-def test_a_leader_that_cleaned_up_sends_its_delete_once() -> None:
-    registrar = Registrar([rules(CountingCodec())], DeviceCache())
-    stamped = {"hami.io/node-acme-register": VALUE,
-               "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:00"}
-    registrar.evaluate("n1", node(stamped, alloc="0"), now=T0, writes=True)
-    dead = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=60), writes=True)
-    assert dead.patch == {"hami.io/node-handshake-acme": None}
-    # A resync before the watch shows the delete writes nothing again.
-    assert registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=61),
-                              writes=True).patch == {}
+    again = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=75))
+    assert again.patch == {"hami.io/node-handshake-acme": None}
+    deleted = {"hami.io/node-acme-register": VALUE}
+    assert registrar.evaluate("n1", node(deleted, alloc="0"), now=T0 + timedelta(seconds=76)).patch == {}
+    assert registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=77)).patch == {}
+    assert registrar.cache.vendor("n1", "ACME") is None
 
 
 class BrokenRule:
@@ -203,7 +185,7 @@ def test_a_liveness_rule_that_raises_degrades_only_its_vendor_and_warns_once() -
                          liveness=BrokenRule(), codec=LEGACY_CODEC)
     registrar = Registrar([broken, rules(CountingCodec())], DeviceCache())
     annotations = {"example.com/broken-register": VALUE, "hami.io/node-acme-register": VALUE}
-    first = registrar.evaluate("n1", node(annotations), now=T0, writes=True)
+    first = registrar.evaluate("n1", node(annotations), now=T0)
     assert first.patch == {"hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:00"}
     [warning] = first.warnings
     assert (warning.vendor_key, warning.reason) == ("BROKEN", "HamiLivenessRuleFailed")
@@ -211,7 +193,7 @@ def test_a_liveness_rule_that_raises_degrades_only_its_vendor_and_warns_once() -
     entry = registrar.cache.vendor("n1", "BROKEN")
     assert entry is not None and entry.state == "degraded" and entry.error == warning.message
     assert registrar.cache.vendor("n1", "ACME") is not None
-    again = registrar.evaluate("n1", node(annotations), now=T0 + timedelta(seconds=1), writes=True)
+    again = registrar.evaluate("n1", node(annotations), now=T0 + timedelta(seconds=1))
     assert again.warnings == () and registrar.counters["liveness_rule_errors"] == 1
 
 
@@ -219,39 +201,24 @@ STAMPED = {"hami.io/node-acme-register": VALUE,
            "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:00"}
 
 
-def test_a_delete_lost_with_the_lease_is_sent_once_it_leads_again() -> None:
-    registrar = Registrar([rules(CountingCodec())], DeviceCache())
-    registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0, writes=True)
-    dead = registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0 + timedelta(seconds=60), writes=True)
-    registrar.patch_failed("n1", dead.patch)  # the writer dropped it: the lease was lost meanwhile
-    following = registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0 + timedelta(seconds=65),
-                                   writes=False)
-    assert following.patch == {}
-    leading = registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0 + timedelta(seconds=75),
-                                 writes=True)
-    assert leading.patch == {"hami.io/node-handshake-acme": None}
-
-
-def test_a_failed_delete_is_not_sent_once_the_node_shows_something_newer() -> None:
+def test_a_cleanup_delete_is_not_asked_for_once_the_node_shows_something_newer() -> None:
     later = T0 + timedelta(seconds=60)
-    # The object is deleted, its delete's failure is reported late, a new Node takes the name with a
-    # fresh stamp: the old object's delete must not wipe it.
+    # The object is deleted and a new Node takes the name with a fresh stamp: the old object's delete
+    # must not wipe it.
     registrar = Registrar([rules(CountingCodec())], DeviceCache())
-    registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0, writes=True)
-    dead = registrar.evaluate("n1", node(STAMPED, alloc="0"), now=later, writes=True)
-    registrar.evaluate("n1", None, now=later + timedelta(seconds=1), writes=True)
-    registrar.patch_failed("n1", dead.patch)
+    registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0)
+    registrar.evaluate("n1", node(STAMPED, alloc="0"), now=later)
+    registrar.evaluate("n1", None, now=later + timedelta(seconds=1))
     fresh_stamp = {**STAMPED, "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:01:01"}
     reborn = NodeSnapshot(name="n1", uid="u2", resource_version="9", annotations=fresh_stamp,
                           allocatable={"example.com/acme": "4"})
-    assert registrar.evaluate("n1", reborn, now=later + timedelta(seconds=2), writes=True).patch == {}
+    assert registrar.evaluate("n1", reborn, now=later + timedelta(seconds=2)).patch == {}
     # A report after the cleanup is a sign of life: re-stamped, not deleted.
     registrar = Registrar([rules(CountingCodec())], DeviceCache())
-    registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0, writes=True)
-    dead = registrar.evaluate("n1", node(STAMPED, alloc="0"), now=later, writes=True)
-    registrar.patch_failed("n1", dead.patch)
+    registrar.evaluate("n1", node(STAMPED, alloc="0"), now=T0)
+    registrar.evaluate("n1", node(STAMPED, alloc="0"), now=later)
     reported = {**STAMPED, "hami.io/node-handshake-acme": "Reported_2026-11-29 18:01:01"}
-    back = registrar.evaluate("n1", node(reported, alloc="0"), now=later + timedelta(seconds=1), writes=True)
+    back = registrar.evaluate("n1", node(reported, alloc="0"), now=later + timedelta(seconds=1))
     assert back.patch == {"hami.io/node-handshake-acme": "Requesting_2026-11-29 18:01:01"}
 
 
@@ -262,6 +229,6 @@ def test_a_raising_liveness_rule_leaves_nodes_without_its_vendor_alone() -> None
     registrar = Registrar([broken], DeviceCache())
     for name in ("cpu-0", "cpu-1"):
         bare = NodeSnapshot(name=name, uid=name, resource_version="1")
-        result = registrar.evaluate(name, bare, now=T0, writes=True)
+        result = registrar.evaluate(name, bare, now=T0)
         assert result.patch == {} and result.warnings == ()
     assert registrar.cache.nodes() == [] and registrar.counters["liveness_rule_errors"] == 0

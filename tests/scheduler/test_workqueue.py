@@ -1,73 +1,89 @@
+"""The work queue in client-go's shape: dedup, one worker per key, delayed adds, per-item backoff."""
+
+from __future__ import annotations
+
 import threading
 
+from hami_core.clock import FakeClock
 from hami_core.scheduler.workqueue import WorkQueue
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
+def take(q: WorkQueue[str]) -> str | None:
+    """Take the next key now and finish it at once."""
+    key = q.get(0)
+    if key is not None:
+        q.done(key)
+    return key
 
-    def __call__(self) -> float:
-        return self.now
 
-
-def test_an_item_queued_twice_is_taken_once() -> None:
-    q = WorkQueue()
+def test_a_key_queued_twice_is_taken_once() -> None:
+    q: WorkQueue[str] = WorkQueue(clock=FakeClock())
     q.add("a")
     q.add("b")
     q.add("a")
-    assert [q.get(0), q.get(0), q.get(0)] == ["a", "b", None]
+    assert [take(q), take(q), take(q)] == ["a", "b", None]
 
 
-def test_an_item_taken_can_be_queued_again() -> None:
-    q = WorkQueue()
+def test_a_key_added_while_processed_waits_for_done() -> None:
+    q: WorkQueue[str] = WorkQueue(clock=FakeClock())
     q.add("a")
     assert q.get(0) == "a"
     q.add("a")
-    assert q.get(0) == "a"
-
-
-def test_delayed_item_becomes_due_at_its_time() -> None:
-    clock = FakeClock()
-    q = WorkQueue(monotonic=clock)
-    q.add_at("a", 105.0)
-    assert q.get(0) is None
-    clock.now = 104.999
-    assert q.get(0) is None
-    clock.now = 105.0
-    assert q.get(0) == "a"
-    assert q.get(0) is None
-
-
-def test_earliest_scheduled_time_wins() -> None:
-    clock = FakeClock()
-    q = WorkQueue(monotonic=clock)
-    q.add_at("a", 110.0)
-    q.add_at("a", 105.0)
-    q.add_at("a", 120.0)
-    clock.now = 105.0
-    assert q.get(0) == "a"
-    clock.now = 200.0
-    # the later wake-ups were superseded: an evaluation schedules its own next one
-    assert q.get(0) is None
-
-
-def test_due_item_already_waiting_is_not_duplicated() -> None:
-    clock = FakeClock()
-    q = WorkQueue(monotonic=clock)
-    q.add_at("a", 101.0)
     q.add("a")
-    clock.now = 102.0
-    assert q.get(0) == "a"
-    assert q.get(0) is None
+    assert q.get(0) is None  # one worker per key: not handed out again while being processed
+    assert not q.idle()
+    q.done("a")
+    assert q.get(0) == "a"  # queued again, once
+    q.done("a")
+    assert q.get(0) is None and q.idle()
 
 
-def test_get_blocks_until_an_item_arrives_and_shutdown_wakes_waiters() -> None:
-    q = WorkQueue()
+def test_delayed_key_becomes_due_at_its_time_and_the_earliest_time_wins() -> None:
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(clock=clock)
+    q.add_after("a", 10)
+    q.add_after("a", 5)
+    q.add_after("a", 20)
+    assert take(q) is None and q.delayed() == 1 and q.idle()
+    clock.advance(4.999)
+    assert take(q) is None
+    clock.advance(0.001)
+    assert not q.idle()
+    assert take(q) == "a"
+    clock.advance(100)
+    assert take(q) is None  # the later times were superseded
+
+
+def test_a_due_key_already_waiting_is_not_duplicated() -> None:
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(clock=clock)
+    q.add_after("a", 1)
+    q.add("a")
+    clock.advance(2)
+    assert take(q) == "a"
+    assert take(q) is None
+
+
+def test_rate_limited_retries_back_off_per_key_until_forgotten() -> None:
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(clock=clock, base_delay=0.5, max_delay=4.0)
+    delays = [q.add_rate_limited("a") for _ in range(5)]
+    assert delays == [0.5, 1.0, 2.0, 4.0, 4.0]
+    assert q.add_rate_limited("b") == 0.5  # per key
+    assert q.num_requeues("a") == 5
+    q.forget("a")
+    assert q.num_requeues("a") == 0 and q.add_rate_limited("a") == 0.5
+
+
+def test_get_waits_on_the_clock_and_shutdown_wakes_waiters() -> None:
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(clock=clock)
     got: list[str | None] = []
-    t = threading.Thread(target=lambda: got.append(q.get(5)))
+    t = threading.Thread(target=lambda: got.append(q.get(60)))
     t.start()
-    q.add("x")
+    q.add_after("x", 30)
+    assert clock.wait_for_waiting(1)
+    clock.advance(30)
     t.join(5)
     assert got == ["x"]
     t2 = threading.Thread(target=lambda: got.append(q.get(None)))
