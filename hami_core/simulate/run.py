@@ -1,21 +1,24 @@
 """Runs a scenario: an in-memory cluster, simulated device plugins, one real scheduler replica, and an
-observer that records every registration change and checks the protocol's promises at the end."""
+observer that records every registration change and checks the protocol's promises at the end.
+
+It runs on a fake clock in steps of 0.1 s: at each step the scenario's actions and the plugins' reports
+are applied, the replica is let settle (``simulate/settle.py``), and the observer looks. So a run takes a
+few seconds of wall time whatever the scenario's length, and prints the same lines every time."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 
 import attrs
 
+from hami_core.clock import FakeClock
 from hami_core.kube.memory import MemoryCluster
 from hami_core.plugins.driver import VendorDriver
 from hami_core.protocol.handshake import format_report
 from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.daemon import Scheduler
 from hami_core.simulate.scenario import Action, Scenario, validate_scenario
+from hami_core.simulate.settle import NodeWrites, wait_settled
 
 __all__ = ["SimulationResult", "run_scenario"]
 
@@ -50,7 +53,7 @@ def run_scenario(
     *,
     say: Callable[[str], None] = print,
 ) -> SimulationResult:
-    """Run ``scenario`` in wall time with the given drivers (by name); ``say`` gets each timeline line.
+    """Run ``scenario`` in fake time with the given drivers (by name); ``say`` gets each timeline line.
 
     ``ScenarioError`` (a ``ValueError``) when the scenario cannot be run (``validate_scenario``), a
     ``ValueError`` when it needs a driver ``drivers`` does not have.
@@ -60,13 +63,14 @@ def run_scenario(
     if missing:
         raise ValueError(f"scenario needs drivers that are not selected or installed: {', '.join(missing)}")
     cluster = MemoryCluster()
+    writes = NodeWrites()
     plugins: dict[tuple[str, str], _PluginState] = {}
     for node in scenario.nodes:
         annotations = {drivers[p.driver].register_annotation: p.register for p in node.plugins}
-        cluster.create_node(node.name, labels=dict(node.labels), annotations=annotations)
+        writes.saw(cluster.create_node(node.name, labels=dict(node.labels), annotations=annotations))
         allocatable = {drivers[p.driver].count_resource: str(p.allocatable) for p in node.plugins}
         if allocatable:
-            cluster.patch_node_status(node.name, allocatable)
+            writes.saw(cluster.patch_node_status(node.name, allocatable))
         for p in node.plugins:
             plugins[(node.name, p.driver)] = _PluginState(node.name, drivers[p.driver], p.register,
                                                           p.allocatable)
@@ -76,27 +80,28 @@ def run_scenario(
         http_port=None,
     )
     used = sorted({p.driver.name for p in plugins.values()}) or sorted(drivers)
-    scheduler = Scheduler(cluster, [drivers[name].rules() for name in used], config)
-    start = time.monotonic()
-    observer = _Observer(scheduler, start, say)
-    stop = threading.Event()
-    reporter = threading.Thread(target=_report_loop, args=(cluster, plugins, scenario, stop), daemon=True)
+    clock = FakeClock()
+    scheduler = Scheduler(cluster, [drivers[name].rules() for name in used], config, clock=clock)
+    observer = _Observer(scheduler, say)
     say(f"{len(scenario.nodes)} nodes, drivers {', '.join(used)}; handshake window "
         f"{scenario.handshake_window:g}s, resync {scenario.resync:g}s, {scenario.duration:g}s in all")
     scheduler.start()
-    reporter.start()
     actions = sorted(scenario.actions, key=lambda a: a.at)
     deleted: dict[str, float] = {}
+    steps = round(scenario.duration / _TICK)
+    report_every = max(1, round(scenario.report_interval / _TICK))
     try:
-        while (elapsed := time.monotonic() - start) < scenario.duration:
-            while actions and actions[0].at <= elapsed:
-                _apply(actions.pop(0), cluster, plugins, deleted, elapsed, say)
-            observer.observe()
-            time.sleep(_TICK)
-        observer.observe()
+        for step in range(steps + 1):
+            elapsed = round(step * _TICK, 6)
+            while actions and actions[0].at <= elapsed + 1e-9:
+                _apply(actions.pop(0), cluster, writes, plugins, deleted, elapsed, say)
+            if step and step % report_every == 0:
+                _report(cluster, writes, plugins, format_report(clock.now()))
+            wait_settled([scheduler], writes)
+            observer.observe(elapsed)
+            if step < steps:
+                clock.advance(_TICK)
     finally:
-        stop.set()
-        reporter.join(5)
         scheduler.stop(5)
     # Counted before the checks, whose own reads are not the scheduler's or the plugins'.
     requests = {verb: cluster.request_count(verb, "nodes") for verb in ("get", "list", "watch", "patch")}
@@ -110,9 +115,8 @@ def run_scenario(
 
 
 class _Observer:
-    def __init__(self, scheduler: Scheduler, start: float, say: Callable[[str], None]) -> None:
+    def __init__(self, scheduler: Scheduler, say: Callable[[str], None]) -> None:
         self._scheduler = scheduler
-        self._start = start
         self._say = say
         self._last: dict[tuple[str, str], str] = {}
         self.timeline: list[tuple[float, str, str, str, str]] = []
@@ -120,8 +124,7 @@ class _Observer:
         self.registered_at: dict[tuple[str, str], list[float]] = {}
         self.left_at: dict[tuple[str, str], list[float]] = {}
 
-    def observe(self) -> None:
-        now = time.monotonic() - self._start
+    def observe(self, now: float) -> None:
         cache = self._scheduler.cache
         current: dict[tuple[str, str], str] = {}
         for node in cache.nodes():
@@ -141,31 +144,29 @@ class _Observer:
         self._last = current
 
 
-def _report_loop(
-    cluster: MemoryCluster, plugins: Mapping[tuple[str, str], _PluginState], scenario: Scenario,
-    stop: threading.Event,
-) -> None:
+def _report(cluster: MemoryCluster, writes: NodeWrites, plugins: Mapping[tuple[str, str], _PluginState],
+            report: str) -> None:
     """Every live plugin that writes reports sends ``Reported_<now>`` (spec 7), all of a node in one patch."""
-    while not stop.wait(scenario.report_interval):
-        by_node: dict[str, dict[str, str | None]] = {}
-        for state in plugins.values():
-            driver = state.driver
-            if state.alive and driver.writes_reported and driver.handshake_annotation:
-                by_node.setdefault(state.node, {})[driver.handshake_annotation] = \
-                    format_report(datetime.now().astimezone())
-        for node, patch in by_node.items():
-            try:
-                cluster.patch_node_annotations(node, patch)
-            except Exception:
-                continue
+    by_node: dict[str, dict[str, str | None]] = {}
+    for state in plugins.values():
+        driver = state.driver
+        if state.alive and driver.writes_reported and driver.handshake_annotation:
+            by_node.setdefault(state.node, {})[driver.handshake_annotation] = report
+    for node, patch in sorted(by_node.items()):
+        try:
+            writes.saw(cluster.patch_node_annotations(node, patch))
+        except Exception:
+            continue
 
 
-def _apply(action: Action, cluster: MemoryCluster, plugins: dict[tuple[str, str], _PluginState],
-           deleted: dict[str, float], elapsed: float, say: Callable[[str], None]) -> None:
+def _apply(action: Action, cluster: MemoryCluster, writes: NodeWrites,
+           plugins: dict[tuple[str, str], _PluginState], deleted: dict[str, float], elapsed: float,
+           say: Callable[[str], None]) -> None:
     say(f"t={elapsed:5.1f}s  {action.node:<10} {action.driver or '-':<7} ** {action.do}"
         + (f" {action.value[:40]!r}..." if action.value else ""))
     if action.do == "delete":
         cluster.delete_node(action.node)
+        writes.deleted(action.node)
         deleted[action.node] = elapsed
         for key in [k for k in plugins if k[0] == action.node]:
             plugins[key].alive = False
@@ -173,13 +174,15 @@ def _apply(action: Action, cluster: MemoryCluster, plugins: dict[tuple[str, str]
     state = plugins[(action.node, action.driver)]
     if action.do == "kill":
         state.alive, state.killed_at = False, elapsed
-        cluster.patch_node_status(action.node, {state.driver.count_resource: "0"})
+        writes.saw(cluster.patch_node_status(action.node, {state.driver.count_resource: "0"}))
     elif action.do == "revive":
         state.alive, state.revived_at = True, elapsed
-        cluster.patch_node_status(action.node, {state.driver.count_resource: str(state.allocatable)})
+        revived = {state.driver.count_resource: str(state.allocatable)}
+        writes.saw(cluster.patch_node_status(action.node, revived))
     elif action.do == "set-register":
         state.register = action.value
-        cluster.patch_node_annotations(action.node, {state.driver.register_annotation: action.value})
+        changed = {state.driver.register_annotation: action.value}
+        writes.saw(cluster.patch_node_annotations(action.node, changed))
 
 
 def _check(

@@ -32,6 +32,7 @@ from hami_core.protocol.decide import VendorRules
 from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.daemon import Scheduler
 from hami_core.scheduler.selector import NodeSelector
+from hami_core.simulate.settle import NodeWrites, wait_settled
 from harness.tcpproxy import TcpProxy
 
 #: Protocol timings as in production (time is fake, so they cost nothing to wait out).
@@ -73,40 +74,32 @@ def wait_for(what: str, predicate: Callable[[], Any], timeout: float = 20.0, int
         time.sleep(interval)
 
 
-def _rv(value: str) -> int:
-    return int(value) if value.isdigit() else -1
-
-
 class TrackingAdmin:
-    """The admin's cluster, remembering the latest state of every Node it wrote (a resourceVersion, or
-    ``None`` once deleted), so ``World.settle`` knows when the replicas' watches have caught up."""
+    """The admin's cluster, remembering the latest state of every Node it wrote (``NodeWrites``), so
+    ``World.settle`` knows when the replicas' watches have caught up."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
-        self.expected: dict[str, int | None] = {}
+        self.writes = NodeWrites()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def _seen(self, node: Any) -> Any:
-        self.expected[node.name] = _rv(node.resource_version)
-        return node
-
     def create_node(self, name: str, **kw: Any) -> Any:
-        return self._seen(self._inner.create_node(name, **kw))
+        return self.writes.saw(self._inner.create_node(name, **kw))
 
     def patch_node_annotations(self, name: str, changes: Any, **kw: Any) -> Any:
-        return self._seen(self._inner.patch_node_annotations(name, changes, **kw))
+        return self.writes.saw(self._inner.patch_node_annotations(name, changes, **kw))
 
     def patch_node_status(self, name: str, allocatable: Any) -> Any:
-        return self._seen(self._inner.patch_node_status(name, allocatable))
+        return self.writes.saw(self._inner.patch_node_status(name, allocatable))
 
     def merge_patch_node(self, name: str, patch: Any) -> Any:
-        return self._seen(self._inner.merge_patch_node(name, patch))
+        return self.writes.saw(self._inner.merge_patch_node(name, patch))
 
     def delete_node(self, name: str) -> None:
         self._inner.delete_node(name)
-        self.expected[name] = None
+        self.writes.deleted(name)
 
 
 class World:
@@ -170,31 +163,10 @@ class World:
     def running(self) -> list[Scheduler]:
         return [r for r in self.replicas if id(r) in self._started and id(r) not in self._stopped]
 
-    def _caught_up(self, replica: Scheduler) -> bool:
-        for name, rv in self.admin.expected.items():
-            seen = replica.reflector.snapshot(name)
-            if rv is None:
-                if seen is not None:
-                    return False
-            elif seen is None or _rv(seen.resource_version) < rv:
-                return False
-        return True
-
     def settle(self, timeout: float = 30.0) -> None:
         """Wait until every running replica has seen every change made here and has nothing left to do
         until the clock moves."""
-        def settled(r: Scheduler) -> bool:
-            watching = r.reflector.backing_off() or (r.reflector.has_synced and self._caught_up(r))
-            return watching and r.settled()
-
-        try:
-            wait_for("the replicas to settle", lambda: all(settled(r) for r in self.running()), timeout=timeout)
-        except AssertionError:
-            states = [dict(identity=r.config.identity, backing_off=r.reflector.backing_off(),
-                           synced=r.reflector.has_synced, caught_up=self._caught_up(r), queue=r.queue.idle(),
-                           writer=r.writer.idle(), pending=r.view.pending(), events=r.events.idle(),
-                           elector=r.elector.idle()) for r in self.running()]
-            raise AssertionError(f"the replicas did not settle: {states}") from None
+        wait_settled(self.running(), self.admin.writes, timeout=timeout)
 
     def advance(self, seconds: float, step: float = STEP) -> None:
         """Move the fake clock by ``seconds``, ``step`` at a time, settling before and after each step."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from hami_core.clock import FakeClock
 from hami_core.kube.elector import ElectionConfig, LeaderElector

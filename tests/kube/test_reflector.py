@@ -231,7 +231,8 @@ def test_a_failing_handler_does_not_stop_the_reflector() -> None:
 def test_stop_ends_a_backoff_and_a_watch_at_once() -> None:
     failing = MemoryCluster()
     failing.fail_next(10_000)
-    reflector = Reflector(failing, Log(), ReflectorConfig(backoff_initial=20, backoff_max=20), clock=FakeClock())
+    config = ReflectorConfig(backoff_initial=20, backoff_max=20)
+    reflector = Reflector(failing, Log(), config, clock=FakeClock())
     thread = reflector.start()
     _until(reflector.backing_off)
     reflector.stop(timeout=10)  # the fake clock never moves: only the stop can end the wait

@@ -282,3 +282,15 @@ def test_a_write_the_cluster_refuses_is_one_error_line(tmp_path: Path, monkeypat
     assert code == 1
     assert err.count("\n") == 1
     assert err.startswith("error: create node 'dcu-live': metadata.annotations: too long"), err
+
+
+def test_the_default_scenario_prints_the_same_lines_on_every_run() -> None:
+    """Fake time: the run is a function of the scenario, not of the machine's load."""
+    _, drivers = load_drivers()
+    runs: list[list[str]] = []
+    for _ in range(2):
+        lines: list[str] = []
+        result = run_scenario(DEFAULT_SCENARIO, {d.name: d for d in drivers}, say=lines.append)
+        runs.append([*lines, repr(result.requests), repr(result.final)])
+    assert runs[0] == runs[1]
+    assert any(line.startswith("t=  6.1s  dcu-dies   DCU     registered") for line in runs[0])

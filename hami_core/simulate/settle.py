@@ -1,0 +1,76 @@
+"""Waiting for a scheduler replica on a fake clock to finish what the cluster gave it.
+
+A driver of fake time (``hami simulate``, the daemon tests) moves the clock only once every replica has
+*settled*: it has seen every Node change the driver made (``NodeWrites``), and has nothing left to do
+until the clock moves (``Scheduler.settled``). The wait is in real time, for something that will happen;
+it never stands in for time passing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from hami_core.kube.port import NodeSnapshot
+from hami_core.scheduler.daemon import Scheduler
+
+__all__ = ["NodeWrites", "SettleTimeout", "wait_settled"]
+
+
+class SettleTimeout(AssertionError):
+    """The replicas did not settle in time; the message says what each was still doing."""
+
+
+def _rv(value: str) -> int:
+    return int(value) if value.isdigit() else -1
+
+
+class NodeWrites:
+    """The latest state of every Node the driver wrote: its resourceVersion, or ``None`` once deleted."""
+
+    def __init__(self) -> None:
+        self.expected: dict[str, int | None] = {}
+
+    def saw(self, node: NodeSnapshot) -> NodeSnapshot:
+        self.expected[node.name] = _rv(node.resource_version)
+        return node
+
+    def deleted(self, name: str) -> None:
+        self.expected[name] = None
+
+    def caught_up(self, replica: Scheduler) -> bool:
+        """The replica's watch shows every one of these writes."""
+        for name, rv in self.expected.items():
+            seen = replica.reflector.snapshot(name)
+            if rv is None:
+                if seen is not None:
+                    return False
+            elif seen is None or _rv(seen.resource_version) < rv:
+                return False
+        return True
+
+
+def _settled(replica: Scheduler, writes: NodeWrites) -> bool:
+    reflector = replica.reflector
+    watching = reflector.backing_off() or (reflector.has_synced and writes.caught_up(replica))
+    return watching and replica.settled()
+
+
+def wait_settled(replicas: Iterable[Scheduler], writes: NodeWrites, *, timeout: float = 30.0) -> None:
+    """Block until every replica has settled; ``SettleTimeout`` after ``timeout`` real seconds."""
+    pending = list(replicas)
+    deadline = time.monotonic() + timeout
+    delay = 0.0002
+    while True:
+        pending = [r for r in pending if not _settled(r, writes)]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            states = [dict(identity=r.config.identity, backing_off=r.reflector.backing_off(),
+                           synced=r.reflector.has_synced, caught_up=writes.caught_up(r),
+                           queue_idle=r.queue.idle(), writer_idle=r.writer.idle(),
+                           pending_writes=r.view.pending(), events_idle=r.events.idle(),
+                           elector_idle=r.elector.idle()) for r in pending]
+            raise SettleTimeout(f"the replicas did not settle in {timeout:g}s: {states}")
+        time.sleep(delay)
+        delay = min(0.005, delay * 2)
