@@ -12,7 +12,7 @@ import click
 
 from hami_core.cli.cluster import cluster_options, connect
 from hami_core.cli.logs import configure_logging
-from hami_core.cli.options import SECONDS, log_options
+from hami_core.cli.options import DURATION, log_options
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.reporter.daemon import Reporter, ReporterConfig
 
@@ -30,11 +30,11 @@ def reporter() -> None:
 @driver_options
 @click.option("--node-name", envvar=["HAMI_NODE_NAME", "NODE_NAME"], required=True,
               help="The Node this reporter runs on. Env: HAMI_NODE_NAME, NODE_NAME (downward API).")
-@click.option("--interval", envvar="HAMI_REPORT_INTERVAL", type=SECONDS, default=30.0, show_default=True,
-              help="Seconds between passes. Env: HAMI_REPORT_INTERVAL.")
-@click.option("--retry-interval", envvar="HAMI_REPORT_RETRY_INTERVAL", type=SECONDS, default=5.0,
+@click.option("--interval", envvar="HAMI_REPORT_INTERVAL", type=DURATION, default="30s", show_default=True,
+              help="Between passes. Env: HAMI_REPORT_INTERVAL.")
+@click.option("--retry-interval", envvar="HAMI_REPORT_RETRY_INTERVAL", type=DURATION, default="5s",
               show_default=True,
-              help="Seconds to the next pass after a failed one. Env: HAMI_REPORT_RETRY_INTERVAL.")
+              help="To the next pass after a failed one. Env: HAMI_REPORT_RETRY_INTERVAL.")
 @click.option("--once", is_flag=True, help="One pass, then exit: 0 when it worked, 1 when anything failed.")
 @log_options
 def run(

@@ -16,12 +16,12 @@ from datetime import datetime
 
 import attrs
 
+from hami_core.durations import seconds
 from hami_core.kube.port import Cluster, ClusterError
 from hami_core.plugins.driver import VendorDriver
 from hami_core.protocol.errors import shorten
 from hami_core.protocol.model import DeviceInfo
 from hami_core.reporter.plan import Discovery, PassPlan, plan_pass
-from hami_core.scheduler.config import seconds
 
 __all__ = ["PassResult", "Reporter", "ReporterConfig"]
 
