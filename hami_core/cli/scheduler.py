@@ -9,7 +9,7 @@ from types import FrameType
 
 import click
 
-from hami_core.cli.cluster import cluster_options, connect
+from hami_core.cli.cluster import check_access, cluster_options, connect
 from hami_core.cli.logs import configure_logging
 from hami_core.cli.options import DURATION, aliases, go_bool_flag, log_options
 from hami_core.cli.options import listen_address as _listen
@@ -131,6 +131,9 @@ def run(
     # Without leader election there is no other replica to hand over to.
     timeout = min(30.0, max(1.0, lease_duration - renew_deadline)) if leader_elect else 30.0
     cluster = connect(kubeconfig, context, request_timeout=timeout)
+    # The first reads the daemon makes, so that a missing permission is one line at start, not a retry loop.
+    check_access([lambda: cluster.list_nodes(limit=1)] + (
+        [lambda: cluster.get_lease(config.lease_namespace, config.lease_name)] if leader_elect else []))
     try:
         daemon = Scheduler(cluster, [d.rules() for d in drivers], config,
                            on_node_deleted=lambda node: manager.node_deleted(drivers, node))
