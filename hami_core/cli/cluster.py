@@ -52,6 +52,8 @@ def _one_file_problem(path: str) -> str | None:
     """Why the file at ``path`` is not a kubeconfig one could load, or ``None``."""
     if not os.path.lexists(path):
         return "not found"
+    if not os.path.exists(path):
+        return f"not found: a symbolic link to {os.readlink(path)}, which does not exist"
     if os.path.isdir(path):
         return "not readable: it is a directory"
     try:

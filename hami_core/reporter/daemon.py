@@ -125,7 +125,10 @@ class Reporter:
                 except Exception:  # a bug must not end the heartbeat
                     log.exception("unexpected error in a pass", extra={"node": self.config.node_name})
                     ok = False
-                self._stop.wait(self.config.interval if ok else self.config.retry_interval)
+                wait = self.config.interval if ok else self.config.retry_interval
+                if not ok:
+                    log.info("the pass failed; next pass in %gs", wait, extra={"node": self.config.node_name})
+                self._stop.wait(wait)
         finally:
             with self._lock:
                 self._running = False
@@ -208,7 +211,7 @@ class Reporter:
 
     def _failed(self, plan: PassPlan | None, verb: str, error: ClusterError) -> PassResult:
         detail = describe_error(error)
-        log.warning("cannot %s the Node: %s; next pass in %gs", verb, detail, self.config.retry_interval,
+        log.warning("cannot %s the Node: %s", verb, detail,
                     extra={"node": self.config.node_name, "reason": f"{verb}-failed"})
         problem = f"cannot {verb} node {self.config.node_name}: {detail}"
         problems = (*plan.problems, problem) if plan is not None else (problem,)
