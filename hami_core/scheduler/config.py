@@ -46,15 +46,14 @@ class SchedulerConfig:
     #: A scheduler stamp older than this is expired (seconds; the seed's 60 s).
     handshake_window: float = attrs.field(default=60.0, validator=seconds)
     node_selector: NodeSelector = attrs.field(factory=NodeSelector)
+    #: False: a single replica that leads without a Lease (``--leader-elect=false``).
+    leader_elect: bool = True
     lease_namespace: str = attrs.field(default="kube-system", validator=_namespace)
     lease_name: str = attrs.field(default="hami-scheduler", validator=_object_name)
     identity: str = attrs.field(factory=default_identity)
     lease_duration: float = attrs.field(default=15.0, validator=seconds)
     renew_deadline: float = attrs.field(default=10.0, validator=seconds)
     retry_period: float = attrs.field(default=2.0, validator=seconds)
-    #: Take part in leader election over the Lease; ``False`` runs a single replica that always leads
-    #: (``--leader-elect=false``, as kube-scheduler: a one-node cluster or a test).
-    leader_elect: bool = True
     #: Client-side rate limit for writes: 5,000 new nodes are stamped in about 25 s.
     qps: float = attrs.field(default=200.0, validator=_positive)
     burst: int = attrs.field(default=400, validator=_positive)
