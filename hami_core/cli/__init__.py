@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from hami_core.cli.logs import report_error
+
 __all__ = ["main", "run"]
 
 
@@ -39,10 +41,10 @@ def run() -> None:
         code = main.main(standalone_mode=False)
     except click.UsageError as exc:
         where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
-        click.echo(f"error: {where}{exc.format_message()}", err=True)
+        report_error(f"{where}{exc.format_message()}")
         sys.exit(2)
     except click.ClickException as exc:
-        click.echo(f"error: {exc.format_message()}", err=True)
+        report_error(exc.format_message())
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

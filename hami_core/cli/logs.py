@@ -1,38 +1,184 @@
-"""Logging for the daemons: one event per line on stderr, as text or JSON."""
+"""Logging for the daemons: one event per line on stderr, as text or JSON.
+
+Fields
+------
+A record about a node, a vendor or a leadership term carries them as fields, passed with ``extra``::
+
+    log.info("registered (liveness: %s)", rule, extra={"node": name, "vendor": "NVIDIA",
+                                                        "reason": "registered"})
+
+``node``
+    the Node's name. The message never names the node again: the field does.
+``vendor``
+    the vendor key (``NVIDIA``, ``MLU``, ...), as the device cache and the metrics' ``vendor`` label.
+``reason``
+    a short code of why (``registered``, ``expired``, ``decode-error``, ...), for filtering.
+``term``
+    the leadership term (an integer), on records about leadership.
+
+``--log-format text`` writes the fields after the logger's name, in this order, as ``key=value`` (a value
+with spaces or quotes is JSON-quoted), then ``:`` and the message::
+
+    2026-01-01 12:00:00,123 INFO    hami_core.scheduler.daemon: node=gpu-1 vendor=NVIDIA
+        reason=registered: registered (liveness: report)
+    2026-01-01 12:00:00,123 INFO    hami_core.scheduler.daemon: term=3: became leader
+
+(the first record is one line, wrapped here).
+
+``--log-format json`` writes one JSON object per line with ``ts``, ``level``, ``logger``, ``msg``, each
+field present as its own key (``term`` a number), and ``exc`` for a traceback::
+
+    {"ts": "2026-01-01T12:00:00.123+00:00", "level": "info", "logger": "hami_core.scheduler.daemon",
+     "msg": "registered (liveness: report)", "node": "gpu-1", "vendor": "NVIDIA", "reason": "registered"}
+
+(one line as written).
+
+Everything that reaches stderr goes through the one handler, so in JSON mode every line is JSON: Python
+warnings (urllib3's ``InsecureRequestWarning``, deprecations) become records of the ``py.warnings``
+logger; the loggers of urllib3 and of the kubernetes client (``urllib3``, ``client``, ``kubernetes``)
+write through it too, never with handlers of their own; an exception that escapes a thread, and the
+error line a command ends with (``report_error``), are records as well. Levels are ``debug``, ``info``,
+``warning`` and ``error``, in any case.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import sys
+import threading
+import warnings
 from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, TextIO
 
-__all__ = ["LOG_FORMATS", "LOG_LEVELS", "configure_logging"]
+__all__ = [
+    "FIELDS", "LOG_FORMATS", "LOG_LEVELS", "JsonFormatter", "TextFormatter", "active_format",
+    "configure_logging", "report_error",
+]
 
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+#: The structured fields a record may carry (``extra={...}``), in the order text shows them.
+FIELDS = ("term", "node", "vendor", "reason")
+#: Libraries whose loggers must write through our handler only.
+LIBRARY_LOGGERS = ("urllib3", "client", "kubernetes", "leaderelection")
+
+_active: str | None = None
+
+
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    return {name: value for name in FIELDS if (value := getattr(record, name, None)) is not None}
+
+
+def _text_value(value: object) -> str:
+    text = str(value)
+    if not text or any(c.isspace() or c in '"=\\' for c in text) or not text.isprintable():
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+class TextFormatter(logging.Formatter):
+    """``TIME LEVEL LOGGER: key=value ...: message``: the fields once, before the message."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        fields = _fields(record)
+        if not fields:
+            return super().formatMessage(record)
+        prefix = " ".join(f"{name}={_text_value(value)}" for name, value in fields.items())
+        original = record.message
+        record.message = f"{prefix}: {original}"
+        try:
+            return super().formatMessage(record)
+        finally:
+            record.message = original
 
 
 class JsonFormatter(logging.Formatter):
+    """One JSON object per record, on one line; the fields as keys of their own."""
+
     def format(self, record: logging.LogRecord) -> str:
-        entry = {
+        entry: dict[str, Any] = {
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        for name, value in _fields(record).items():
+            entry[name] = value if isinstance(value, int | float | bool) else str(value)
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """``warnings.showwarning`` as a record of ``py.warnings``, on one line (``logging.captureWarnings``
+    does the same, but with the warning's source line on a second line)."""
+    if file is not None:  # written somewhere on purpose: leave it be
+        file.write(warnings.formatwarning(message, category, filename, lineno, line))
+        return
+    text = " ".join(str(message).split())
+    logging.getLogger("py.warnings").warning("%s: %s (%s:%d)", category.__name__, text, filename, lineno)
+
+
+def _thread_exception(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    exc_info = (args.exc_type, args.exc_value or args.exc_type(), args.exc_traceback)
+    logging.getLogger("hami_core").critical("unexpected error in thread %s", name, exc_info=exc_info)
+
+
+def _main_exception(exc_type: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+    if issubclass(exc_type, KeyboardInterrupt):
+        sys.__excepthook__(exc_type, value, tb)
+        return
+    logging.getLogger("hami_core").critical("unexpected error", exc_info=(exc_type, value, tb))
+
+
+def _unraisable(unraisable: Any) -> None:
+    exc = unraisable.exc_value
+    exc_info = (type(exc), exc, unraisable.exc_traceback) if exc is not None else None
+    logging.getLogger("hami_core").error("%s: %r", unraisable.err_msg or "exception ignored",
+                                         unraisable.object, exc_info=exc_info)
+
+
 def configure_logging(fmt: str, level: str) -> None:
+    """Every record (ours, the libraries', Python's warnings, escaped exceptions) to stderr in ``fmt``."""
+    global _active
+    fmt = fmt.lower()
+    if fmt not in LOG_FORMATS:
+        raise ValueError(f"log format {fmt!r} is not one of {', '.join(LOG_FORMATS)}")
     handler = logging.StreamHandler()
-    if fmt == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # The kubernetes client logs every retry of urllib3 at WARNING; keep ours readable.
-    logging.getLogger("urllib3").setLevel(logging.ERROR)
+    for name in LIBRARY_LOGGERS:
+        library = logging.getLogger(name)
+        library.handlers[:] = [h for h in library.handlers if isinstance(h, logging.NullHandler)]
+        library.propagate = True
+    warnings.showwarning = _show_warning
+    threading.excepthook = _thread_exception
+    sys.excepthook = _main_exception
+    sys.unraisablehook = _unraisable
+    _active = fmt
+
+
+def active_format() -> str | None:
+    """The format ``configure_logging`` set up in this process, ``None`` before it ran."""
+    return _active
+
+
+def report_error(message: str) -> None:
+    """The one error line a command ends with: ``error: MESSAGE`` on stderr, or a JSON record in JSON
+    mode (so a daemon started with ``--log-format json`` writes nothing but JSON)."""
+    if _active == "json":
+        logging.getLogger("hami_core.cli").error("%s", message)
+    else:
+        sys.stderr.write(f"error: {message}\n")
+        sys.stderr.flush()

@@ -1,27 +1,131 @@
-"""Options both daemons share: durations, and the logging flags."""
+"""Options the daemons share, in Kubernetes' idiom: durations, Go-style boolean flags, kube-scheduler's
+flag names as aliases, the listen address, and the logging flags."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from hami_core.cli.logs import LOG_FORMATS, LOG_LEVELS
-from hami_core.scheduler.config import MAX_SECONDS
+from hami_core.durations import MAX_SECONDS, format_duration, parse_duration
 
-__all__ = ["SECONDS", "log_options"]
-
-#: The type of the daemons' duration options: seconds, more than zero and at most a day.
-SECONDS = click.FloatRange(min=0, min_open=True, max=MAX_SECONDS)
+__all__ = [
+    "DURATION", "LOG_LEVEL", "Duration", "aliases", "go_bool_flag", "listen_address", "log_options",
+]
 
 F = TypeVar("F", bound=Callable[..., object])
 
 
+if TYPE_CHECKING:  # generic in the click versions that carry type parameters; not subscriptable in 8.1
+    _FloatType = click.ParamType[float]
+else:
+    _FloatType = click.ParamType
+
+
+class Duration(_FloatType):
+    """A daemon timing: a Go/Kubernetes duration (``15s``, ``1m30s``, ``500ms``) or plain seconds
+    (``15``, ``0.5``), more than 0 and at most a day; converted to seconds (a float)."""
+
+    name = "duration"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, bool):
+            self.fail(f"{value!r} is not a duration", param, ctx)
+        if isinstance(value, int | float):
+            result = float(value)
+        else:
+            try:
+                result = parse_duration(str(value))
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+        if not 0 < result <= MAX_SECONDS:
+            shown = value if isinstance(value, str) else format_duration(result)
+            self.fail(f"{shown!r} is not more than 0 and at most {format_duration(MAX_SECONDS)} "
+                      f"({MAX_SECONDS:g} seconds)", param, ctx)
+        return result
+
+
+#: The type of every duration option of the daemons.
+DURATION = Duration()
+
+
+def go_bool_flag(flag: str, *, envvar: str, default: bool, help: str) -> Callable[[F], F]:
+    """A boolean option as Kubernetes' commands take one: ``--flag``, ``--flag=true|false`` (or
+    ``--flag false``) and ``--no-flag``; the last one given wins; also from ``envvar``."""
+    name = flag.lstrip("-").replace("-", "_")
+    negation = f"--no-{flag.lstrip('-')}"
+    given_no = f"hami.{name}.negated"
+
+    def _negate(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        if value:
+            ctx.meta[given_no] = True
+            if name in ctx.params:  # the positive form came earlier on the command line: this one wins
+                ctx.params[name] = False
+
+    def _resolve(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        if ctx.get_parameter_source(name) is not ParameterSource.COMMANDLINE and ctx.meta.get(given_no):
+            return False
+        return value
+
+    def decorate(command: F) -> F:
+        command = click.option(negation, is_flag=True, expose_value=False, callback=_negate,
+                               help=f"Same as {flag}=false.")(command)
+        command = click.option(flag, name, type=click.BOOL, is_flag=False, flag_value="true",
+                               default=str(default).lower(), show_default=True, envvar=envvar,
+                               callback=_resolve,
+                               metavar="[=true|false]", help=f"{help} Env: {envvar}.")(command)
+        return command
+
+    return decorate
+
+
+def aliases(names: Mapping[str, str], *, origin: str) -> Callable[[click.Command], click.Command]:
+    """Give options a second flag name (``names``: parameter name -> flag), said in their help as an
+    alias from ``origin``. Put it above the command's decorator: it changes the built command."""
+
+    def decorate(command: click.Command) -> click.Command:
+        params = {p.name: p for p in command.params}
+        for param_name, flag in names.items():
+            param = params.get(param_name)
+            if not isinstance(param, click.Option):
+                raise TypeError(f"{command.name}: no option {param_name!r} to alias as {flag}")
+            param.opts.append(flag)
+            param.help = f"{param.help or ''} {flag} is an alias ({origin}).".strip()
+        return command
+
+    return decorate
+
+
+def listen_address(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, int] | None:
+    """``HOST:PORT``, ``:PORT`` (all IPv4 addresses), ``[IPV6]:PORT``, or ``off`` (``None``)."""
+    if value is None or value in ("", "off", "none"):
+        return None
+    host, sep, port = value.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not (port.isascii() and port.isdigit()) or not 0 <= int(port) <= 65535 or "[" in host:
+        raise click.BadParameter(f"{value!r} is not HOST:PORT, [IPV6]:PORT or 'off'")
+    return host or "0.0.0.0", int(port)
+
+
+#: ``--log-level`` values, in any case (``DEBUG`` and ``debug`` alike).
+LOG_LEVEL = click.Choice(LOG_LEVELS, case_sensitive=False)
+
+
 def log_options(command: F) -> F:
     """``--log-format`` and ``--log-level``, each also from the environment."""
-    command = click.option("--log-level", envvar="HAMI_LOG_LEVEL", type=click.Choice(LOG_LEVELS),
-                           default="info", show_default=True, help="Env: HAMI_LOG_LEVEL.")(command)
-    command = click.option("--log-format", envvar="HAMI_LOG_FORMAT", type=click.Choice(LOG_FORMATS),
-                           default="text", show_default=True, help="Env: HAMI_LOG_FORMAT.")(command)
+    command = click.option("--log-level", envvar="HAMI_LOG_LEVEL", type=LOG_LEVEL,
+                           default="info", show_default=True,
+                           help="Any case (INFO, info). Env: HAMI_LOG_LEVEL.")(command)
+    command = click.option("--log-format", envvar="HAMI_LOG_FORMAT",
+                           type=click.Choice(LOG_FORMATS, case_sensitive=False),
+                           default="text", show_default=True,
+                           help="text: one readable line per event; json: one JSON object per line, "
+                                "everything on stderr included. Env: HAMI_LOG_FORMAT.")(command)
     return command

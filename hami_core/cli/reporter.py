@@ -5,20 +5,21 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-import threading
 from types import FrameType
 
 import click
 
 from hami_core.cli.cluster import cluster_options, connect
-from hami_core.cli.logs import configure_logging
-from hami_core.cli.options import SECONDS, log_options
+from hami_core.cli.logs import configure_logging, report_error
+from hami_core.cli.options import DURATION, listen_address, log_options
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.reporter.daemon import Reporter, ReporterConfig
+from hami_core.reporter.http import reporter_server
 
 __all__ = ["reporter"]
 
 log = logging.getLogger(__name__)
+
 
 @click.group("reporter")
 def reporter() -> None:
@@ -30,12 +31,18 @@ def reporter() -> None:
 @driver_options
 @click.option("--node-name", envvar=["HAMI_NODE_NAME", "NODE_NAME"], required=True,
               help="The Node this reporter runs on. Env: HAMI_NODE_NAME, NODE_NAME (downward API).")
-@click.option("--interval", envvar="HAMI_REPORT_INTERVAL", type=SECONDS, default=30.0, show_default=True,
-              help="Seconds between passes. Env: HAMI_REPORT_INTERVAL.")
-@click.option("--retry-interval", envvar="HAMI_REPORT_RETRY_INTERVAL", type=SECONDS, default=5.0,
+@click.option("--interval", envvar="HAMI_REPORT_INTERVAL", type=DURATION, default="30s", show_default=True,
+              help="Between passes. Env: HAMI_REPORT_INTERVAL.")
+@click.option("--retry-interval", envvar="HAMI_REPORT_RETRY_INTERVAL", type=DURATION, default="5s",
               show_default=True,
-              help="Seconds to the next pass after a failed one. Env: HAMI_REPORT_RETRY_INTERVAL.")
-@click.option("--once", is_flag=True, help="One pass, then exit: 0 when it worked, 1 when anything failed.")
+              help="To the next pass after a failed one. Env: HAMI_REPORT_RETRY_INTERVAL.")
+@click.option("--once", is_flag=True,
+              help="One pass, then exit: 0 when it published and nothing failed, 1 when anything failed or "
+                   "no selected driver had a device source.")
+@click.option("--http-listen", envvar="HAMI_HTTP_LISTEN", default="off", show_default=True,
+              callback=listen_address,
+              help="HOST:PORT or [IPV6]:PORT serving /livez, /readyz and /metrics, or 'off'. "
+                   "Env: HAMI_HTTP_LISTEN.")
 @log_options
 def run(
     kubeconfig: str | None,
@@ -46,6 +53,7 @@ def run(
     interval: float,
     retry_interval: float,
     once: bool,
+    http_listen: tuple[str, int] | None,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -64,15 +72,32 @@ def run(
     if once:
         result = daemon.run_once()
         for problem in result.problems:
-            click.echo(f"error: {problem}", err=True)
-        sys.exit(0 if result.ok else 1)
-    stop = threading.Event()
+            report_error(problem)
+        if result.ok and not result.published:
+            names = ", ".join(d.name for d in drivers)
+            report_error(f"nothing published: no selected driver ({names}) has a device source on node "
+                         f"{node_name}")
+        sys.exit(0 if result.ok and result.published else 1)
+    server = None
+    if http_listen is not None:
+        try:
+            server = reporter_server(daemon, *http_listen)
+        except OSError as exc:
+            where = f"{http_listen[0]}:{http_listen[1]}"
+            raise click.BadParameter(f"cannot listen on {where}: {exc.strerror or exc}",
+                                     param_hint="'--http-listen'") from None
+        server.start()
+        log.info("serving /livez, /readyz, /metrics on http://%s:%d", *server.address)
 
     def _terminate(signum: int, frame: FrameType | None) -> None:
         log.info("received %s: stopping", signal.Signals(signum).name)
-        stop.set()
+        daemon.request_stop()
 
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
-    daemon.run(stop)
+    try:
+        daemon.run()
+    finally:
+        if server is not None:
+            server.stop()
     sys.exit(0)

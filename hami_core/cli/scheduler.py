@@ -9,9 +9,10 @@ from types import FrameType
 
 import click
 
-from hami_core.cli.cluster import cluster_options, connect
+from hami_core.cli.cluster import check_access, cluster_options, connect
 from hami_core.cli.logs import configure_logging
-from hami_core.cli.options import SECONDS, log_options
+from hami_core.cli.options import DURATION, aliases, go_bool_flag, log_options
+from hami_core.cli.options import listen_address as _listen
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.scheduler.config import SchedulerConfig, default_identity
 from hami_core.scheduler.daemon import Scheduler
@@ -29,23 +30,24 @@ def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         raise click.BadParameter(str(exc)) from None
 
 
-def _listen(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, int] | None:
-    """``HOST:PORT``, ``:PORT`` (all IPv4 addresses), ``[IPV6]:PORT``, or ``off``."""
-    if value in ("", "off", "none"):
-        return None
-    host, sep, port = value.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not sep or not (port.isascii() and port.isdigit()) or not 0 <= int(port) <= 65535 or "[" in host:
-        raise click.BadParameter(f"{value!r} is not HOST:PORT, [IPV6]:PORT or 'off'")
-    return host or "0.0.0.0", int(port)
-
-
 @click.group("scheduler")
 def scheduler() -> None:
     """The cluster-wide daemon that registers devices from node annotations."""
 
 
+#: kube-scheduler's names of the same settings, accepted as well.
+KUBE_SCHEDULER_ALIASES = {
+    "lease_duration": "--leader-elect-lease-duration",
+    "renew_deadline": "--leader-elect-renew-deadline",
+    "retry_period": "--leader-elect-retry-period",
+    "lease_name": "--leader-elect-resource-name",
+    "lease_namespace": "--leader-elect-resource-namespace",
+    "qps": "--kube-api-qps",
+    "burst": "--kube-api-burst",
+}
+
+
+@aliases(KUBE_SCHEDULER_ALIASES, origin="kube-scheduler's flag name")
 @scheduler.command("run")
 @cluster_options
 @driver_options
@@ -58,17 +60,21 @@ def scheduler() -> None:
 @click.option("--identity", envvar="HAMI_IDENTITY", default=None,
               help="Holder identity, unique per replica. Default: <pod or host name>_<uuid>. "
               "Env: HAMI_IDENTITY.")
-@click.option("--lease-duration", envvar="HAMI_LEASE_DURATION", type=SECONDS, default=15.0,
-              show_default=True, help="Seconds. Env: HAMI_LEASE_DURATION.")
-@click.option("--renew-deadline", envvar="HAMI_RENEW_DEADLINE", type=SECONDS, default=10.0,
-              show_default=True, help="Seconds. Env: HAMI_RENEW_DEADLINE.")
-@click.option("--retry-period", envvar="HAMI_RETRY_PERIOD", type=SECONDS, default=2.0,
-              show_default=True, help="Seconds. Env: HAMI_RETRY_PERIOD.")
-@click.option("--resync", envvar="HAMI_RESYNC", type=SECONDS, default=15.0,
-              show_default=True, help="Seconds between re-evaluations of every node. Env: HAMI_RESYNC.")
-@click.option("--handshake-window", envvar="HAMI_HANDSHAKE_WINDOW", type=SECONDS,
-              default=60.0, show_default=True,
-              help="Seconds after which a scheduler stamp is expired. Env: HAMI_HANDSHAKE_WINDOW.")
+@go_bool_flag("--leader-elect", envvar="HAMI_LEADER_ELECT", default=True,
+              help="Elect a leader over the Lease before writing; false runs one replica that always "
+                   "leads, without a Lease (a one-node cluster, a test).")
+@click.option("--lease-duration", envvar="HAMI_LEASE_DURATION", type=DURATION, default="15s",
+              show_default=True, help="How long a Lease holds without renewal. Env: HAMI_LEASE_DURATION.")
+@click.option("--renew-deadline", envvar="HAMI_RENEW_DEADLINE", type=DURATION, default="10s",
+              show_default=True,
+              help="A leader that has not renewed for this long stops writing. Env: HAMI_RENEW_DEADLINE.")
+@click.option("--retry-period", envvar="HAMI_RETRY_PERIOD", type=DURATION, default="2s",
+              show_default=True, help="Between two tries to take or renew the Lease. Env: HAMI_RETRY_PERIOD.")
+@click.option("--resync", envvar="HAMI_RESYNC", type=DURATION, default="15s",
+              show_default=True, help="Between re-evaluations of every node. Env: HAMI_RESYNC.")
+@click.option("--handshake-window", envvar="HAMI_HANDSHAKE_WINDOW", type=DURATION,
+              default="60s", show_default=True,
+              help="After this a scheduler stamp is expired. Env: HAMI_HANDSHAKE_WINDOW.")
 @click.option("--qps", envvar="HAMI_QPS", type=click.FloatRange(min=0, min_open=True, max=100_000),
               default=200.0, show_default=True,
               help="Write rate limit (requests per second). Env: HAMI_QPS.")
@@ -90,6 +96,7 @@ def run(
     lease_namespace: str,
     lease_name: str,
     identity: str | None,
+    leader_elect: bool,
     lease_duration: float,
     renew_deadline: float,
     retry_period: float,
@@ -103,7 +110,7 @@ def run(
     log_level: str,
 ) -> None:
     """Run the scheduler: watch nodes, stamp handshakes, keep the device cache, clean up dead nodes."""
-    if not retry_period < renew_deadline < lease_duration:
+    if leader_elect and not retry_period < renew_deadline < lease_duration:
         raise click.UsageError("need --retry-period < --renew-deadline < --lease-duration")
     configure_logging(log_format, log_level)
     manager, drivers = drivers_from_options(vendors, count_resources)
@@ -112,6 +119,7 @@ def run(
             resync=resync, handshake_window=handshake_window, node_selector=node_selector,
             lease_namespace=lease_namespace, lease_name=lease_name, identity=identity or default_identity(),
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
+            leader_elect=leader_elect,
             qps=qps, burst=burst, max_in_flight=max_in_flight,
             http_host=http_listen[0] if http_listen else "",
             http_port=http_listen[1] if http_listen else None,
@@ -120,8 +128,12 @@ def run(
         raise click.UsageError(str(exc)) from None
     # A write sent just before the lease is lost must land before another replica can take over:
     # that is at least lease duration - renew deadline later, so no request may take longer.
-    timeout = min(30.0, max(1.0, lease_duration - renew_deadline))
+    # Without leader election there is no other replica to hand over to.
+    timeout = min(30.0, max(1.0, lease_duration - renew_deadline)) if leader_elect else 30.0
     cluster = connect(kubeconfig, context, request_timeout=timeout)
+    # The first reads the daemon makes, so that a missing permission is one line at start, not a retry loop.
+    check_access([lambda: cluster.list_nodes(limit=1)] + (
+        [lambda: cluster.get_lease(config.lease_namespace, config.lease_name)] if leader_elect else []))
     try:
         daemon = Scheduler(cluster, [d.rules() for d in drivers], config,
                            on_node_deleted=lambda node: manager.node_deleted(drivers, node))

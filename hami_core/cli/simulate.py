@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from hami_core.cli.logs import LOG_LEVELS, configure_logging
+from hami_core.cli.logs import configure_logging
+from hami_core.cli.options import LOG_LEVEL
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.kube.port import ClusterError
 from hami_core.simulate.run import run_scenario
@@ -23,7 +24,7 @@ __all__ = ["simulate"]
                    "Default: the embedded scenario.")
 @click.option("--print-default", is_flag=True, help="Print the embedded scenario as JSON and exit.")
 @driver_options
-@click.option("--log-level", type=click.Choice(LOG_LEVELS), default="warning", show_default=True,
+@click.option("--log-level", type=LOG_LEVEL, default="warning", show_default=True,
               help="Level of the scheduler's own log lines (on stderr).")
 def simulate(scenario_path: Path | None, print_default: bool, vendors: str | None,
              count_resources: tuple[str, ...], log_level: str) -> None:

@@ -3,25 +3,32 @@ its own Node, and sends one merge patch with what changed and the heartbeats.
 
 A pass is one GET of its own Node (to compare with what is there *now*) and at most one PATCH. Passes
 run every ``interval`` seconds, ``retry_interval`` after a pass with any failure (API server
-unreachable, Node not there yet, a probe that raised). Nothing raises out of :meth:`Reporter.run`.
+unreachable, Node not there yet, a probe that raised), waiting on the reporter's ``Clock``. Nothing
+raises out of :meth:`Reporter.run`.
+
+What an operator sees: log records carry ``node`` and ``vendor`` as fields (``hami_core.cli.logs``); a
+selected driver without a device source on this node is a warning once per pass; a refusal of the API
+server says which permission is missing; the metrics (``reporter/metrics.py``) count passes, failures
+and patches, and give the devices published per vendor and the time of the last good pass.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
 from collections.abc import Callable, Sequence
-from datetime import datetime
 
 import attrs
 
+from hami_core.clock import SYSTEM, Clock
+from hami_core.durations import seconds
+from hami_core.kube.access import describe_error
 from hami_core.kube.port import Cluster, ClusterError
 from hami_core.plugins.driver import VendorDriver
 from hami_core.protocol.errors import shorten
 from hami_core.protocol.model import DeviceInfo
+from hami_core.reporter.metrics import ReporterMetrics
 from hami_core.reporter.plan import Discovery, PassPlan, plan_pass
-from hami_core.scheduler.config import seconds
 
 __all__ = ["PassResult", "Reporter", "ReporterConfig"]
 
@@ -31,9 +38,9 @@ log = logging.getLogger(__name__)
 #: ``DriverManager.discover_devices`` calls it.
 Discover = Callable[[VendorDriver, str], "list[DeviceInfo] | None"]
 
-
-def _local_now() -> datetime:
-    return datetime.now().astimezone()
+#: A pass running longer than this (probes, a GET and a PATCH, each bounded) means the loop is stuck:
+#: ``alive()`` turns false so that the kubelet restarts the reporter.
+STUCK_AFTER = 300.0
 
 
 def _node_name(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
@@ -65,6 +72,14 @@ class PassResult:
     def ok(self) -> bool:
         return not self.problems
 
+    @property
+    def published(self) -> tuple[str, ...]:
+        """Drivers whose register value is on the Node as found after this pass (written by it or already
+        right); empty when nothing could be published (no device source, or the patch failed)."""
+        if self.plan is None or (self.plan.patch and not self.sent):
+            return ()
+        return self.plan.current
+
 
 class Reporter:
     """Publishes one node's devices for the given drivers."""
@@ -76,51 +91,116 @@ class Reporter:
         discover: Discover,
         config: ReporterConfig,
         *,
-        clock: Callable[[], datetime] = _local_now,
+        clock: Clock = SYSTEM,
+        metrics: ReporterMetrics | None = None,
     ) -> None:
         if not drivers:
             raise ValueError("the reporter needs at least one vendor driver")
         self._cluster = cluster
         self._drivers = tuple(drivers)
+        self._by_name = {d.name: d for d in self._drivers}
         self._discover = discover
         self.config = config
         self._clock = clock
-        self.counters: Counter[str] = Counter()
+        self.metrics = metrics if metrics is not None else ReporterMetrics(self._drivers)
+        self._stop = clock.event()
+        self._lock = threading.Lock()
+        self._succeeded = False
+        self._running = False
+        self._pass_started: float | None = None
 
-    def run(self, stop: threading.Event) -> None:
-        """Pass after pass until ``stop`` is set."""
-        log.info("reporter for node %s: drivers %s, every %gs (%gs after a failure)", self.config.node_name,
-                 ", ".join(d.name for d in self._drivers), self.config.interval, self.config.retry_interval)
-        while not stop.is_set():
-            try:
-                ok = self.run_once().ok
-            except Exception:  # a bug must not end the heartbeat
-                log.exception("reporter: unexpected error in a pass")
-                ok = False
-            stop.wait(self.config.interval if ok else self.config.retry_interval)
+    # -- the loop -------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Pass after pass until :meth:`request_stop`."""
+        log.info("reporter started: drivers %s, every %gs (%gs after a failure)",
+                 ", ".join(d.name for d in self._drivers), self.config.interval, self.config.retry_interval,
+                 extra={"node": self.config.node_name})
+        with self._lock:
+            self._running = True
+        try:
+            while not self._stop.is_set():
+                try:
+                    ok = self.run_once().ok
+                except Exception:  # a bug must not end the heartbeat
+                    log.exception("unexpected error in a pass", extra={"node": self.config.node_name})
+                    ok = False
+                wait = self.config.interval if ok else self.config.retry_interval
+                if not ok:
+                    log.info("the pass failed; next pass in %gs", wait, extra={"node": self.config.node_name})
+                self._stop.wait(wait)
+        finally:
+            with self._lock:
+                self._running = False
+        log.info("reporter stopped", extra={"node": self.config.node_name})
+
+    def request_stop(self) -> None:
+        """End :meth:`run` after the pass in progress (safe from a signal handler or another thread)."""
+        self._stop.set()
+
+    # -- health, for /livez and /readyz ---------------------------------------------------------------
+
+    def alive(self) -> bool:
+        """The loop runs and no pass has been going on for longer than ``STUCK_AFTER``."""
+        with self._lock:
+            running, started = self._running, self._pass_started
+        return running and (started is None or self._clock.monotonic() - started < STUCK_AFTER)
+
+    def ready(self) -> bool:
+        """A pass has succeeded (a failed one later does not take it back: the heartbeat goes on)."""
+        with self._lock:
+            return self._succeeded
+
+    # -- one pass --------------------------------------------------------------------------------------
 
     def run_once(self) -> PassResult:
         """One pass: probe every driver, read the Node, send the patch. Never raises a ClusterError."""
-        self.counters["passes"] += 1
+        with self._lock:
+            self._pass_started = self._clock.monotonic()
+        try:
+            result = self._pass()
+        finally:
+            with self._lock:
+                self._pass_started = None
+        self._account(result)
+        return result
+
+    def _pass(self) -> PassResult:
+        self.metrics.passes.inc()
         name = self.config.node_name
         found = [self._probe(driver) for driver in self._drivers]
+        for discovery in found:
+            self.metrics.device_source.labels(vendor=discovery.driver.vendor_key).set(
+                0 if discovery.devices is None and discovery.error is None else 1)
         try:
             node = self._cluster.get_node(name)
         except ClusterError as exc:
-            return self._failed(None, f"cannot read node {name}: {exc}")
-        plan = plan_pass(node.annotations, found, self._clock())
-        for problem in plan.problems:
-            log.warning("node %s: %s", name, problem)
-        if not plan.patch:
-            return self._done(plan, sent=False)
-        try:
-            self._cluster.patch_node_annotations(name, plan.patch)
-        except ClusterError as exc:
-            return self._failed(plan, f"cannot patch node {name}: {exc}")
-        self.counters["patches"] += 1
-        for driver in plan.published:
-            log.info("node %s: published the %s devices", name, driver)
-        return self._done(plan, sent=True)
+            return self._failed(None, "read", exc)
+        plan = plan_pass(node.annotations, found, self._clock.now())
+        for driver, why in plan.failures:
+            log.warning("%s", why, extra={"node": name, "vendor": self._by_name[driver].vendor_key,
+                                          "reason": "probe-failed"})
+        for driver in plan.unsourced:
+            log.warning("no device source: the %s driver has no way to look for devices on this node; "
+                        "select only this node's drivers (--vendors)", driver,
+                        extra={"node": name, "vendor": self._by_name[driver].vendor_key,
+                               "reason": "no-device-source"})
+        if plan.patch:
+            try:
+                self._cluster.patch_node_annotations(name, plan.patch)
+            except ClusterError as exc:
+                return self._failed(plan, "patch", exc)
+            self.metrics.patches.inc()
+            for driver in plan.published:
+                log.info("published the %s devices", driver,
+                         extra={"node": name, "vendor": self._by_name[driver].vendor_key,
+                                "reason": "published"})
+        devices = {d.driver.name: len(d.devices) for d in found if d.devices is not None}
+        for driver in plan.current:
+            self.metrics.published_devices.labels(vendor=self._by_name[driver].vendor_key).set(devices[driver])
+        for driver in plan.unsourced:
+            self.metrics.published_devices.labels(vendor=self._by_name[driver].vendor_key).set(0)
+        return PassResult(plan=plan, sent=bool(plan.patch), problems=plan.problems)
 
     def _probe(self, driver: VendorDriver) -> Discovery:
         try:
@@ -129,13 +209,18 @@ class Reporter:
             detail = shorten(" ".join(f"{type(exc).__name__}: {exc}".split()), 200)[1:-1]
             return Discovery(driver=driver, error=f"device probe failed: {detail}")
 
-    def _failed(self, plan: PassPlan | None, problem: str) -> PassResult:
-        log.warning("reporter: %s; next pass in %gs", problem, self.config.retry_interval)
-        self.counters["failed_passes"] += 1
+    def _failed(self, plan: PassPlan | None, verb: str, error: ClusterError) -> PassResult:
+        detail = describe_error(error)
+        log.warning("cannot %s the Node: %s", verb, detail,
+                    extra={"node": self.config.node_name, "reason": f"{verb}-failed"})
+        problem = f"cannot {verb} node {self.config.node_name}: {detail}"
         problems = (*plan.problems, problem) if plan is not None else (problem,)
         return PassResult(plan=plan, sent=False, problems=problems)
 
-    def _done(self, plan: PassPlan, *, sent: bool) -> PassResult:
-        if plan.problems:
-            self.counters["failed_passes"] += 1
-        return PassResult(plan=plan, sent=sent, problems=plan.problems)
+    def _account(self, result: PassResult) -> None:
+        if result.ok:
+            self.metrics.last_success.set(self._clock.now().timestamp())
+            with self._lock:
+                self._succeeded = True
+        else:
+            self.metrics.failed_passes.inc()

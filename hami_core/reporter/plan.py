@@ -50,8 +50,19 @@ class PassPlan:
     published: tuple[str, ...] = ()
     #: Drivers whose ``Reported_`` heartbeat is in the patch.
     heartbeats: tuple[str, ...] = ()
-    #: One line per driver that failed this pass (probe or encoding); the pass is then retried sooner.
-    problems: tuple[str, ...] = ()
+    #: Drivers whose register value is on the Node as found once the patch is applied (changed by it or
+    #: already right): what this pass publishes.
+    current: tuple[str, ...] = ()
+    #: Drivers without a device source on this node (their probe had no way to look): nothing to publish.
+    unsourced: tuple[str, ...] = ()
+    #: ``(driver, why)`` for each driver that failed this pass (probe or encoding), why on one line; the
+    #: pass is then retried sooner.
+    failures: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """One ``driver: why`` line per failed driver."""
+        return tuple(f"{driver}: {why}" for driver, why in self.failures)
 
 
 def register_value(driver: VendorDriver, devices: Sequence[DeviceInfo]) -> str:
@@ -70,24 +81,28 @@ def plan_pass(annotations: Mapping[str, str], found: Sequence[Discovery], now: d
     patch: dict[str, str] = {}
     published: list[str] = []
     heartbeats: list[str] = []
-    problems: list[str] = []
+    current: list[str] = []
+    unsourced: list[str] = []
+    failures: list[tuple[str, str]] = []
     for discovery in found:
         driver = discovery.driver
         if discovery.error is not None:
-            problems.append(f"{driver.name}: {discovery.error}")
+            failures.append((driver.name, discovery.error))
             continue
         if discovery.devices is None:
+            unsourced.append(driver.name)
             continue
         try:
             value = register_value(driver, discovery.devices)
         except Exception as exc:  # a driver's own codec must not stop the other drivers
-            problems.append(f"{driver.name}: cannot encode its devices: {type(exc).__name__}: {exc}")
+            failures.append((driver.name, f"cannot encode its devices: {type(exc).__name__}: {exc}"))
             continue
         if annotations.get(driver.register_annotation) != value:
             patch[driver.register_annotation] = value
             published.append(driver.name)
+        current.append(driver.name)
         if driver.writes_reported and driver.handshake_annotation is not None:
             patch[driver.handshake_annotation] = format_report(now)
             heartbeats.append(driver.name)
     return PassPlan(patch=patch, published=tuple(published), heartbeats=tuple(heartbeats),
-                    problems=tuple(problems))
+                    current=tuple(current), unsourced=tuple(unsourced), failures=tuple(failures))

@@ -10,13 +10,11 @@ from typing import Any
 
 import attrs
 
+from hami_core.durations import MAX_SECONDS, seconds
 from hami_core.kube.validation import is_dns_label, is_dns_subdomain
 from hami_core.scheduler.selector import NodeSelector
 
-__all__ = ["MAX_SECONDS", "SchedulerConfig", "default_identity", "seconds"]
-
-#: The longest any timing of the daemons may be: a day (longer ones overflow timers, or a Lease's int32).
-MAX_SECONDS = 86_400.0
+__all__ = ["MAX_SECONDS", "SchedulerConfig", "default_identity"]
 
 
 def default_identity() -> str:
@@ -27,13 +25,6 @@ def default_identity() -> str:
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{attribute.name.replace('_', '-')} must be a finite number > 0, got {value!r}")
-
-
-def seconds(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    """attrs validator of a timing: more than 0 and at most ``MAX_SECONDS``."""
-    if not 0 < value <= MAX_SECONDS:
-        name = attribute.name.replace("_", "-")
-        raise ValueError(f"{name} must be > 0 and at most {MAX_SECONDS:g} seconds, got {value!r}")
 
 
 def _namespace(instance: object, attribute: attrs.Attribute[str], value: str) -> None:

@@ -2,6 +2,10 @@
 
 The embedded default (``DEFAULT_SCENARIO``) is the seed note's example cluster plus the failures HAMi's
 users hit: a plugin that dies, a truncated register value, a node with no accelerator at all.
+
+In a scenario file, every timing (``duration``, ``handshake_window``, ``resync``, ``report_interval`` and
+each action's ``at``) is a number of seconds or a duration string as the flags take it (``"16s"``,
+``"1m30s"``, ``"500ms"``).
 """
 
 from __future__ import annotations
@@ -15,11 +19,11 @@ from typing import Any
 import attrs
 import cattrs
 
+from hami_core.durations import MAX_SECONDS, parse_duration
 from hami_core.kube.selector import is_label_value, is_qualified_name
 from hami_core.kube.validation import is_dns_subdomain
 from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES
 from hami_core.protocol.errors import member_path, shorten
-from hami_core.scheduler.config import MAX_SECONDS
 
 __all__ = [
     "DEFAULT_SCENARIO", "Action", "Plugin", "Scenario", "ScenarioError", "SimNode", "load_scenario",
@@ -322,6 +326,19 @@ def _number(field: str, value: object) -> float:
         raise ScenarioError(field, f"{_show(value)} is too large") from None
 
 
+def _timing(field: str, value: object) -> float:
+    """A timing of the file: a number of seconds, or a duration string (``"16s"``, ``"1m30s"``, ``"3"``)."""
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            raise ScenarioError(field, str(exc)) from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScenarioError(field, "expected a number of seconds or a duration string, got "
+                            f"{_json_type(value)}")
+    return _number(field, value)
+
+
 def _whole(field: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ScenarioError(field, f"expected a whole number, got {_json_type(value)} {_show(value)}")
@@ -338,7 +355,7 @@ def _structure_scenario(data: object) -> Scenario:
     top = _fields("", data, Scenario, required=("nodes",))
     for name in ("duration", "handshake_window", "resync", "report_interval"):
         if name in top:
-            top[name] = _number(name, top[name])
+            top[name] = _timing(name, top[name])
     nodes = _array("nodes", top["nodes"])
     top["nodes"] = tuple(_structure_node(f"nodes[{i}]", n) for i, n in enumerate(nodes))
     if "actions" in top:
@@ -377,7 +394,7 @@ def _structure_plugin(field: str, data: object) -> Plugin:
 
 def _structure_action(field: str, data: object) -> Action:
     action = _fields(field, data, Action, required=("at", "node", "do"))
-    action["at"] = _number(f"{field}.at", action["at"])
+    action["at"] = _timing(f"{field}.at", action["at"])
     for name in ("node", "do", "driver", "value"):
         if name in action:
             action[name] = _text(f"{field}.{name}", action[name])

@@ -36,10 +36,10 @@ def test_env_var_values_are_checked_too() -> None:
     assert result.returncode == 2 and "--handshake-window" in result.stderr
 
 
-def test_unreachable_kubeconfig_is_a_one_line_error_exit_1(tmp_path: Path) -> None:
+def test_a_missing_kubeconfig_is_a_one_line_error_exit_2(tmp_path: Path) -> None:
     result = run("scheduler", "run", "--kubeconfig", str(tmp_path / "missing"), "--http-listen", "off")
-    assert result.returncode == 1
-    assert result.stderr.strip().startswith("error: kubeconfig")
+    assert result.returncode == 2
+    assert result.stderr == f"error: kubeconfig {tmp_path / 'missing'}: not found\n"
 
 
 def test_help_and_version_exit_0() -> None:

@@ -8,10 +8,13 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 from harness.scheduler_world import World, wait_for
+from prometheus_client.parser import text_string_to_metric_families
 
 from hami_core.protocol.codecs import decode_any
 
@@ -47,6 +50,7 @@ def test_once_on_another_nodes_name_is_refused_and_exits_1(real_world: World, tm
                             text=True, timeout=60, env=env)
     assert result.returncode == 1
     assert f"error: cannot patch node {other}:" in result.stderr
+    assert "refused by the admission policy 'hami-reporter-own-node'" in result.stderr
     assert "hami.io/node-mlu-register" not in real_world.annotations(other)
 
 
@@ -66,3 +70,58 @@ def test_sigterm_stops_the_loop_and_exits_0(real_world: World, tmp_path: Path) -
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_once_that_published_nothing_exits_1(real_world: World, tmp_path: Path) -> None:
+    node = real_world.node("cli-rep-nothing")
+    env = _env(real_world, node, tmp_path)
+    env.pop("HAMI_FAKE_DEVICES")  # no driver has a device source on this node
+    result = subprocess.run([HAMI, "reporter", "run", "--once", "--vendors", "mlu,dcu"], capture_output=True,
+                            text=True, timeout=60, env=env)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1] == \
+        f"error: nothing published: no selected driver (mlu, dcu) has a device source on node {node}"
+    warned = [line for line in lines if "reason=no-device-source: no device source" in line]
+    assert len(warned) == 2 and all(f"node={node} " in line for line in warned), lines
+    assert not any(k.startswith("hami.io/") for k in real_world.annotations(node))
+
+
+def test_the_loop_serves_health_and_metrics(real_world: World, tmp_path: Path) -> None:
+    node = real_world.node("cli-rep-http")
+    log = tmp_path / "reporter.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([HAMI, "reporter", "run", "--vendors", "mlu", "--http-listen", "127.0.0.1:0",
+                                 "--log-format", "json"], stdout=out, stderr=subprocess.STDOUT,
+                                env=_env(real_world, node, tmp_path))
+    try:
+        port = wait_for("listening", lambda: next((json.loads(line)["msg"].rsplit(":", 1)[1]
+                                                   for line in log.read_text().splitlines()
+                                                   if "serving /livez" in line), None), timeout=30)
+        base = f"http://127.0.0.1:{port}"
+        wait_for("ready", lambda: _get(f"{base}/readyz")[0] == 200, timeout=30)
+        assert _get(f"{base}/livez") == (200, "ok\n")
+        status, text = _get(f"{base}/metrics")
+        values = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                  for family in text_string_to_metric_families(text) for s in family.samples}
+        assert status == 200 and values[("hami_reporter_published_devices", (("vendor", "MLU"),))] == 1
+        assert values[("hami_reporter_passes_total", ())] >= 1
+        assert values[("hami_reporter_last_success_timestamp_seconds", ())] > 0
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for line in log.read_text().splitlines():
+        json.loads(line)  # nothing but JSON
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except OSError:
+        return 0, ""

@@ -11,6 +11,7 @@ import pytest
 from harness.scheduler_world import CountingCluster, World, wait_for
 
 from hami_core import DeviceInfo
+from hami_core.clock import SYSTEM, Clock, FakeClock
 from hami_core.kube.client import KubeCluster
 from hami_core.kube.memory import MemoryCluster
 from hami_core.plugins.driver import VendorDriver
@@ -48,9 +49,21 @@ def own_cluster(world: World, node: str) -> CountingCluster:
                                                        request_timeout=5.0, connect_timeout=2.0))
 
 
-def reporter(world: World, node: str, source: Source, *names: str, **timings: float) -> Reporter:
+def reporter(world: World, node: str, source: Source, *names: str, clock: Clock = SYSTEM,
+             **timings: float) -> Reporter:
     drivers = [world.drivers[n] for n in (names or sorted(FOUND))]
-    return Reporter(own_cluster(world, node), drivers, source, ReporterConfig(node_name=node, **timings))
+    return Reporter(own_cluster(world, node), drivers, source, ReporterConfig(node_name=node, **timings),
+                    clock=clock)
+
+
+def passes_total(daemon: Reporter) -> float | None:
+    return daemon.metrics.registry.get_sample_value("hami_reporter_passes_total")
+
+
+def settle(clock: FakeClock, daemon: Reporter, passes: int) -> None:
+    """Wait (real time, bounded) until the loop has run ``passes`` passes and waits on the clock again."""
+    wait_for(f"{passes} passes", lambda: (passes_total(daemon) or 0) >= passes, timeout=30)
+    assert clock.wait_for_waiting(1, timeout=30)
 
 
 def test_a_pass_publishes_every_vendor_with_one_get_and_one_patch(world: World) -> None:
@@ -109,22 +122,33 @@ def test_a_failed_probe_leaves_that_driver_out_and_the_pass_failed(world: World)
 
 def test_a_missing_node_is_a_failed_pass_and_it_retries_sooner(world: World) -> None:
     name = f"rep-late-{world.label['hami-test']}"
-    daemon = reporter(world, name, Source(FOUND), "mlu", interval=60.0, retry_interval=0.1)
-    first = daemon.run_once()
-    assert not first.ok and not first.sent and first.problems[0].startswith(f"cannot read node {name}:")
-    # The loop on its own thread: with a 60 s interval only the retry can land in time.
-    done = threading.Event()
-    loop = threading.Thread(target=daemon.run, args=(done,), daemon=True)
+    clock = FakeClock()
+    probed: list[float] = []
+    source = Source(FOUND)
+
+    def timed(driver: VendorDriver, node: str) -> list[DeviceInfo] | None:
+        probed.append(clock.monotonic())
+        return source(driver, node)
+
+    daemon = Reporter(own_cluster(world, name), [world.drivers["mlu"]], timed,
+                      ReporterConfig(node_name=name, interval=60.0, retry_interval=5.0), clock=clock)
+    loop = threading.Thread(target=daemon.run, daemon=True)
     loop.start()
     try:
+        settle(clock, daemon, 1)  # the first pass failed: the Node is not there
+        assert not daemon.ready() and daemon.alive()
         world.admin.create_node(name, labels=world.label)
-        wait_for("published once the node exists",
-                 lambda: "hami.io/node-mlu-register" in world.annotations(name), timeout=10)
+        clock.advance(5.0)  # the retry interval, not the 60 s one
+        settle(clock, daemon, 2)
+        assert "hami.io/node-mlu-register" in world.annotations(name) and daemon.ready()
+        clock.advance(60.0)
+        settle(clock, daemon, 3)
+        assert [t - probed[0] for t in probed] == [0.0, 5.0, 65.0]
     finally:
-        done.set()
-        loop.join(5)
+        daemon.request_stop()
+        loop.join(10)
         world.admin.delete_node(name)
-    assert not loop.is_alive()
+    assert not loop.is_alive() and not daemon.alive()
 
 
 def test_an_unreachable_api_server_is_a_failed_pass_not_an_exception() -> None:
@@ -153,22 +177,22 @@ def test_a_reporter_cannot_write_another_nodes_annotations(real_world: World) ->
 def test_the_scheduler_registers_what_the_reporter_publishes(world: World) -> None:
     node = world.node("rep-e2e")
     world.admin.patch_node_status(node, {"cambricon.com/mlu": "1"})
-    daemon = reporter(world, node, Source(FOUND), "mlu", "kunlun", interval=0.5)
-    stop = threading.Event()
-    loop = threading.Thread(target=daemon.run, args=(stop,), daemon=True)
-    loop.start()
-    try:
-        replica = world.scheduler("mlu", "kunlun")
-        entry = wait_for("MLU registered", lambda: replica.cache.vendor(node, "MLU"))
-        assert [d.id for d in entry.devices] == ["MLU-0"]
-        wait_for("XPU registered", lambda: replica.cache.vendor(node, "XPU"))
-        # The heartbeats keep both alive well past the handshake window.
-        handshake = "hami.io/node-handshake-xpu"
-        wait_for("re-stamped after a report",
-                 lambda: world.annotations(node).get(handshake, "").startswith("Requesting_"))
-    finally:
-        stop.set()
-        loop.join(5)
+    daemon = reporter(world, node, Source(FOUND), "mlu", "kunlun")
+    assert daemon.run_once().ok
+    replica = world.scheduler("mlu", "kunlun")
+    entry = wait_for("MLU registered", lambda: replica.cache.vendor(node, "MLU"))
+    assert [d.id for d in entry.devices] == ["MLU-0"]
+    wait_for("XPU registered", lambda: replica.cache.vendor(node, "XPU"))
+    # The scheduler answers a heartbeat with a stamp; the next pass reports again over it.
+    handshake = "hami.io/node-handshake-xpu"
+    wait_for("stamped after a report",
+             lambda: world.annotations(node).get(handshake, "").startswith("Requesting_"))
+    # The next pass overwrites the stamp with Reported_ (the scheduler may answer at once, so the value
+    # is not read back here): a Requesting_ seen after it is the scheduler's answer to that report.
+    second = daemon.run_once()
+    assert second.ok and second.sent and second.plan is not None and "kunlun" in second.plan.heartbeats
+    wait_for("re-stamped after the next report",
+             lambda: world.annotations(node).get(handshake, "").startswith("Requesting_"))
 
 
 @pytest.mark.parametrize("bad", [{"interval": 0.0}, {"retry_interval": -1.0}, {"node_name": ""}])

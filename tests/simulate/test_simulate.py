@@ -190,7 +190,11 @@ BAD_SCENARIOS: list[tuple[str, Callable[[Json], object], str]] = [
      "actions[0].at: 16.0 is not from 0 to before the duration (16 s)"),
     ("at negative", _set("actions.0.at", -1), "actions[0].at: -1.0 is not from 0"),
     ("at NaN", _set("actions.0.at", float("nan")), "actions[0].at: nan is not from 0"),
-    ("at not a number", _set("actions.0.at", "3"), "actions[0].at: expected a number, got a string"),
+    ("at not a duration", _set("actions.0.at", "soon"), "actions[0].at: 'soon' is not a duration"),
+    ("at a day as a unit", _set("actions.0.at", "1d"), "actions[0].at: '1d': unknown unit 'd'"),
+    ("at a boolean", _set("actions.0.at", False), "actions[0].at: expected a number of seconds or a "
+     "duration string, got a boolean"),
+    ("at a negative duration", _set("actions.0.at", "-1s"), "actions[0].at: -1.0 is not from 0"),
     ("at missing", _with(lambda d: d["actions"][0].pop("at")), "actions[0].at: missing"),
     ("duration infinite",
      lambda d: scenario_as_json(DEFAULT_SCENARIO).replace('"duration": 16.0', '"duration": 1e400'),
@@ -198,8 +202,10 @@ BAD_SCENARIOS: list[tuple[str, Callable[[Json], object], str]] = [
     ("duration negative", _set("duration", -5), "duration: -5.0 is not a number of seconds greater than 0"),
     ("duration zero", _set("duration", 0), "duration: 0.0 is not a number of seconds greater than 0"),
     ("duration over a day", _set("duration", 86401), "duration: 86401.0 is not a number of seconds"),
-    ("duration not a number", _set("duration", "16"), "duration: expected a number, got a string"),
-    ("duration boolean", _set("duration", True), "duration: expected a number, got a boolean"),
+    ("duration not a duration", _set("duration", "16 s"), "duration: '16 s' is not a duration"),
+    ("duration a zero duration", _set("duration", "0s"), "duration: 0.0 is not a number of seconds"),
+    ("duration boolean", _set("duration", True),
+     "duration: expected a number of seconds or a duration string, got a boolean"),
     ("duration huge integer", _set("duration", 10**400),
      "duration: 10000000000000000 ... 00000000000000000 is too large"),
     ("handshake window huge", _set("handshake_window", 1e300),
@@ -294,3 +300,13 @@ def test_the_default_scenario_prints_the_same_lines_on_every_run() -> None:
         runs.append([*lines, repr(result.requests), repr(result.final)])
     assert runs[0] == runs[1]
     assert any(line.startswith("t=  6.1s  dcu-dies   DCU     registered") for line in runs[0])
+
+
+def test_scenario_timings_may_be_duration_strings(tmp_path: Path) -> None:
+    data = _default()
+    data.update(duration="16s", handshake_window="4000ms", resync="1s", report_interval="1")
+    for action in data["actions"]:
+        action["at"] = f"{action['at']:g}s"
+    path = tmp_path / "durations.json"
+    path.write_text(json.dumps(data))
+    assert load_scenario(path) == DEFAULT_SCENARIO

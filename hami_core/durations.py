@@ -1,0 +1,114 @@
+"""Durations as Kubernetes writes them, and the one rule for every timing hami-core takes.
+
+``parse_duration`` reads Go's ``time.ParseDuration`` form (what kube-scheduler's ``--leader-elect-*``
+flags and every ``metav1.Duration`` take: ``15s``, ``1m30s``, ``500ms``, ``1.5h``, ``2h45m``, units
+``ns``, ``us`` (or ``µs``), ``ms``, ``s``, ``m``, ``h``) as well as a plain number of seconds (``15``,
+``0.5``). ``check_seconds`` / ``seconds`` is the range every daemon timing must be in: more than 0 and at
+most ``MAX_SECONDS``. Errors are one line that names the value and what would have been right.
+
+This module is the bottom layer: it imports nothing of hami_core, so any layer may use it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+__all__ = ["MAX_SECONDS", "UNITS", "check_seconds", "format_duration", "parse_duration", "seconds"]
+
+#: The longest any timing of the daemons may be: a day (longer ones overflow timers, or a Lease's int32).
+MAX_SECONDS = 86_400.0
+
+#: Go's duration units, in seconds.
+UNITS: dict[str, Fraction] = {
+    "ns": Fraction(1, 10**9),
+    "us": Fraction(1, 10**6),
+    "\u00b5s": Fraction(1, 10**6),  # MICRO SIGN, as Go accepts
+    "\u03bcs": Fraction(1, 10**6),  # GREEK SMALL LETTER MU, as Go accepts
+    "ms": Fraction(1, 10**3),
+    "s": Fraction(1),
+    "m": Fraction(60),
+    "h": Fraction(3600),
+}
+
+#: A plain number of seconds: digits with an optional fraction and exponent (``15``, ``0.5``, ``1e3``).
+_PLAIN = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: One ``<number><unit>`` element of a Go duration; the unit is any run of non-digits, checked after.
+_ELEMENT = re.compile(r"([0-9]*(?:\.[0-9]*)?)([^0-9.\s]+)")
+_EXAMPLES = "like 15s, 1m30s, 500ms or plain seconds"
+_MAX_SHOWN = 40
+
+
+def _show(text: str) -> str:
+    shown = text if len(text) <= _MAX_SHOWN else f"{text[:18]}...{text[-18:]}"
+    return repr(shown)
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of a Go duration (``1m30s``) or a plain number of seconds (``90``); ``ValueError`` else.
+
+    The sign is read (``-1s`` is -1.0) and ``0`` is 0.0, as Go reads them; whether a value is allowed
+    where it is used is ``check_seconds``'s business. Surrounding whitespace is ignored.
+    """
+    value = text.strip()
+    if not value:
+        raise ValueError(f"{_show(text)} is not a duration ({_EXAMPLES})")
+    if _PLAIN.fullmatch(value):
+        return float(value)
+    sign = 1
+    rest = value
+    if rest[0] in "+-":
+        sign = -1 if rest[0] == "-" else 1
+        rest = rest[1:]
+    if not rest:
+        raise ValueError(f"{_show(text)} is not a duration ({_EXAMPLES})")
+    total = Fraction(0)
+    position = 0
+    while position < len(rest):
+        match = _ELEMENT.match(rest, position)
+        number = match.group(1) if match else ""
+        if match is None or number in ("", "."):
+            raise ValueError(f"{_show(text)} is not a duration ({_EXAMPLES})")
+        unit = match.group(2)
+        if unit not in UNITS:
+            raise ValueError(f"{_show(text)}: unknown unit {unit!r} (units: ns, us, ms, s, m, h)")
+        total += Fraction(number if not number.endswith(".") else number[:-1]) * UNITS[unit]
+        position = match.end()
+    return float(sign * total)
+
+
+def format_duration(value: float) -> str:
+    """``value`` seconds in Go's short form for messages and help: ``15s``, ``1m30s``, ``500ms``, ``1h``."""
+    if not math.isfinite(value):
+        return f"{value}s"
+    if value < 0:
+        return "-" + format_duration(-value)
+    if value == 0:
+        return "0s"
+    if value < 1:
+        return f"{value * 1000:g}ms"
+    hours, rest = divmod(value, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = []
+    if hours:
+        parts.append(f"{int(hours)}h")
+    if minutes:
+        parts.append(f"{int(minutes)}m")
+    if secs or not parts:
+        parts.append(f"{round(secs, 6):g}s")
+    return "".join(parts)
+
+
+def check_seconds(name: str, value: float) -> None:
+    """A timing: more than 0 and at most ``MAX_SECONDS`` (a day); ``ValueError`` naming ``name`` else."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_SECONDS:
+        raise ValueError(f"{name} must be > 0 and at most {MAX_SECONDS:g} seconds (24h), got {value!r}")
+
+
+def seconds(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    """attrs validator of a timing field (``check_seconds``, named as its flag: ``handshake-window``)."""
+    check_seconds(attribute.name.replace("_", "-"), value)

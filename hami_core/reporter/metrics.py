@@ -1,0 +1,53 @@
+"""The reporter's metrics, in a registry of its own (``hami_core.serve.metrics``).
+
+| metric | type | what |
+|---|---|---|
+| ``hami_reporter_passes_total`` | counter | passes run |
+| ``hami_reporter_failed_passes_total`` | counter | passes with any failure (retried sooner) |
+| ``hami_reporter_patches_total`` | counter | merge patches sent to the Node |
+| ``hami_reporter_published_devices{vendor}`` | gauge | devices of the vendor on the Node as this reporter last published them |
+| ``hami_reporter_device_source{vendor}`` | gauge | 1 when the driver had a device source in the last pass, else 0 |
+| ``hami_reporter_last_success_timestamp_seconds`` | gauge | wall time of the last pass without failure (0: none yet) |
+
+plus ``hami_build_info`` and the process metrics. Every ``vendor`` series (the vendor key) exists at 0
+from the start for every selected driver.
+"""  # noqa: E501 (a table)
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from hami_core.plugins.driver import VendorDriver
+from hami_core.serve.metrics import new_registry
+
+__all__ = ["ReporterMetrics"]
+
+
+class ReporterMetrics:
+    """The reporter's series, created when it starts: every ``vendor`` series at 0."""
+
+    def __init__(self, drivers: Sequence[VendorDriver], registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else new_registry("reporter")
+        r = self.registry
+        self.passes = Counter("hami_reporter_passes", "Passes the reporter ran.", registry=r)
+        self.failed_passes = Counter(
+            "hami_reporter_failed_passes",
+            "Passes with any failure (API server, a probe, an encoding); the next one comes sooner.",
+            registry=r)
+        self.patches = Counter("hami_reporter_patches", "Merge patches sent to the Node.", registry=r)
+        self.published_devices = Gauge(
+            "hami_reporter_published_devices",
+            "Devices of the vendor on the Node as this reporter last published them (0: none published).",
+            ["vendor"], registry=r)
+        self.device_source = Gauge(
+            "hami_reporter_device_source",
+            "1 when the vendor's driver had a device source on this node in the last pass, else 0.",
+            ["vendor"], registry=r)
+        self.last_success = Gauge(
+            "hami_reporter_last_success_timestamp_seconds",
+            "Unix time of the last pass without any failure (0 until the first).", registry=r)
+        for driver in drivers:
+            self.published_devices.labels(vendor=driver.vendor_key).set(0)
+            self.device_source.labels(vendor=driver.vendor_key).set(0)
