@@ -50,7 +50,8 @@ def test_every_stamp_is_sent_once_across_terms(world: World) -> None:
     history: History = defaultdict(list)
 
     def replica(identity: str) -> Any:
-        return world.scheduler("mlu", cluster=StampLog(world.cluster(), history), identity=identity, **TIMINGS)
+        cluster = StampLog(world.cluster(), history)
+        return world.scheduler("mlu", cluster=cluster, identity=identity, **TIMINGS)
 
     first, second = replica("one"), replica("two")
     world.run_until("a leader", lambda: first.ready() or second.ready())
