@@ -63,6 +63,10 @@ KUBE_SCHEDULER_ALIASES = {
 @go_bool_flag("--leader-elect", envvar="HAMI_LEADER_ELECT", default=True,
               help="Elect a leader over the Lease before writing; false runs one replica that always "
                    "leads, without a Lease (a one-node cluster, a test).")
+@go_bool_flag("--read-only", envvar="HAMI_READ_ONLY", default=False,
+              help="Watch, decode and decide as a leader would, and write nothing: no Lease, no patch, no "
+                   "Event. /cache/<node> shows the write a leader would send. For running beside another "
+                   "registrar (HAMi's scheduler); needs only get, list and watch on Nodes.")
 @click.option("--lease-duration", envvar="HAMI_LEASE_DURATION", type=DURATION, default="15s",
               show_default=True, help="How long a Lease holds without renewal. Env: HAMI_LEASE_DURATION.")
 @click.option("--renew-deadline", envvar="HAMI_RENEW_DEADLINE", type=DURATION, default="10s",
@@ -97,6 +101,7 @@ def run(
     lease_name: str,
     identity: str | None,
     leader_elect: bool,
+    read_only: bool,
     lease_duration: float,
     renew_deadline: float,
     retry_period: float,
@@ -110,7 +115,8 @@ def run(
     log_level: str,
 ) -> None:
     """Run the scheduler: watch nodes, stamp handshakes, keep the device cache, clean up dead nodes."""
-    if leader_elect and not retry_period < renew_deadline < lease_duration:
+    elects = leader_elect and not read_only
+    if elects and not retry_period < renew_deadline < lease_duration:
         raise click.UsageError("need --retry-period < --renew-deadline < --lease-duration")
     configure_logging(log_format, log_level)
     manager, drivers = drivers_from_options(vendors, count_resources)
@@ -119,7 +125,7 @@ def run(
             resync=resync, handshake_window=handshake_window, node_selector=node_selector,
             lease_namespace=lease_namespace, lease_name=lease_name, identity=identity or default_identity(),
             lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
-            leader_elect=leader_elect,
+            leader_elect=leader_elect, read_only=read_only,
             qps=qps, burst=burst, max_in_flight=max_in_flight,
             http_host=http_listen[0] if http_listen else "",
             http_port=http_listen[1] if http_listen else None,
@@ -129,11 +135,11 @@ def run(
     # A write sent just before the lease is lost must land before another replica can take over:
     # that is at least lease duration - renew deadline later, so no request may take longer.
     # Without leader election there is no other replica to hand over to.
-    timeout = min(30.0, max(1.0, lease_duration - renew_deadline)) if leader_elect else 30.0
+    timeout = min(30.0, max(1.0, lease_duration - renew_deadline)) if elects else 30.0
     cluster = connect(kubeconfig, context, request_timeout=timeout)
     # The first reads the daemon makes, so that a missing permission is one line at start, not a retry loop.
     check_access([lambda: cluster.list_nodes(limit=1)] + (
-        [lambda: cluster.get_lease(config.lease_namespace, config.lease_name)] if leader_elect else []))
+        [lambda: cluster.get_lease(config.lease_namespace, config.lease_name)] if elects else []))
     try:
         daemon = Scheduler(cluster, [d.rules() for d in drivers], config,
                            on_node_deleted=lambda node: manager.node_deleted(drivers, node))

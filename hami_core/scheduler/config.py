@@ -48,6 +48,9 @@ class SchedulerConfig:
     node_selector: NodeSelector = attrs.field(factory=NodeSelector)
     #: False: a single replica that leads without a Lease (``--leader-elect=false``).
     leader_elect: bool = True
+    #: Watch, decode and decide as a leader would, and write nothing at all: no Lease, no patch, no Event
+    #: (``--read-only``, to run beside another registrar such as HAMi's own scheduler).
+    read_only: bool = False
     lease_namespace: str = attrs.field(default="kube-system", validator=_namespace)
     lease_name: str = attrs.field(default="hami-scheduler", validator=_object_name)
     identity: str = attrs.field(factory=default_identity)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -67,7 +67,9 @@ class Scheduler:
         self.reflector = Reflector(cluster, self, clock=clock)
         self.view = NodeView(self.reflector.snapshot)
         self.elector: LeaderElector | Standalone
-        if cfg.leader_elect:
+        if cfg.read_only:
+            self.elector = Standalone(on_started=self._leadership_changed, identity=cfg.identity, leads=False)
+        elif cfg.leader_elect:
             self.elector = LeaderElector(
                 cluster,
                 ElectionConfig(namespace=cfg.lease_namespace, name=cfg.lease_name, identity=cfg.identity,
@@ -102,6 +104,8 @@ class Scheduler:
         #: Warnings seen while following, by (node, vendor key): posted as Events on becoming leader if
         #: still current (worker thread only).
         self._unposted: dict[tuple[str, str], VendorWarning] = {}
+        #: Read-only: the patch a leader would send now, by node (written by the worker, read anywhere).
+        self._would_write: dict[str, dict[str, str | None]] = {}
         self._last_tick = clock.monotonic()
 
     # -- lifecycle ------------------------------------------------------------------------------------
@@ -211,19 +215,25 @@ class Scheduler:
             finally:
                 self.queue.done(key)
 
+    def _in_term(self) -> bool:
+        """Evaluating as the replica in charge: the leader, or a read-only replica (always)."""
+        return self.elector.term > 0 if self.config.read_only else self.elector.is_leader()
+
     def _may_write(self) -> bool:
-        """Leading, and the worker has started this term (its full pass is queued)."""
-        return self.elector.is_leader() and self._term_started == self.elector.term
+        """Leading, not read-only, and the worker has started this term (its full pass is queued)."""
+        return (not self.config.read_only and self.elector.is_leader()
+                and self._term_started == self.elector.term)
 
     def _start_term(self) -> None:
         term = self.elector.term
-        if not self.elector.is_leader() or term == self._term_started or not self.reflector.has_synced:
+        if not self._in_term() or term == self._term_started or not self.reflector.has_synced:
             return
         names = set(self.reflector.names()) | self.registrar.known_nodes()
         self._term_started = term
         with self._lock:
             self._term_pending = (term, names)
-        log.info("leader for term %d: full pass over %d nodes", term, len(names), extra={"term": term})
+        role = "read-only" if self.config.read_only else "leader"
+        log.info("%s for term %d: full pass over %d nodes", role, term, len(names), extra={"term": term})
         self._post_unposted()
         for name in sorted(names):
             self.queue.add(name)
@@ -239,7 +249,9 @@ class Scheduler:
             self._evaluated.pop(name, None)
         else:
             self._evaluated[name] = node.resource_version
-        if evaluation.patch and node is not None and self._may_write():
+        if self.config.read_only:
+            self._note_would_write(name, evaluation.patch if node is not None else {})
+        elif evaluation.patch and node is not None and self._may_write():
             self._send(node, evaluation)
         self._report(evaluation)
         if evaluation.recheck_at is not None:
@@ -251,6 +263,23 @@ class Scheduler:
         for value in evaluation.patch.values():
             self.registrar.counters["stamps" if value is not None else "handshake_deletes"] += 1
         self.writer.submit(self.view.expect(node, evaluation.patch))
+
+    def _note_would_write(self, name: str, patch: Mapping[str, str | None]) -> None:
+        with self._lock:
+            if patch:
+                self._would_write[name] = dict(patch)
+            else:
+                self._would_write.pop(name, None)
+
+    def would_write(self, name: str) -> dict[str, str | None]:
+        """Read-only: the merge patch a leader would send to ``name`` now (empty: nothing)."""
+        with self._lock:
+            return dict(self._would_write.get(name, {}))
+
+    def would_writes(self) -> dict[str, dict[str, str | None]]:
+        """Read-only: every node a leader would write to now, and what."""
+        with self._lock:
+            return {name: dict(patch) for name, patch in self._would_write.items()}
 
     def _forget_node(self, name: str) -> None:
         """The Node object ``name`` held is gone (deleted or replaced): drop what the daemon kept of it."""
@@ -269,7 +298,7 @@ class Scheduler:
                         extra={"node": warning.node, "vendor": warning.vendor_key, "reason": warning.reason})
             if self._may_write():  # every replica logs it; only the one that writes posts the Event
                 self.events.warn(warning.node, warning.uid, warning.reason, warning.message)
-            else:
+            elif not self.config.read_only:
                 self._unposted[(warning.node, warning.vendor_key)] = warning
         for vendor, decision in evaluation.decisions.items():
             if decision.cache is not CacheChange.KEEP:
@@ -336,8 +365,9 @@ class Scheduler:
         return not self._stop.is_set() and self.clock.monotonic() - self._last_tick < _LIVENESS_LIMIT
 
     def ready(self) -> bool:
-        """Leader, and the cache is complete for the current term (not a stale sync from an earlier one)."""
-        if not self.elector.is_leader():
+        """Leader (or read-only), and the cache is complete for the current term (not a stale sync from an
+        earlier one)."""
+        if not self._in_term():
             return False
         with self._lock:
             synced = self._synced_term
@@ -348,6 +378,7 @@ class Scheduler:
             synced_term = self._synced_term
         return {
             "identity": self.config.identity,
+            "read_only": self.config.read_only,
             "leader": self.elector.is_leader(),
             "holder": self.elector.holder,
             "term": self.elector.term,
