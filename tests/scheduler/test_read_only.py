@@ -37,7 +37,8 @@ def _observer_cluster(world: World) -> CountingCluster:
                 "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]}
         binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                    "metadata": {"name": OBSERVER},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": OBSERVER},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                               "name": OBSERVER},
                    "subjects": [{"kind": "User", "name": OBSERVER, "apiGroup": "rbac.authorization.k8s.io"}]}
         for path, body in ((f"{rbac}/clusterroles", role), (f"{rbac}/clusterrolebindings", binding)):
             status, answer = server.request("POST", path, body)
