@@ -104,10 +104,13 @@ def kubeconfig_problem(value: str) -> str | None:
     return None
 
 
-def connect(kubeconfig: str | None, context: str | None, *, request_timeout: float) -> KubeCluster:
+def connect(
+    kubeconfig: str | None, context: str | None, *, request_timeout: float, pool_size: int = 32
+) -> KubeCluster:
     """The cluster from the options; a configuration that cannot be used is a ``ConfigError`` (exit 2)
-    naming the file and why."""
-    timeouts = {"request_timeout": request_timeout, "connect_timeout": min(10.0, request_timeout)}
+    naming the file and why. ``pool_size``: connections kept open (at least the requests sent at once)."""
+    timeouts: dict[str, Any] = {"request_timeout": request_timeout,
+                                "connect_timeout": min(10.0, request_timeout), "pool_size": pool_size}
     if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
         try:
             return KubeCluster.in_cluster(**timeouts)

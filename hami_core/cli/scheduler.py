@@ -136,7 +136,7 @@ def run(
     # that is at least lease duration - renew deadline later, so no request may take longer.
     # Without leader election there is no other replica to hand over to.
     timeout = min(30.0, max(1.0, lease_duration - renew_deadline)) if elects else 30.0
-    cluster = connect(kubeconfig, context, request_timeout=timeout)
+    cluster = connect(kubeconfig, context, request_timeout=timeout, pool_size=max_in_flight + 16)
     # The first reads the daemon makes, so that a missing permission is one line at start, not a retry loop.
     check_access([lambda: cluster.list_nodes(limit=1)] + (
         [lambda: cluster.get_lease(config.lease_namespace, config.lease_name)] if elects else []))
