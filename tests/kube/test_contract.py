@@ -537,7 +537,10 @@ def test_reflector_resumes_after_its_watch_times_out_without_listing_again(
     reflector.start()
     try:
         recorder.wait_for(("synced", "False", None))
-        time.sleep(2.5)
+        deadline = time.monotonic() + 30  # the first watch times out after 1 s; wait for the next one
+        while proxy.watches < 2:
+            assert time.monotonic() < deadline, "no second watch"
+            time.sleep(0.05)
         name = node_name()
         node = cluster.create_node(name, labels=test_label)
         recorder.wait_for(("upsert", None, f"{name}@{node.resource_version}"))

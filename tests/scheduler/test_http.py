@@ -6,6 +6,7 @@ import http.client
 import json
 import socket
 import struct
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -84,6 +85,10 @@ def test_a_client_that_goes_away_mid_response_leaves_no_raw_traceback(
         client.recv(100)  # the response has started: reset the connection under it
         client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         client.close()
-    time.sleep(0.5)
+    # Wait for the server's handler threads to have dealt with the resets (to end), then look.
+    deadline = time.monotonic() + 10
+    while any("process_request_thread" in t.name for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the handler threads did not end"
+        time.sleep(0.01)
     assert request(server, "GET", "/livez")[0] == 200  # still serving
     assert "Traceback" not in capfd.readouterr().err
