@@ -18,7 +18,7 @@ from typing import Any
 from hami_core.clock import SYSTEM, Clock
 from hami_core.kube.elector import ElectionConfig, LeaderElector
 from hami_core.kube.events import EventRecorder
-from hami_core.kube.port import Cluster, NodeSnapshot, NotFound
+from hami_core.kube.port import Cluster, NodeSnapshot
 from hami_core.kube.ratelimit import TokenBucket
 from hami_core.kube.reflector import Reflector
 from hami_core.protocol.decide import CacheChange, VendorRules
@@ -353,10 +353,10 @@ class Scheduler:
             self.queue.add(write.node)
 
     def _patch_failed(self, write: PendingWrite, error: Exception) -> None:
+        """Decided again on what the Node really holds, after the node's backoff (a Node gone, 404, is
+        decided as the watch shows it then: deleted, or re-created)."""
         self.view.failed(write)
-        if isinstance(error, NotFound) or self._stop.is_set():
-            self.queue.add(write.node)  # evaluated as the watch shows it (gone, or re-created)
-        else:
+        if not self._stop.is_set():
             self.queue.add_rate_limited(write.node)
 
     # -- the view (any thread) --------------------------------------------------------------------------
