@@ -409,6 +409,10 @@ class KubeCluster:
         body = self._call(action, method, lease.name, lease.namespace, lease_body(lease))
         return _parsed(action, lease_from_json, body)
 
+    def delete_lease(self, namespace: str, name: str) -> None:
+        action = f"delete lease {namespace}/{name}"
+        self._call(action, self._coordination.delete_namespaced_lease, name, namespace)
+
     # -- events ---------------------------------------------------------------------------------------
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
