@@ -1,0 +1,60 @@
+"""Helpers of the install tests: the built helm and kubectl, running commands, rendering the chart."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from harness.apiserver import REPO_ROOT
+from harness.tools import ToolError, find_tool
+
+CHART = REPO_ROOT / "charts" / "hami-core"
+
+
+def tool_or_fail(tool: str) -> Path:
+    """The built tool; missing, the test fails naming the build script (a local run may skip with
+    HAMI_SKIP_TOOLS=1, never CI)."""
+    try:
+        return find_tool(tool)
+    except ToolError as err:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{err} (CI=true: never skipped)", pytrace=False)
+        if os.environ.get("HAMI_SKIP_TOOLS") == "1":
+            pytest.skip(f"HAMI_SKIP_TOOLS=1: {err}")
+        pytest.fail(f"{err} (or set HAMI_SKIP_TOOLS=1 to skip locally)", pytrace=False)
+
+
+def run(argv: Sequence[str | Path], *, check: bool = True, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """Run a command; on an unexpected exit status the test fails with its output."""
+    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, **kwargs)
+    if check and done.returncode != 0:
+        pytest.fail(
+            f"{' '.join(str(a) for a in argv)} exited {done.returncode}\nstdout:\n{done.stdout}\n"
+            f"stderr:\n{done.stderr}",
+            pytrace=False,
+        )
+    return done
+
+
+def template(
+    helm: Path, *args: str, release: str = "hami-core", namespace: str = "hami-core"
+) -> list[dict[str, Any]]:
+    """``helm template`` of the chart, as a list of objects."""
+    out = run([helm, "template", release, CHART, "--namespace", namespace, *args]).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def find(objects: Sequence[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    """The one object of ``kind`` (and ``name``); the test fails when there is not exactly one."""
+    found = [o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    assert len(found) == 1, f"{len(found)} {kind} {name or ''} in {[o['kind'] for o in objects]}"
+    return found[0]
+
+
+def kinds(objects: Sequence[dict[str, Any]]) -> list[str]:
+    return sorted(o["kind"] for o in objects)
