@@ -58,3 +58,31 @@ def find(objects: Sequence[dict[str, Any]], kind: str, name: str | None = None) 
 
 def kinds(objects: Sequence[dict[str, Any]]) -> list[str]:
     return sorted(o["kind"] for o in objects)
+
+
+def allowed(
+    apiserver: Any,
+    identity: str,
+    verb: str,
+    resource: str,
+    *,
+    group: str = "",
+    namespace: str | None = None,
+    name: str | None = None,
+    subresource: str | None = None,
+) -> bool:
+    """What the API server answers when ``identity`` asks "may I?" (a SelfSubjectAccessReview)."""
+    attributes: dict[str, str] = {"verb": verb, "resource": resource, "group": group}
+    for key, value in (("namespace", namespace), ("name", name), ("subresource", subresource)):
+        if value is not None:
+            attributes[key] = value
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attributes},
+    }
+    status, body = apiserver.request(
+        "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review, identity=identity
+    )
+    assert status == 201, body
+    return bool(body["status"]["allowed"])
