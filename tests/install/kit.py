@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -86,3 +87,15 @@ def allowed(
     )
     assert status == 201, body
     return bool(body["status"]["allowed"])
+
+
+def dependencies_only(target: Path) -> Path:
+    """The project venv's site-packages without anything of hami's (symlinks)."""
+    shared = Path(sysconfig.get_paths()["purelib"])
+    target.mkdir()
+    for entry in shared.iterdir():
+        name = entry.name.lower()
+        if name.startswith(("hami", "__editable__")) or name.endswith(".pth"):
+            continue
+        (target / entry.name).symlink_to(entry)
+    return target

@@ -17,11 +17,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 from harness.apiserver import REPO_ROOT
+from install.kit import dependencies_only
 
 import hami_core
 
@@ -142,18 +142,6 @@ def test_the_context_holds_what_the_install_needs_and_no_more(tmp_path: Path) ->
 
 
 # -- the install step, for real --------------------------------------------------------------------------
-
-
-def dependencies_only(target: Path) -> Path:
-    """The project venv's site-packages without anything of hami's (symlinks)."""
-    shared = Path(sysconfig.get_paths()["purelib"])
-    target.mkdir()
-    for entry in shared.iterdir():
-        name = entry.name.lower()
-        if name.startswith(("hami", "__editable__")) or name.endswith(".pth"):
-            continue
-        (target / entry.name).symlink_to(entry)
-    return target
 
 
 @pytest.fixture(scope="module")
