@@ -59,6 +59,9 @@ for name in ${drivers//,/ }; do
     esac
 done
 
+[ ${#chosen[@]} -gt 0 ] || [ -n "${extra// /}" ] \
+    || die "no driver to install: --drivers none and no --extra (the image would have no driver)"
+
 if [ ! -x "$venv/bin/python" ]; then
     echo "== creating the virtualenv $venv"
     "${PYTHON:-python3}" -m venv "$venv" || fail "could not create the virtualenv $venv"

@@ -180,15 +180,12 @@ def installed_drivers(venv: Path) -> list[dict[str, object]]:
     ("build_arguments", "expected"),
     [
         ({}, IN_TREE),
-        (
-            {"DRIVERS": "nvidia", "EXTRA_REQUIREMENTS": "./examples/hami-vendor-iluvatar"},
-            ["nvidia", *ILUVATAR],
-        ),
+        ({"DRIVERS": "dcu,nvidia", "EXTRA_REQUIREMENTS": "./examples/hami-vendor-iluvatar"},
+         ["dcu", "nvidia", *ILUVATAR]),
         ({"DRIVERS": "none", "EXTRA_REQUIREMENTS": "./examples/hami-vendor-iluvatar"}, ILUVATAR),
-        ({"DRIVERS": "dcu,mlu"}, ["dcu", "mlu"]),
     ],
-    ids=["default", "nvidia-and-a-third-party-driver", "only-a-third-party-driver", "two-in-tree"],
-)
+    ids=["default", "two-in-tree-and-a-third-party-driver", "only-a-third-party-driver"],
+)  # fmt: skip
 def test_the_image_gets_exactly_the_chosen_drivers(
     build_arguments: dict[str, str], expected: list[str], deps: Path, tmp_path: Path
 ) -> None:
@@ -210,6 +207,8 @@ def test_the_image_gets_exactly_the_chosen_drivers(
         ({"DRIVERS": "nvidia,ascend"}, "install-drivers: error: unknown in-tree driver 'ascend' "
                                        "(in-tree: dcu kunlun mlu nvidia; or 'all', 'none')"),
         ({"DRIVERS": " "}, "install-drivers: error: --drivers is empty (give driver names, 'all' or 'none')"),
+        ({"DRIVERS": "none"}, "install-drivers: error: no driver to install: --drivers none and no --extra "
+                              "(the image would have no driver)"),
     ],
 )  # fmt: skip
 def test_a_bad_driver_choice_is_one_line_and_exit_2(
@@ -221,8 +220,15 @@ def test_a_bad_driver_choice_is_one_line_and_exit_2(
     assert not (tmp_path / "never-made").exists()
 
 
-def test_no_driver_at_all_fails_the_install(deps: Path, tmp_path: Path) -> None:
+def test_a_package_without_drivers_fails_the_install(deps: Path, tmp_path: Path) -> None:
     context = build_context(tmp_path / "context")
-    done = install(context, fresh_venv(tmp_path / "venv", deps), DRIVERS="none")
+    empty = context / "not-a-driver"
+    empty.mkdir()
+    (empty / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "not-a-driver"\nversion = "1"\n[tool.setuptools]\npy-modules = []\n'
+    )
+    done = install(context, fresh_venv(tmp_path / "venv", deps), DRIVERS="none",
+                   EXTRA_REQUIREMENTS="./not-a-driver")  # fmt: skip
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == "install-drivers: error: no vendor driver is installed"
