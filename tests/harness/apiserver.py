@@ -121,7 +121,8 @@ class ApiServer:
 
     def pod_on_node(self, namespace: str, service_account: str, node: str) -> dict[str, Any]:
         """A Pod object of ``service_account`` with ``spec.nodeName`` = ``node`` (nothing runs it); returns
-        it as the server stored it. Its name is derived from the three, so asking twice returns the same."""
+        it as the server stored it. Its name comes from the account and the node: asking twice returns the
+        same Pod."""
         name = "pod-" + hashlib.sha256(f"{service_account}\n{node}".encode()).hexdigest()[:16]
         path = f"/api/v1/namespaces/{namespace}/pods"
         status, body = self.request("GET", f"{path}/{name}")
@@ -156,9 +157,8 @@ class ApiServer:
         """A token of ``service_account`` from the TokenRequest API, bound to ``pod`` when given."""
         spec: dict[str, Any] = {"expirationSeconds": expiration_seconds}
         if pod is not None:
-            meta = pod["metadata"]
-            spec["boundObjectRef"] = {"apiVersion": "v1", "kind": "Pod", "name": meta["name"]}
-            spec["boundObjectRef"]["uid"] = meta["uid"]
+            name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+            spec["boundObjectRef"] = {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid}
         status, body = self.request(
             "POST",
             f"/api/v1/namespaces/{namespace}/serviceaccounts/{service_account}/token",
