@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite, from a clean clone: installs what is missing, builds the real API server when
-# its pins changed, then lint, type check and every test (in-memory and real-API-server tiers).
+# The whole test suite, from a clean clone: installs what is missing, builds the real API server and
+# the tools the install tests drive (helm, kubectl) when their pins changed, then lint, type check and
+# every test (in-memory and real-API-server tiers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 bash scripts/build-k8s.sh
+bash scripts/build-tools.sh
 bash scripts/build-oracle.sh
 echo "== ruff"
 .venv/bin/ruff check hami_core tests vendors examples bench

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness import rbac
 from harness.apiserver import (
     REPO_ROOT,
     ApiServer,
@@ -122,14 +123,20 @@ def test_scheduler_lists_watches_and_patches_nodes_but_cannot_delete_them(
     assert refused(api.delete_node, node).status == 403
     assert refused(api.patch_node_status, node, {"status": {"capacity": {"x/y": "1"}}}).status == 403
 
+    assert refused(api.read_node, node).status == 403, "the scheduler lists and watches, never GETs"
+
     leases = client.CoordinationV1Api(api.api_client)
     lease = client.V1Lease(
         metadata=client.V1ObjectMeta(name="hami-scheduler"), spec=client.V1LeaseSpec(holder_identity="a")
     )
-    leases.create_namespaced_lease(apiserver_namespace, lease)
+    created = leases.create_namespaced_lease(apiserver_namespace, lease)
     got = leases.read_namespaced_lease("hami-scheduler", apiserver_namespace)
     assert got.spec.holder_identity == "a"
-    leases.delete_namespaced_lease("hami-scheduler", apiserver_namespace)
+    created.spec.holder_identity = "b"
+    renewed = leases.replace_namespaced_lease("hami-scheduler", apiserver_namespace, created)
+    assert renewed.spec.holder_identity == "b"
+    assert refused(leases.delete_namespaced_lease, "hami-scheduler", apiserver_namespace).status == 403
+    assert refused(leases.list_namespaced_lease, apiserver_namespace).status == 403
 
     # Events about a cluster-scoped object (a Node) must live in "default"; the API server refuses others.
     event = {
@@ -145,41 +152,36 @@ def test_scheduler_lists_watches_and_patches_nodes_but_cannot_delete_them(
         "POST", "/api/v1/namespaces/default/events", event, identity="hami-scheduler"
     )
     assert status == 201, body.get("message")
-    apiserver.request("DELETE", f"/api/v1/namespaces/default/events/{body['metadata']['name']}")
-    new_style = {
-        "apiVersion": "events.k8s.io/v1",
-        "kind": "Event",
-        "metadata": {"generateName": "hami-"},
-        "regarding": {"kind": "Lease", "namespace": apiserver_namespace, "name": "hami-scheduler"},
-        "eventTime": "2026-01-02T03:04:05.000000Z",
-        "reportingController": "hami.io/scheduler",
-        "reportingInstance": "test",
-        "action": "Elect",
-        "reason": "Test",
-        "type": "Normal",
-    }
-    status, body = apiserver.request(
-        "POST",
-        f"/apis/events.k8s.io/v1/namespaces/{apiserver_namespace}/events",
-        new_style,
-        identity="hami-scheduler",
+    name = body["metadata"]["name"]
+    status, _ = apiserver.request(
+        "PATCH", f"/api/v1/namespaces/default/events/{name}", {"count": 2}, identity="hami-scheduler",
+        content_type=MERGE_PATCH,
     )
-    assert status == 201, body.get("message")
+    assert status == 403, "create only"
+    apiserver.request("DELETE", f"/api/v1/namespaces/default/events/{name}")
     status, _ = apiserver.request("GET", "/api/v1/namespaces/default/secrets", identity="hami-scheduler")
     assert status == 403
 
 
+def whoami(apiserver: ApiServer, identity: str) -> dict[str, Any]:
+    status, review = apiserver.request(
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+        identity=identity,
+    )
+    assert status == 201, review
+    return dict(review["status"]["userInfo"])
+
+
 def test_token_identities_are_who_they_say(apiserver: ApiServer) -> None:
-    for identity, groups in (("admin", "system:masters"), ("hami-reporter:node-a", "hami:reporters")):
-        status, review = apiserver.request(
-            "POST",
-            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
-            identity=identity,
-        )
-        assert status == 201
-        assert review["status"]["userInfo"]["username"] == identity
-        assert groups in review["status"]["userInfo"]["groups"]
+    admin = whoami(apiserver, "admin")
+    assert admin["username"] == "admin" and "system:masters" in admin["groups"]
+    # A reporter is the reporter ServiceAccount with a token bound to a Pod on its node, as a DaemonSet's.
+    reporter = whoami(apiserver, apiserver.reporter("node-a"))
+    assert reporter["username"] == rbac.REPORTER_USER
+    assert reporter["extra"][rbac.NODE_NAME_EXTRA] == ["node-a"]
+    assert "authentication.kubernetes.io/pod-name" in reporter["extra"]
 
 
 def test_reporter_patches_only_its_own_nodes_hami_annotations(apiserver: ApiServer, node: str) -> None:

@@ -33,6 +33,9 @@ main.add_command(reporter)
 from hami_core.cli.simulate import simulate  # noqa: E402
 
 main.add_command(simulate)
+from hami_core.cli.cleanup import cleanup_command  # noqa: E402
+
+main.add_command(cleanup_command)
 
 
 def run() -> None:

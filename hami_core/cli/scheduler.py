@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+from datetime import UTC, datetime
 from types import FrameType
 
 import click
@@ -14,8 +15,14 @@ from hami_core.cli.logs import configure_logging
 from hami_core.cli.options import DURATION, aliases, go_bool_flag, log_options
 from hami_core.cli.options import listen_address as _listen
 from hami_core.cli.vendors import driver_options, drivers_from_options
-from hami_core.scheduler.config import SchedulerConfig, default_identity
+from hami_core.scheduler.config import (
+    DEFAULT_HTTP_PORT,
+    DEFAULT_LEASE_NAME,
+    SchedulerConfig,
+    default_identity,
+)
 from hami_core.scheduler.daemon import Scheduler
+from hami_core.scheduler.peer_check import HAMI_LEASE, parse_lease_ref, warn_if_hami_scheduler_active
 from hami_core.scheduler.selector import NodeSelector, parse_node_selector
 
 __all__ = ["scheduler"]
@@ -26,6 +33,13 @@ log = logging.getLogger(__name__)
 def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> NodeSelector:
     try:
         return parse_node_selector(value or "")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _hami_lease(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, str] | None:
+    try:
+        return parse_lease_ref(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -55,7 +69,7 @@ KUBE_SCHEDULER_ALIASES = {
               help="Only nodes with all these labels register. Env: HAMI_NODE_SELECTOR.")
 @click.option("--lease-namespace", envvar="HAMI_LEASE_NAMESPACE", default="kube-system", show_default=True,
               help="Namespace of the leader Lease. Env: HAMI_LEASE_NAMESPACE.")
-@click.option("--lease-name", envvar="HAMI_LEASE_NAME", default="hami-scheduler", show_default=True,
+@click.option("--lease-name", envvar="HAMI_LEASE_NAME", default=DEFAULT_LEASE_NAME, show_default=True,
               help="Name of the leader Lease. Env: HAMI_LEASE_NAME.")
 @click.option("--identity", envvar="HAMI_IDENTITY", default=None,
               help="Holder identity, unique per replica. Default: <pod or host name>_<uuid>. "
@@ -87,9 +101,13 @@ KUBE_SCHEDULER_ALIASES = {
               help="Write burst. Env: HAMI_BURST.")
 @click.option("--max-in-flight", envvar="HAMI_MAX_IN_FLIGHT", type=click.IntRange(min=1, max=1024),
               default=16, show_default=True, help="Concurrent patches. Env: HAMI_MAX_IN_FLIGHT.")
-@click.option("--http-listen", envvar="HAMI_HTTP_LISTEN", default="0.0.0.0:9395", show_default=True,
-              callback=_listen,
+@click.option("--http-listen", envvar="HAMI_HTTP_LISTEN", default=f"0.0.0.0:{DEFAULT_HTTP_PORT}",
+              show_default=True, callback=_listen,
               help="HOST:PORT or [IPV6]:PORT of the status endpoint, or 'off'. Env: HAMI_HTTP_LISTEN.")
+@click.option("--check-hami-lease", envvar="HAMI_CHECK_HAMI_LEASE", default="/".join(HAMI_LEASE),
+              show_default=True, callback=_hami_lease, metavar="NAMESPACE/NAME",
+              help="HAMi's own scheduler Lease: at start, a warning is logged when it is held and fresh "
+              "(never run two registrars at once); 'off' skips the check. Env: HAMI_CHECK_HAMI_LEASE.")
 @log_options
 def run(
     kubeconfig: str | None,
@@ -111,6 +129,7 @@ def run(
     burst: int,
     max_in_flight: int,
     http_listen: tuple[str, int] | None,
+    check_hami_lease: tuple[str, str] | None,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -147,6 +166,11 @@ def run(
         where = f"{config.http_host}:{config.http_port}"
         raise click.BadParameter(f"cannot listen on {where}: {exc.strerror or exc}",
                                  param_hint="'--http-listen'") from None
+    if read_only:  # beside HAMi is what read-only is for; and its RBAC reads Nodes only
+        log.info("read-only: no Lease, no patch, no Event; /cache/<node> shows what a leader would write")
+    else:
+        warn_if_hami_scheduler_active(cluster, check_hami_lease, (lease_namespace, lease_name),
+                                      datetime.now(UTC))
 
     def _terminate(signum: int, frame: FrameType | None) -> None:
         log.info("received %s: stopping", signal.Signals(signum).name)

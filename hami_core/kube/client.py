@@ -447,6 +447,10 @@ class KubeCluster:
                                       name=lease.name, namespace=lease.namespace, body=lease_body(lease))
         return _parsed(action, lease_from_json, body)
 
+    def delete_lease(self, namespace: str, name: str) -> None:
+        action = f"delete lease {namespace}/{name}"
+        self._call(action, self._coordination.delete_namespaced_lease, name, namespace)
+
     # -- events ---------------------------------------------------------------------------------------
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:

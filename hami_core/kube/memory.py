@@ -539,6 +539,12 @@ class MemoryCluster:
             self._leases[key] = body
             return lease_from_json(body)
 
+    def delete_lease(self, namespace: str, name: str) -> None:
+        with self._cond:
+            self._request("delete", "leases")
+            if self._leases.pop((namespace, name), None) is None:
+                raise NotFound(f"delete lease {namespace}/{name}: leases {name!r} not found", status=404)
+
     # -- events ---------------------------------------------------------------------------------------
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:

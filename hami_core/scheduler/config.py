@@ -14,7 +14,20 @@ from hami_core.durations import MAX_SECONDS, seconds
 from hami_core.kube.validation import is_dns_label, is_dns_subdomain
 from hami_core.scheduler.selector import NodeSelector
 
-__all__ = ["MAX_SECONDS", "SchedulerConfig", "default_identity"]
+__all__ = [
+    "DEFAULT_HTTP_PORT",
+    "DEFAULT_LEASE_NAME",
+    "DEFAULT_LEASE_NAMESPACE",
+    "MAX_SECONDS",
+    "SchedulerConfig",
+    "default_identity",
+]
+
+#: The leader Lease and the status port: not HAMi's own (its scheduler's Lease is ``hami-scheduler``, its
+#: metrics port 9395), so hami-core can be installed beside HAMi without taking either over.
+DEFAULT_LEASE_NAMESPACE = "kube-system"
+DEFAULT_LEASE_NAME = "hami-core-scheduler"
+DEFAULT_HTTP_PORT = 9396
 
 
 def default_identity() -> str:
@@ -51,8 +64,8 @@ class SchedulerConfig:
     #: Watch, decode and decide as a leader would, and write nothing at all: no Lease, no patch, no Event
     #: (``--read-only``, to run beside another registrar such as HAMi's own scheduler).
     read_only: bool = False
-    lease_namespace: str = attrs.field(default="kube-system", validator=_namespace)
-    lease_name: str = attrs.field(default="hami-scheduler", validator=_object_name)
+    lease_namespace: str = attrs.field(default=DEFAULT_LEASE_NAMESPACE, validator=_namespace)
+    lease_name: str = attrs.field(default=DEFAULT_LEASE_NAME, validator=_object_name)
     identity: str = attrs.field(factory=default_identity)
     lease_duration: float = attrs.field(default=15.0, validator=seconds)
     renew_deadline: float = attrs.field(default=10.0, validator=seconds)
@@ -63,7 +76,7 @@ class SchedulerConfig:
     max_in_flight: int = attrs.field(default=16, validator=_positive)
     http_host: str = "0.0.0.0"
     #: 0 picks a free port; ``None`` serves no HTTP.
-    http_port: int | None = 9395
+    http_port: int | None = DEFAULT_HTTP_PORT
     #: Namespace of the Warning Events about Nodes: the API server requires ``default`` for events about
     #: cluster-scoped objects.
     event_namespace: str = "default"

@@ -1,8 +1,10 @@
 """A real kube-apiserver + etcd for the test suite, run as two local processes (no containers).
 
 ``start_apiserver(workdir)`` starts etcd and kube-apiserver on free loopback ports with generated
-certificates, token identities (admin, the scheduler, reporters) and the RBAC of
-:mod:`harness.rbac`; ``stop_apiserver`` ends both. Every file lives under ``workdir``.
+certificates, token identities (admin, the scheduler), the RBAC of :mod:`harness.rbac`, and reporters
+that authenticate as a DaemonSet's pods do: a ServiceAccount token bound to a Pod on their node (the
+TokenRequest API; nothing runs the Pod). ``stop_apiserver`` ends both. Every file lives under
+``workdir``.
 
 The binaries come from ``scripts/build-k8s.sh``; :func:`k8s_bin_dir` computes the same cache
 directory from the same pins, so Python and the script agree on where they are.
@@ -94,7 +96,8 @@ class ApiServer:
     ca_file: Path
     workdir: Path
     version: str
-    tokens: Mapping[str, str]
+    #: identity -> bearer token; Pod-bound reporter tokens are added as they are made.
+    tokens: dict[str, str]
     processes: tuple[subprocess.Popen[bytes], ...] = field(repr=False)
 
     def token(self, identity: str) -> str:
@@ -107,11 +110,72 @@ class ApiServer:
             ) from None
 
     def reporter(self, node: str) -> str:
-        """The identity of ``node``'s reporter: a pre-provisioned token, else a new client certificate."""
-        user = rbac.reporter_user(node)
-        if user not in self.tokens:
-            self.add_identity(user, (rbac.REPORTER_GROUP,))
-        return user
+        """The identity of ``node``'s reporter: the harness reporter ServiceAccount's token bound to a Pod
+        on ``node`` (made on first use), exactly what the kubelet mounts into a DaemonSet's pod there."""
+        identity = rbac.reporter_user(node)
+        if identity not in self.tokens:
+            pod = self.pod_on_node(rbac.REPORTER_NAMESPACE, rbac.REPORTER_SERVICE_ACCOUNT, node)
+            token = self.token_request(rbac.REPORTER_NAMESPACE, rbac.REPORTER_SERVICE_ACCOUNT, pod=pod)
+            self.add_token_identity(identity, token)
+        return identity
+
+    def pod_on_node(self, namespace: str, service_account: str, node: str) -> dict[str, Any]:
+        """A Pod object of ``service_account`` with ``spec.nodeName`` = ``node`` (nothing runs it); returns
+        it as the server stored it. Its name comes from the account and the node: asking twice returns the
+        same Pod."""
+        name = "pod-" + hashlib.sha256(f"{service_account}\n{node}".encode()).hexdigest()[:16]
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        status, body = self.request("GET", f"{path}/{name}")
+        if status == 200:
+            return dict(body)
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {
+                "nodeName": node,
+                "serviceAccountName": service_account,
+                "automountServiceAccountToken": False,
+                "containers": [{"name": "main", "image": "hami-core:harness"}],
+            },
+        }
+        status, body = self.request("POST", path, pod)
+        if status != 201:
+            raise ApiServerError(
+                f"creating pod {namespace}/{name} on node {node!r} answered {status}: {body}"
+            )
+        return dict(body)
+
+    def token_request(
+        self,
+        namespace: str,
+        service_account: str,
+        *,
+        pod: Mapping[str, Any] | None = None,
+        expiration_seconds: int = 86_400,
+    ) -> str:
+        """A token of ``service_account`` from the TokenRequest API, bound to ``pod`` when given."""
+        spec: dict[str, Any] = {"expirationSeconds": expiration_seconds}
+        if pod is not None:
+            name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+            spec["boundObjectRef"] = {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid}
+        status, body = self.request(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{service_account}/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
+        )
+        if status != 201:
+            raise ApiServerError(
+                f"TokenRequest for serviceaccount {namespace}/{service_account} answered {status}: {body}"
+            )
+        return str(body["status"]["token"])
+
+    def add_token_identity(self, identity: str, token: str) -> str:
+        """Use ``token`` under the name ``identity`` (in ``kubeconfig``, ``request``); returns the name."""
+        if identity in self.tokens or self._cert_paths(identity)[0].exists():
+            raise ApiServerError(f"identity {identity!r} already exists")
+        self.tokens[identity] = token
+        return identity
 
     def add_identity(self, user: str, groups: Iterable[str] = ()) -> str:
         """Make a client-certificate identity (user name, groups) signed by the cluster CA; returns it."""
@@ -336,16 +400,14 @@ def _subject_escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("/", "\\/").replace("=", "\\=").replace("+", "\\+")
 
 
-def _identities(reporter_nodes: Iterable[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """identity -> (user name, groups). The identity name is also the user name."""
-    people: dict[str, tuple[str, tuple[str, ...]]] = {
+def _identities() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The token-file identities: identity -> (user name, groups). The identity name is the user name.
+
+    Reporters are not here: they get Pod-bound ServiceAccount tokens once the server runs."""
+    return {
         "admin": ("admin", ("system:masters",)),
         rbac.SCHEDULER_USER: (rbac.SCHEDULER_USER, ()),
     }
-    for node in reporter_nodes:
-        user = rbac.reporter_user(node)
-        people[user] = (user, (rbac.REPORTER_GROUP,))
-    return people
 
 
 def _write_token_file(path: Path, people: Mapping[str, tuple[str, tuple[str, ...]]]) -> dict[str, str]:
@@ -459,10 +521,10 @@ def start_apiserver(
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     _make_pki(workdir / "pki")
-    tokens = _write_token_file(workdir / "tokens.csv", _identities(reporter_nodes))
+    tokens = _write_token_file(workdir / "tokens.csv", _identities())
     for attempt in range(1, PORT_ATTEMPTS + 1):
         try:
-            return _launch(bins, workdir, tokens)
+            return _launch(bins, workdir, dict(tokens), tuple(reporter_nodes))
         except ApiServerError as err:
             # A free port can be taken by another process before ours binds it: try new ones.
             if "address already in use" not in str(err) or attempt == PORT_ATTEMPTS:
@@ -471,7 +533,7 @@ def start_apiserver(
     raise AssertionError("unreachable")
 
 
-def _launch(bins: Path, workdir: Path, tokens: dict[str, str]) -> ApiServer:
+def _launch(bins: Path, workdir: Path, tokens: dict[str, str], reporter_nodes: tuple[str, ...]) -> ApiServer:
     etcd_port, peer_port, secure_port = _free_ports(3)
     etcd_url, peer_url = f"http://127.0.0.1:{etcd_port}", f"http://127.0.0.1:{peer_port}"
     etcd_log, apiserver_log = workdir / "etcd.log", workdir / "kube-apiserver.log"
@@ -538,7 +600,7 @@ def _launch(bins: Path, workdir: Path, tokens: dict[str, str]) -> ApiServer:
             tokens=tokens,
             processes=(apiserver, etcd),
         )
-        _install_rbac(server, watched)
+        _install_rbac(server, watched, reporter_nodes)
         return server
     except BaseException:
         for proc in reversed(started):
@@ -573,13 +635,19 @@ def _readyz(url: str, ca_file: Path) -> tuple[bool, str]:
     return status == 200, f"{status} {str(body)[-300:]}"
 
 
-def _install_rbac(server: ApiServer, watched: Mapping[str, tuple[subprocess.Popen[bytes], Path]]) -> None:
+def _install_rbac(
+    server: ApiServer,
+    watched: Mapping[str, tuple[subprocess.Popen[bytes], Path]],
+    reporter_nodes: tuple[str, ...],
+) -> None:
     for collection, obj in rbac.objects():
         status, body = server.request("POST", collection, obj)
         if status not in (200, 201):
             raise ApiServerError(
                 f"creating {obj['kind']} {obj['metadata']['name']} answered {status}: {body}"
             )
+    for node in reporter_nodes:
+        server.reporter(node)
     _wait_until("the reporter admission policy to be enforced", lambda: _policy_enforced(server), watched)
 
 

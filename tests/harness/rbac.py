@@ -1,44 +1,78 @@
 """The access rules the real API server is given: who may do what to Nodes, Leases and Events.
 
-These are the rules a production install of hami-core needs, so the API-server tier proves the
-scheduler and the reporters work with no more than them.
+The rules are the chart's: every rule list and the reporter admission policy's body are read from
+``charts/hami-core/rbac/``, the files the chart's templates include, so the API-server tier proves the
+scheduler and the reporters work with exactly what a production install grants them
+(``tests/install/test_rbac_source.py`` checks the rendered chart against this module).
+
+What differs is only the binding. The chart binds the scheduler's Lease rules in its own namespace and
+its Event rules in ``default``; here every test runs in a namespace of its own, so the harness binds
+the same rules cluster-wide to the token user ``hami-scheduler``. Reporters are what a DaemonSet's pods
+really are: the ServiceAccount ``hami-harness/hami-reporter``, each with a token bound to a Pod on its
+node (see ``ApiServer.reporter``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import yaml  # type: ignore[import-untyped]
+
 SCHEDULER_USER = "hami-scheduler"
-REPORTER_GROUP = "hami:reporters"
+#: Harness identities of reporters are named ``hami-reporter:<node>``; each is a Pod-bound token.
 REPORTER_PREFIX = "hami-reporter:"
+REPORTER_NAMESPACE = "hami-harness"
+REPORTER_SERVICE_ACCOUNT = "hami-reporter"
+REPORTER_USER = f"system:serviceaccount:{REPORTER_NAMESPACE}:{REPORTER_SERVICE_ACCOUNT}"
 ANNOTATION_PREFIX = "hami.io/"
+NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
+POLICY_NAME = "hami-reporter-own-node"
 
 JSON = dict[str, Any]
 
 RBAC_V1 = "rbac.authorization.k8s.io/v1"
 ADMISSION_V1 = "admissionregistration.k8s.io/v1"
 
+CHART = Path(__file__).resolve().parents[2] / "charts" / "hami-core"
+RULE_FILES = CHART / "rbac"
+
+
+def chart_file(name: str) -> Any:
+    """A file of ``charts/hami-core/rbac/`` (without ``.yaml``), parsed."""
+    return yaml.safe_load((RULE_FILES / f"{name}.yaml").read_text())
+
 
 def reporter_user(node: str) -> str:
-    """The user name of the reporter running on ``node``."""
+    """The harness identity of the reporter running on ``node`` (the key of its token)."""
     return REPORTER_PREFIX + node
 
 
+def service_account_user(namespace: str, name: str) -> str:
+    return f"system:serviceaccount:{namespace}:{name}"
+
+
+def reporter_match_expression(namespace: str, service_account: str) -> str:
+    """The policy's match condition: requests made with this ServiceAccount's tokens (as the chart's)."""
+    return f"request.userInfo.username == '{service_account_user(namespace, service_account)}'"
+
+
+def scheduler_rules() -> list[JSON]:
+    """Every rule the chart grants the scheduler: Nodes, its Lease, Events."""
+    return [
+        *chart_file("scheduler-nodes"),
+        *chart_file("scheduler-leases"),
+        *chart_file("scheduler-events"),
+    ]
+
+
 def scheduler_cluster_role() -> JSON:
-    """Watch and patch Nodes, elect a leader through a Lease, post Events. No delete of Nodes."""
+    """The chart's scheduler rules in one ClusterRole (bound cluster-wide: tests use many namespaces)."""
     return {
         "apiVersion": RBAC_V1,
         "kind": "ClusterRole",
         "metadata": {"name": "hami-scheduler"},
-        "rules": [
-            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
-            {
-                "apiGroups": ["coordination.k8s.io"],
-                "resources": ["leases"],
-                "verbs": ["get", "list", "watch", "create", "update", "delete"],
-            },
-            {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
-        ],
+        "rules": scheduler_rules(),
     }
 
 
@@ -48,77 +82,35 @@ def reporter_cluster_role() -> JSON:
         "apiVersion": RBAC_V1,
         "kind": "ClusterRole",
         "metadata": {"name": "hami-reporter"},
-        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}],
+        "rules": chart_file("reporter-nodes"),
     }
 
 
-def binding(role: str, subject_kind: str, subject_name: str) -> JSON:
-    """A ClusterRoleBinding of ``role`` to one User or Group."""
+def binding(role: str, subject: JSON) -> JSON:
+    """A ClusterRoleBinding of ``role`` to one subject."""
     return {
         "apiVersion": RBAC_V1,
         "kind": "ClusterRoleBinding",
         "metadata": {"name": role},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": subject_kind, "name": subject_name}],
+        "subjects": [subject],
     }
 
 
-_ANNOTATIONS = "(has(%s.metadata.annotations) ? %s.metadata.annotations : {})"
-_NEW = _ANNOTATIONS % ("object", "object")
-_OLD = _ANNOTATIONS % ("oldObject", "oldObject")
-
-
-def reporter_policy() -> JSON:
-    """A ValidatingAdmissionPolicy: a reporter changes only its own Node, and there only hami.io/ keys.
-
-    RBAC cannot say "your own Node" or "only these annotation keys"; this policy does, for every
-    request from the reporter group.
-    """
-    same_outside_prefix = (
-        f"{_NEW}.all(k, k.startsWith('{ANNOTATION_PREFIX}') || (k in {_OLD} && {_OLD}[k] == {_NEW}[k])) && "
-        f"{_OLD}.all(k, k.startsWith('{ANNOTATION_PREFIX}') || k in {_NEW})"
-    )
+def reporter_policy(
+    namespace: str = REPORTER_NAMESPACE, service_account: str = REPORTER_SERVICE_ACCOUNT
+) -> JSON:
+    """The chart's ValidatingAdmissionPolicy for one reporter ServiceAccount: a reporter changes only the
+    Node its Pod runs on (the node name in its Pod-bound token), and there only hami.io/ annotations."""
+    spec = dict(chart_file("reporter-policy"))
+    spec["matchConditions"] = [
+        {"name": "is-the-reporter", "expression": reporter_match_expression(namespace, service_account)}
+    ]
     return {
         "apiVersion": ADMISSION_V1,
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": "hami-reporter-own-node"},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["UPDATE"],
-                        "resources": ["nodes"],
-                    }
-                ]
-            },
-            "matchConditions": [
-                {"name": "is-reporter", "expression": f"'{REPORTER_GROUP}' in request.userInfo.groups"}
-            ],
-            "validations": [
-                {
-                    "expression": f"request.userInfo.username == '{REPORTER_PREFIX}' + object.metadata.name",
-                    "message": "a reporter may only change its own Node",
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": same_outside_prefix,
-                    "message": f"a reporter may only change {ANNOTATION_PREFIX} annotations",
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": (
-                        "object.spec == oldObject.spec && "
-                        "(has(object.metadata.labels) ? object.metadata.labels : {}) == "
-                        "(has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})"
-                    ),
-                    "message": "a reporter may not change a Node's spec or labels",
-                    "reason": "Forbidden",
-                },
-            ],
-        },
+        "metadata": {"name": POLICY_NAME},
+        "spec": spec,
     }
 
 
@@ -127,8 +119,8 @@ def reporter_policy_binding() -> JSON:
     return {
         "apiVersion": ADMISSION_V1,
         "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": "hami-reporter-own-node"},
-        "spec": {"policyName": "hami-reporter-own-node", "validationActions": ["Deny"]},
+        "metadata": {"name": POLICY_NAME},
+        "spec": {"policyName": POLICY_NAME, "validationActions": ["Deny"]},
     }
 
 
@@ -136,11 +128,21 @@ def objects() -> list[tuple[str, JSON]]:
     """Every object to create, with the collection path to POST it to, in creation order."""
     rbac = "/apis/rbac.authorization.k8s.io/v1"
     admission = "/apis/admissionregistration.k8s.io/v1"
+    reporter = {"kind": "ServiceAccount", "name": REPORTER_SERVICE_ACCOUNT, "namespace": REPORTER_NAMESPACE}
+    scheduler = {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": SCHEDULER_USER}
     return [
+        (
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": REPORTER_NAMESPACE}},
+        ),
+        (
+            f"/api/v1/namespaces/{REPORTER_NAMESPACE}/serviceaccounts",
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": REPORTER_SERVICE_ACCOUNT}},
+        ),
         (f"{rbac}/clusterroles", scheduler_cluster_role()),
-        (f"{rbac}/clusterrolebindings", binding("hami-scheduler", "User", SCHEDULER_USER)),
+        (f"{rbac}/clusterrolebindings", binding("hami-scheduler", scheduler)),
         (f"{rbac}/clusterroles", reporter_cluster_role()),
-        (f"{rbac}/clusterrolebindings", binding("hami-reporter", "Group", REPORTER_GROUP)),
+        (f"{rbac}/clusterrolebindings", binding("hami-reporter", reporter)),
         (f"{admission}/validatingadmissionpolicies", reporter_policy()),
         (f"{admission}/validatingadmissionpolicybindings", reporter_policy_binding()),
     ]

@@ -592,6 +592,18 @@ def test_lease_create_get_update_with_compare_and_swap(cluster: Any, namespace: 
     assert cluster.get_lease(namespace, "other") == other
 
 
+def test_lease_delete_removes_it_and_a_missing_one_is_not_found(cluster: Any, namespace: str) -> None:
+    created = cluster.create_lease(_lease(namespace, "gone-soon", "replica-1"))
+    assert cluster.get_lease(namespace, "gone-soon") == created
+    cluster.delete_lease(namespace, "gone-soon")
+    with pytest.raises(NotFound):
+        cluster.get_lease(namespace, "gone-soon")
+    with pytest.raises(NotFound):
+        cluster.delete_lease(namespace, "gone-soon")
+    again = cluster.create_lease(_lease(namespace, "gone-soon", "replica-2"))  # the name is free again
+    assert again.holder_identity == "replica-2"
+
+
 def test_lease_create_race_has_exactly_one_winner(cluster: Any, namespace: str) -> None:
     contenders = 6
     barrier = threading.Barrier(contenders)

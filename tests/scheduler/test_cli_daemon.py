@@ -14,6 +14,7 @@ from pathlib import Path
 from harness.scheduler_world import World, wait_for
 
 from hami_core.kube.port import NotFound
+from hami_core.scheduler.config import DEFAULT_LEASE_NAME
 
 HAMI = str(Path(sys.executable).with_name("hami"))
 DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
@@ -56,7 +57,7 @@ def test_sigterm_releases_the_lease_and_exits_0(real_world: World, tmp_path: Pat
 
 def _holder(world: World) -> str | None:
     try:
-        return world.admin.get_lease(world.namespace, "hami-scheduler").holder_identity
+        return world.admin.get_lease(world.namespace, DEFAULT_LEASE_NAME).holder_identity
     except NotFound:
         return None
 

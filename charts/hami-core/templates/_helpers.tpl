@@ -1,0 +1,93 @@
+{{/* The chart's name (nameOverride wins). */}}
+{{- define "hami-core.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* <release>-hami-core, or the release name when it already holds the chart name. */}}
+{{- define "hami-core.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "hami-core.scheduler.fullname" -}}
+{{- printf "%s-scheduler" (include "hami-core.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "hami-core.reporter.fullname" -}}
+{{- printf "%s-reporter" (include "hami-core.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "hami-core.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels of every object; pass a dict with "root" (the top context) and "component". */}}
+{{- define "hami-core.labels" -}}
+helm.sh/chart: {{ include "hami-core.chart" .root }}
+{{ include "hami-core.selectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: hami-core
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "hami-core.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "hami-core.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "hami-core.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The options both daemons share (driver selection, logging), as a JSON list. */}}
+{{- define "hami-core.commonArgs" -}}
+{{- $args := list -}}
+{{- with .Values.vendors -}}
+{{- $args = append $args (printf "--vendors=%s" (join "," .)) -}}
+{{- end -}}
+{{- range $driver := keys .Values.countResources | sortAlpha -}}
+{{- $args = append $args (printf "--count-resource=%s=%s" $driver (get $.Values.countResources $driver)) -}}
+{{- end -}}
+{{- $args = append $args (printf "--log-format=%s" .Values.log.format) -}}
+{{- $args = append $args (printf "--log-level=%s" .Values.log.level) -}}
+{{- toJson $args -}}
+{{- end -}}
+
+{{/* A JSON list: ["--FLAG=VALUE"] for each of .options (a list of [flag, value]) whose value is set
+     (a non-empty string or a non-zero number). */}}
+{{- define "hami-core.optionalArgs" -}}
+{{- $args := list -}}
+{{- range .options -}}
+{{- $value := index . 1 -}}
+{{- if and (not (kindIs "invalid" $value)) (ne (toString $value) "") (ne (toString $value) "0") -}}
+{{- $args = append $args (printf "--%s=%v" (index . 0) $value) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $args -}}
+{{- end -}}
+
+{{/* HAMi's scheduler Lease as [namespace, name], or an empty list when the check is off. */}}
+{{- define "hami-core.hamiLease" -}}
+{{- if and .Values.scheduler.checkHamiLease (ne .Values.scheduler.checkHamiLease "off") -}}
+{{- splitList "/" .Values.scheduler.checkHamiLease | toJson -}}
+{{- else -}}
+[]
+{{- end -}}
+{{- end -}}
+
+{{/* A file under rbac/ without its comment lines: the rules as the harness reads them. */}}
+{{- define "hami-core.rbacFile" -}}
+{{- regexReplaceAll "(?m)^\\s*#.*\\n" (.root.Files.Get (printf "rbac/%s" .file)) "" | trim -}}
+{{- end -}}

@@ -1,0 +1,254 @@
+"""The chart as helm sees it: lint, render with default and non-default values, refuse bad values."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from harness.apiserver import REPO_ROOT
+from install.kit import CHART, find, kinds, run, template
+
+import hami_core
+
+DEFAULT_KINDS = sorted(
+    [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Deployment",
+        "PodDisruptionBudget",
+        "Role",
+        "Role",
+        "Role",
+        "RoleBinding",
+        "RoleBinding",
+        "RoleBinding",
+        "Service",
+        "ServiceAccount",
+    ]
+)
+
+EVERYTHING_ON = [
+    "--set", "reporter.enabled=true",
+    "--set", "scheduler.serviceMonitor.enabled=true",
+    "--set", "scheduler.prometheusRule.enabled=true",
+]  # fmt: skip
+
+
+def container(obj: dict[str, Any]) -> dict[str, Any]:
+    (only,) = obj["spec"]["template"]["spec"]["containers"]
+    return dict(only)
+
+
+def test_lint_is_clean_with_default_and_with_every_option_on(helm: Path) -> None:
+    for extra in ([], EVERYTHING_ON):
+        done = run([helm, "lint", "--strict", CHART, *extra])
+        assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout
+
+
+def test_defaults_install_the_scheduler_only(helm: Path) -> None:
+    objects = template(helm, namespace="gpu-system")
+    assert kinds(objects) == DEFAULT_KINDS
+    for obj in objects:
+        if obj["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            assert "namespace" in obj["metadata"], f"{obj['kind']} {obj['metadata']['name']} has no namespace"
+    deployment = find(objects, "Deployment", "hami-core-scheduler")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 2
+    assert deployment["metadata"]["namespace"] == "gpu-system"
+    pod = spec["template"]["spec"]
+    assert pod["serviceAccountName"] == "hami-core-scheduler"
+    term = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == spec["selector"]["matchLabels"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+
+    main = container(deployment)
+    assert main["image"] == f"hami-core:{hami_core.__version__}"
+    assert main["args"][:2] == ["scheduler", "run"]
+    args = main["args"][2:]
+    # Not HAMi's Lease or port; the Lease in the release namespace (downward API).
+    assert "--lease-name=hami-core-scheduler" in args
+    assert "--lease-namespace=$(POD_NAMESPACE)" in args
+    assert "--http-listen=:9396" in args
+    assert "--check-hami-lease=kube-system/hami-scheduler" in args
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in main["env"]}
+    assert env == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
+    assert main["ports"] == [{"name": "http", "containerPort": 9396, "protocol": "TCP"}]
+    assert main["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "http"}
+    # The follower must stay Ready (rollouts, the PodDisruptionBudget): readiness is not leadership.
+    assert main["readinessProbe"]["httpGet"] == {"path": "/livez", "port": "http"}
+    assert main["resources"]["requests"] and main["resources"]["limits"]["memory"]
+
+    pdb = find(objects, "PodDisruptionBudget")
+    assert pdb["spec"] == {"minAvailable": 1, "selector": {"matchLabels": spec["selector"]["matchLabels"]}}
+    service = find(objects, "Service")
+    assert service["spec"]["selector"] == spec["selector"]["matchLabels"]
+    port = {"name": "http", "port": 9396, "targetPort": "http", "protocol": "TCP"}
+    assert service["spec"]["ports"] == [port]
+
+    roles = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objects if o["kind"] == "Role"}
+    assert set(roles) == {
+        ("gpu-system", "hami-core-scheduler-leases"),
+        ("default", "hami-core-scheduler-events"),
+        ("kube-system", "hami-core-scheduler-check-hami"),
+    }
+    assert roles["kube-system", "hami-core-scheduler-check-hami"]["rules"] == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["hami-scheduler"],
+            "verbs": ["get"],
+        }
+    ]
+    for binding in (o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "hami-core-scheduler", "namespace": "gpu-system"}
+        ]
+        assert binding["roleRef"]["name"] == binding["metadata"]["name"]
+
+
+def test_non_default_values_reach_the_objects(helm: Path, tmp_path: Path) -> None:
+    values = {
+        "image": {"repository": "registry.example.com/hami-core", "tag": "1.2.3"},
+        "vendors": ["nvidia", "iluvatar"],
+        "countResources": {"nvidia": "nvidia.com/gpu-shared"},
+        "log": {"format": "text", "level": "debug"},
+        "commonLabels": {"team": "gpu"},
+        "scheduler": {
+            "replicas": 3,
+            "leaderElection": {"leaseName": "registrar", "leaseDuration": 30, "renewDeadline": "20"},
+            "nodeSelectorLabels": {"gpu": "yes", "accelerator": "on"},
+            "qps": 50,
+            "checkHamiLease": "off",
+            "port": 9500,
+            "readinessPath": "/readyz",
+            "podAntiAffinity": "hard",
+            "podDisruptionBudget": {"enabled": False},
+            "serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "prom"}},
+            "prometheusRule": {"enabled": True},
+        },
+        "reporter": {
+            "enabled": True,
+            "interval": 10,
+            "nodeSelector": {"hami.io/reporter": "on"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "extraEnv": [{"name": "HAMI_FAKE_DEVICES", "value": "/etc/hami/devices.json"}],
+        },
+    }
+    file = tmp_path / "values.yaml"
+    file.write_text(yaml.safe_dump(values))
+    objects = template(helm, "--values", str(file), release="gpu", namespace="accel")
+
+    deployment = find(objects, "Deployment", "gpu-hami-core-scheduler")
+    assert deployment["metadata"]["labels"]["team"] == "gpu"
+    assert deployment["spec"]["replicas"] == 3
+    pod = deployment["spec"]["template"]["spec"]
+    hard = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert hard[0]["topologyKey"] == "kubernetes.io/hostname"
+    main = container(deployment)
+    assert main["image"] == "registry.example.com/hami-core:1.2.3"
+    assert main["args"] == [
+        "scheduler", "run",
+        "--vendors=nvidia,iluvatar", "--count-resource=nvidia=nvidia.com/gpu-shared",
+        "--log-format=text", "--log-level=debug",
+        "--lease-namespace=$(POD_NAMESPACE)", "--lease-name=registrar",
+        "--lease-duration=30", "--renew-deadline=20", "--qps=50",
+        "--node-selector=accelerator=on,gpu=yes",
+        "--check-hami-lease=off", "--http-listen=:9500",
+    ]  # fmt: skip
+    assert main["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert not [o for o in objects if o["kind"] == "PodDisruptionBudget"]
+    assert not [o for o in objects if o["metadata"]["name"].endswith("check-hami")]
+
+    monitor = find(objects, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    assert monitor["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "15s"}]
+    rules = find(objects, "PrometheusRule")["spec"]["groups"][0]["rules"]
+    assert {r["alert"] for r in rules} == {
+        "HamiCoreSchedulerNoLeader",
+        "HamiCoreSchedulerTwoLeaders",
+        "HamiCoreSchedulerLeaderNotReady",
+    }
+    assert all('job="gpu-hami-core-scheduler", namespace="accel"' in r["expr"] for r in rules)
+
+    daemonset = find(objects, "DaemonSet", "gpu-hami-core-reporter")
+    reporter_pod = daemonset["spec"]["template"]["spec"]
+    assert reporter_pod["serviceAccountName"] == "gpu-hami-core-reporter"
+    assert reporter_pod["nodeSelector"] == {"hami.io/reporter": "on"}
+    assert reporter_pod["tolerations"] == values["reporter"]["tolerations"]  # type: ignore[index]
+    reporter = container(daemonset)
+    assert reporter["args"] == [
+        "reporter", "run",
+        "--vendors=nvidia,iluvatar", "--count-resource=nvidia=nvidia.com/gpu-shared",
+        "--log-format=text", "--log-level=debug",
+        "--node-name=$(NODE_NAME)", "--interval=10", "--http-listen=:9397",
+    ]  # fmt: skip
+    node_name = {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert reporter["env"][0] == {"name": "NODE_NAME", "valueFrom": node_name}
+    assert reporter["env"][1] == {"name": "HAMI_FAKE_DEVICES", "value": "/etc/hami/devices.json"}
+    assert reporter["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "http"}
+    assert reporter["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    policy = find(objects, "ValidatingAdmissionPolicy", "gpu-hami-core-reporter-own-node")
+    assert policy["spec"]["matchConditions"] == [
+        {
+            "name": "is-the-reporter",
+            "expression": "request.userInfo.username == 'system:serviceaccount:accel:gpu-hami-core-reporter'",
+        }
+    ]
+    binding = find(objects, "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"] == {"policyName": "gpu-hami-core-reporter-own-node", "validationActions": ["Deny"]}
+    reporter_binding = find(objects, "ClusterRoleBinding", "gpu-hami-core-reporter")
+    assert reporter_binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "gpu-hami-core-reporter", "namespace": "accel"}
+    ]
+
+
+def test_reporter_probes_and_endpoint_can_be_turned_off(helm: Path) -> None:
+    no_probes = container(
+        find(template(helm, "--set", "reporter.enabled=true", "--set", "reporter.probes.enabled=false"),
+             "DaemonSet")
+    )  # fmt: skip
+    assert "livenessProbe" not in no_probes and "readinessProbe" not in no_probes
+    assert "--http-listen=:9397" in no_probes["args"]
+    no_http = container(
+        find(template(helm, "--set", "reporter.enabled=true", "--set", "reporter.http.enabled=false"),
+             "DaemonSet")
+    )  # fmt: skip
+    assert "ports" not in no_http and "livenessProbe" not in no_http
+    assert not [a for a in no_http["args"] if a.startswith("--http-listen")]
+    no_policy = template(
+        helm, "--set", "reporter.enabled=true", "--set", "reporter.admissionPolicy.enabled=false"
+    )
+    assert not [o for o in no_policy if o["kind"].startswith("ValidatingAdmissionPolicy")]
+
+
+@pytest.mark.parametrize(
+    ("values", "complaint"),
+    [
+        (["--set", "scheduler.port=9395"], "/scheduler/port"),
+        (["--set", "scheduler.leaderElection.leaseName=hami-scheduler"], "/leaderElection/leaseName"),
+        (["--set", "scheduler.leaderElection.leaseName=Not_A_Name"], "/leaderElection/leaseName"),
+        (["--set", "scheduler.checkHamiLease=kube-system"], "/scheduler/checkHamiLease"),
+        (["--set", "scheduler.readinessPath=/status"], "/scheduler/readinessPath"),
+        (["--set", "log.level=loud"], "/log/level"),
+        (["--set", "scheduler.replica=2"], "additional properties 'replica' not allowed"),
+        (["--set", "reporter.enabled=yes"], "/reporter/enabled"),
+        (["--set", "scheduler.leaderElection.leaseDuration=soon"], "/scheduler/leaderElection/leaseDuration"),
+    ],
+)
+def test_bad_values_are_refused_naming_the_value(helm: Path, values: list[str], complaint: str) -> None:
+    done = run([helm, "template", "x", CHART, *values], check=False)
+    assert done.returncode != 0
+    assert complaint in done.stderr, done.stderr
+
+
+def test_chart_versions_and_links_match_the_package() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["appVersion"] == hami_core.__version__
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    assert chart["home"] == project["urls"]["Homepage"]
+    assert chart["sources"] == [project["urls"]["Source"]]
+    assert chart["annotations"]["licenses"] == project["license"]

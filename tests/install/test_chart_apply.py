@@ -1,0 +1,393 @@
+"""The chart applied to the real API server (``kubectl apply --server-side``, not a dry run, into a fresh
+namespace), then the scheduler and the reporter run as the chart's ServiceAccounts, with the chart's
+arguments and exactly the access the chart grants; the reporter's admission policy is tried the way a
+DaemonSet's pod meets it, with a token bound to its Pod."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from harness.apiserver import ApiServer
+from harness.fixtures import unique_node_name
+from harness.scheduler_world import wait_for
+from install.kit import CHART, allowed, find, run
+
+from hami_core.kube.client import KubeCluster
+from hami_core.kube.port import Lease
+from hami_core.protocol.codecs import decode_any
+
+HAMI = str(Path(sys.executable).with_name("hami"))
+MERGE_PATCH = "application/merge-patch+json"
+DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
+DEVICES = {"mlu": [{"id": "MLU-0", "count": 10, "devmem": 23308, "type": "MLU-370", "health": True}]}
+
+
+@dataclass(frozen=True)
+class Installed:
+    namespace: str
+    release: str
+    manifest: Path
+    objects: list[dict[str, Any]]
+
+    @property
+    def scheduler(self) -> str:
+        return f"{self.release}-hami-core-scheduler"
+
+    @property
+    def reporter(self) -> str:
+        return f"{self.release}-hami-core-reporter"
+
+    def container_args(self, kind: str) -> list[str]:
+        (container,) = find(self.objects, kind)["spec"]["template"]["spec"]["containers"]
+        return list(container["args"])
+
+
+def kubectl_as_admin(
+    kubectl: Path, apiserver: ApiServer, *args: str | Path
+) -> subprocess.CompletedProcess[str]:
+    return run([kubectl, "--kubeconfig", apiserver.kubeconfig(), *args])
+
+
+def reporter_identity(apiserver: ApiServer, installed: Installed, node: str) -> str:
+    """The credential the kubelet would mount into the chart's reporter pod on ``node``."""
+    name = f"{installed.reporter}@{node}"
+    if name not in apiserver.tokens:
+        pod = apiserver.pod_on_node(installed.namespace, installed.reporter, node)
+        apiserver.add_token_identity(
+            name, apiserver.token_request(installed.namespace, installed.reporter, pod=pod)
+        )
+    return name
+
+
+def create_node(apiserver: ApiServer, name: str, **metadata: Any) -> None:
+    status, body = apiserver.request("POST", "/api/v1/nodes", {"metadata": {"name": name, **metadata}})
+    assert status == 201, body
+
+
+def patch_node(apiserver: ApiServer, node: str, body: dict[str, Any], identity: str) -> tuple[int, str]:
+    status, answer = apiserver.request(
+        "PATCH", f"/api/v1/nodes/{node}", body, identity=identity, content_type=MERGE_PATCH
+    )
+    return status, answer.get("message", "") if isinstance(answer, dict) else str(answer)
+
+
+@pytest.fixture(scope="module")
+def installed(
+    apiserver: ApiServer, helm: Path, kubectl: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Installed]:
+    """The chart with the reporter on, applied into a namespace of its own."""
+    namespace, release = f"i-{uuid.uuid4().hex[:10]}", f"r{uuid.uuid4().hex[:6]}"
+    status, body = apiserver.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    assert status == 201, body
+    rendered = run(
+        [helm, "template", release, CHART, "--namespace", namespace, "--set", "reporter.enabled=true"]
+    ).stdout
+    manifest = tmp_path_factory.mktemp("chart") / "hami-core.yaml"
+    manifest.write_text(rendered)
+    result = Installed(namespace, release, manifest, [d for d in yaml.safe_load_all(rendered) if d])
+    kubectl_as_admin(kubectl, apiserver, "apply", "--server-side", "-f", manifest)
+    # Admission policies load asynchronously: wait until the chart's refuses a foreign-node patch.
+    probe_own, probe_other = unique_node_name("probe"), unique_node_name("probe")
+    for node in (probe_own, probe_other):
+        create_node(apiserver, node)
+    identity = reporter_identity(apiserver, result, probe_own)
+    wait_for(
+        "the chart's admission policy to be enforced",
+        lambda: (
+            patch_node(apiserver, probe_other, {"metadata": {"annotations": {"hami.io/x": "1"}}}, identity)[0]
+            == 403
+        ),
+        timeout=60,
+        interval=0.2,
+    )
+    try:
+        yield result
+    finally:
+        run([kubectl, "--kubeconfig", apiserver.kubeconfig(), "delete", "--wait=false", "--ignore-not-found",
+             "-f", manifest], check=False)  # fmt: skip
+        for node in (probe_own, probe_other):
+            apiserver.request("DELETE", f"/api/v1/nodes/{node}")
+        apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")
+
+
+def test_every_rendered_object_exists_as_applied(
+    installed: Installed, apiserver: ApiServer, kubectl: Path
+) -> None:
+    get = ["get", "-f", installed.manifest, "-o", "json", "--show-managed-fields"]
+    listed = json.loads(kubectl_as_admin(kubectl, apiserver, *get).stdout)
+    stored = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in listed["items"]}
+    rendered = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in installed.objects}
+    assert set(stored) == rendered
+    assert {kind for kind, _, _ in rendered} == {
+        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment",
+        "PodDisruptionBudget", "Service", "DaemonSet", "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }  # fmt: skip
+    for obj in stored.values():
+        managers = {(m["manager"], m["operation"]) for m in obj["metadata"]["managedFields"]}
+        assert ("kubectl", "Apply") in managers, obj["metadata"]["name"]
+    deployment = stored["Deployment", installed.namespace, installed.scheduler]
+    assert deployment["spec"]["replicas"] == 2
+    assert stored["ServiceAccount", installed.namespace, installed.scheduler]
+    assert (
+        stored["DaemonSet", installed.namespace, installed.reporter]["spec"]["template"]["spec"][
+            "serviceAccountName"
+        ]
+        == installed.reporter
+    )
+
+
+def test_the_scheduler_account_may_do_its_job_and_nothing_more(
+    installed: Installed, apiserver: ApiServer
+) -> None:
+    me = apiserver.add_token_identity(
+        f"{installed.scheduler}@{installed.namespace}",
+        apiserver.token_request(installed.namespace, installed.scheduler),
+    )
+    ns, lease_group = installed.namespace, "coordination.k8s.io"
+    may = {
+        "list nodes": allowed(apiserver, me, "list", "nodes"),
+        "watch nodes": allowed(apiserver, me, "watch", "nodes"),
+        "patch nodes": allowed(apiserver, me, "patch", "nodes", name="any-node"),
+        "get its lease": allowed(apiserver, me, "get", "leases", group=lease_group, namespace=ns),
+        "create its lease": allowed(apiserver, me, "create", "leases", group=lease_group, namespace=ns),
+        "update its lease": allowed(apiserver, me, "update", "leases", group=lease_group, namespace=ns),
+        "create events in default": allowed(apiserver, me, "create", "events", namespace="default"),
+        "get HAMi's lease": allowed(
+            apiserver, me, "get", "leases", group=lease_group, namespace="kube-system", name="hami-scheduler"
+        ),
+    }
+    assert [what for what, ok in may.items() if not ok] == []
+    may_not = {
+        "get a node": allowed(apiserver, me, "get", "nodes", name="any-node"),
+        "delete nodes": allowed(apiserver, me, "delete", "nodes", name="any-node"),
+        "create nodes": allowed(apiserver, me, "create", "nodes"),
+        "update nodes": allowed(apiserver, me, "update", "nodes", name="any-node"),
+        "patch nodes/status": allowed(apiserver, me, "patch", "nodes", name="any-node", subresource="status"),
+        "read secrets here": allowed(apiserver, me, "get", "secrets", namespace=ns),
+        "list secrets anywhere": allowed(apiserver, me, "list", "secrets"),
+        "list its leases": allowed(apiserver, me, "list", "leases", group=lease_group, namespace=ns),
+        "delete its lease": allowed(apiserver, me, "delete", "leases", group=lease_group, namespace=ns),
+        "create leases elsewhere": allowed(
+            apiserver, me, "create", "leases", group=lease_group, namespace="default"
+        ),
+        "get other kube-system leases": allowed(
+            apiserver, me, "get", "leases", group=lease_group, namespace="kube-system", name="kube-scheduler"
+        ),
+        "update HAMi's lease": allowed(
+            apiserver,
+            me,
+            "update",
+            "leases",
+            group=lease_group,
+            namespace="kube-system",
+            name="hami-scheduler",
+        ),
+        "create events here": allowed(apiserver, me, "create", "events", namespace=ns),
+        "patch events": allowed(apiserver, me, "patch", "events", namespace="default"),
+        "list pods": allowed(apiserver, me, "list", "pods"),
+    }
+    assert [what for what, ok in may_not.items() if ok] == []
+    # And the calls themselves.
+    node = unique_node_name("rbac")
+    create_node(apiserver, node)
+    try:
+        assert apiserver.request("DELETE", f"/api/v1/nodes/{node}", identity=me)[0] == 403
+        status, _ = apiserver.request(
+            "PATCH", f"/api/v1/nodes/{node}/status", {"status": {"capacity": {"x.io/y": "1"}}}, identity=me,
+            content_type=MERGE_PATCH,
+        )  # fmt: skip
+        assert status == 403
+        assert apiserver.request("GET", f"/api/v1/namespaces/{ns}/secrets", identity=me)[0] == 403
+        assert patch_node(apiserver, node, {"metadata": {"annotations": {"hami.io/x": "1"}}}, me)[0] == 200
+    finally:
+        apiserver.request("DELETE", f"/api/v1/nodes/{node}")
+
+
+def test_the_scheduler_runs_with_the_charts_arguments_and_access(
+    installed: Installed, apiserver: ApiServer, tmp_path: Path
+) -> None:
+    admin = KubeCluster.from_kubeconfig(apiserver.kubeconfig())
+    label = uuid.uuid4().hex[:12]
+    node = unique_node_name("chart")
+    admin.create_node(node, labels={"hami-test": label}, annotations={"hami.io/node-dcu-register": DCU})
+    admin.patch_node_status(node, {"hygon.com/dcunum": "4"})
+    # HAMi's scheduler is "active": its Lease is held and fresh.
+    now = datetime.now(UTC)
+    hami = Lease(name="hami-scheduler", namespace="kube-system", holder_identity="hami-scheduler-0_abc",
+                 lease_duration_seconds=3600, acquire_time=now, renew_time=now)  # fmt: skip
+    admin.create_lease(hami)
+    identity = f"{installed.scheduler}@run"
+    kubeconfig = apiserver.kubeconfig(
+        apiserver.add_token_identity(
+            identity, apiserver.token_request(installed.namespace, installed.scheduler)
+        )
+    )
+    args = [
+        a.replace("$(POD_NAMESPACE)", installed.namespace) for a in installed.container_args("Deployment")
+    ]
+    assert args[:2] == ["scheduler", "run"]
+    # Local stand-ins for what only a pod has: a free port, and this test's nodes only.
+    args = [a for a in args if not a.startswith("--http-listen=")] + [
+        "--http-listen=127.0.0.1:0", "--kubeconfig", kubeconfig, "--node-selector", f"hami-test={label}",
+        "--handshake-window", "30",
+    ]  # fmt: skip
+    log = tmp_path / "scheduler.log"
+    env = {**os.environ, "POD_NAME": f"{installed.scheduler}-0"}
+    with log.open("w") as out:
+        proc = subprocess.Popen([HAMI, *args], stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        stamp = wait_for(
+            "the chart's scheduler to stamp the node",
+            lambda: (
+                admin.get_node(node)
+                .annotations.get("hami.io/node-handshake-dcu", "")
+                .startswith("Requesting_")
+            ),
+            timeout=60,
+        )
+        assert stamp
+        lease = admin.get_lease(installed.namespace, "hami-core-scheduler")
+        assert str(lease.holder_identity).startswith(f"{installed.scheduler}-0_")
+        port = int(wait_for("the status port", lambda: re.search(r"http://[\d.]+:(\d+)", log.read_text()),
+                            timeout=10).group(1))  # fmt: skip
+        wait_for("ready", lambda: _status(port, "/readyz") == 200, timeout=30)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        admin.delete_lease("kube-system", "hami-scheduler")
+        admin.delete_node(node)
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    warnings = [entry for entry in lines if "HAMi's scheduler seems active" in json.dumps(entry)]
+    assert len(warnings) == 1, log.read_text()
+    assert "Lease kube-system/hami-scheduler is held by 'hami-scheduler-0_abc'" in json.dumps(warnings[0])
+    assert not [entry for entry in lines if "forbidden" in json.dumps(entry).lower()], log.read_text()
+
+
+def _status(port: int, path: str) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
+            return int(response.status)
+    except OSError:
+        return 0
+
+
+def _reporter_http_listen(args: list[str]) -> list[str]:
+    """The chart passes --http-listen to the reporter; keep it on a free local port when this hami has the
+    option, drop it when it does not."""
+    help_text = run([HAMI, "reporter", "run", "--help"]).stdout
+    kept = [a for a in args if not a.startswith("--http-listen=")]
+    return [*kept, "--http-listen=127.0.0.1:0"] if "--http-listen" in help_text else kept
+
+
+def test_the_reporter_publishes_its_own_node_with_the_charts_arguments_and_access(
+    installed: Installed, apiserver: ApiServer, tmp_path: Path
+) -> None:
+    node = unique_node_name("chart-reporter")
+    create_node(apiserver, node)
+    devices = tmp_path / "devices.json"
+    devices.write_text(json.dumps(DEVICES))
+    args = _reporter_http_listen(installed.container_args("DaemonSet"))
+    assert args[:2] == ["reporter", "run"] and "--node-name=$(NODE_NAME)" in args
+    args = [a.replace("$(NODE_NAME)", node) for a in args]
+    kubeconfig = apiserver.kubeconfig(reporter_identity(apiserver, installed, node))
+    env = {**os.environ, "HAMI_FAKE_DEVICES": str(devices)}
+    try:
+        done = subprocess.run([HAMI, *args, "--once", "--vendors", "mlu", "--kubeconfig", kubeconfig],
+                              capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        status, stored = apiserver.request("GET", f"/api/v1/nodes/{node}")
+        assert status == 200, stored
+        annotations = stored["metadata"]["annotations"]
+        assert [d.id for d in decode_any(annotations["hami.io/node-mlu-register"])] == ["MLU-0"]
+        assert annotations["hami.io/node-handshake-mlu"].startswith("Reported_")
+    finally:
+        apiserver.request("DELETE", f"/api/v1/nodes/{node}")
+
+
+def test_the_reporter_policy_allows_only_its_own_nodes_hami_annotations(
+    installed: Installed, apiserver: ApiServer
+) -> None:
+    mine, other = unique_node_name("own"), unique_node_name("other")
+    for node in (mine, other):
+        create_node(apiserver, node, labels={"t": "x"}, annotations={"vendor.io/keep": "1"})
+    me = reporter_identity(apiserver, installed, mine)
+    unbound = apiserver.add_token_identity(
+        f"{installed.reporter}@nowhere-{uuid.uuid4().hex[:6]}",
+        apiserver.token_request(installed.namespace, installed.reporter),
+    )
+    try:
+        ok = patch_node(
+            apiserver, mine, {"metadata": {"annotations": {"hami.io/node-mlu-register": "[]"}}}, me
+        )
+        assert ok[0] == 200, ok
+        assert patch_node(apiserver, mine, {"metadata": {"annotations": {"hami.io/node-mlu-register": None}}},
+                          me)[0] == 200  # fmt: skip
+        refusals = {
+            "another node": (other, {"metadata": {"annotations": {"hami.io/node-mlu-register": "[]"}}}, me),
+            "another annotation": (mine, {"metadata": {"annotations": {"vendor.io/other": "1"}}}, me),
+            "deleting another annotation": (
+                mine,
+                {"metadata": {"annotations": {"vendor.io/keep": None}}},
+                me,
+            ),
+            "a label": (mine, {"metadata": {"labels": {"t": "changed"}}}, me),
+            "the spec": (mine, {"spec": {"unschedulable": True}}, me),
+            "a token bound to no pod": (mine, {"metadata": {"annotations": {"hami.io/x": "1"}}}, unbound),
+        }
+        answers = {what: patch_node(apiserver, *case) for what, case in refusals.items()}
+        assert {what: status for what, (status, _) in answers.items()} == dict.fromkeys(refusals, 403)
+        reasons = {what: message for what, (_, message) in answers.items()}
+        own_node = f"a reporter may only change its own Node: this token is bound to a Pod on node {mine}"
+        assert f"{own_node}, not {other}" in reasons["another node"]
+        assert "a reporter may only change hami.io/ annotations" in reasons["another annotation"]
+        assert "a reporter may only change hami.io/ annotations" in reasons["deleting another annotation"]
+        assert "a reporter may not change a Node's spec or labels" in reasons["a label"]
+        assert "a reporter may not change a Node's spec or labels" in reasons["the spec"]
+        assert (
+            "a reporter must use a ServiceAccount token bound to its Pod"
+            in reasons["a token bound to no pod"]
+        )
+        for reason in reasons.values():
+            assert f"ValidatingAdmissionPolicy '{installed.reporter}-own-node'" in reason
+        # RBAC, before the policy: no delete, no list.
+        assert apiserver.request("DELETE", f"/api/v1/nodes/{mine}", identity=me)[0] == 403
+        assert apiserver.request("GET", "/api/v1/nodes", identity=me)[0] == 403
+        status, stored = apiserver.request("GET", f"/api/v1/nodes/{mine}", identity=me)
+        assert status == 200
+        assert stored["metadata"]["annotations"] == {"vendor.io/keep": "1"}
+        assert stored["metadata"]["labels"] == {"t": "x"}
+    finally:
+        for node in (mine, other):
+            apiserver.request("DELETE", f"/api/v1/nodes/{node}")
+
+
+def test_the_reporter_policy_binds_only_the_reporter(installed: Installed, apiserver: ApiServer) -> None:
+    """The chart's scheduler may patch any part of a Node its RBAC allows: the policy is not about it."""
+    scheduler = apiserver.add_token_identity(
+        f"{installed.scheduler}@policy", apiserver.token_request(installed.namespace, installed.scheduler)
+    )
+    node = unique_node_name("not-reporter")
+    create_node(apiserver, node)
+    try:
+        body = {"metadata": {"labels": {"t": "scheduler"}, "annotations": {"other.io/x": "1"}}}
+        assert patch_node(apiserver, node, body, scheduler)[0] == 200
+    finally:
+        apiserver.request("DELETE", f"/api/v1/nodes/{node}")

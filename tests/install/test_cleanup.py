@@ -1,0 +1,279 @@
+"""``hami cleanup``: the uninstall step that removes this protocol's node annotations and the Lease.
+
+The cleanup itself runs against both cluster kinds; the command runs as a process against the real API
+server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness.apiserver import ApiServer
+from harness.fixtures import unique_node_name
+
+import hami_core.cli.cleanup as cleanup_module
+from hami_core.cli.cleanup import annotation_keys, cleanup
+from hami_core.kube.client import KubeCluster
+from hami_core.kube.memory import MemoryCluster
+from hami_core.kube.port import Lease, NotFound
+from hami_core.plugins import load_drivers
+
+HAMI = str(Path(sys.executable).with_name("hami"))
+NVIDIA = {"hami.io/node-nvidia-register": "[]", "hami.io/node-handshake": "Requesting_2026-11-30 10:00:00"}
+DCU = {"hami.io/node-dcu-register": ":", "hami.io/node-handshake-dcu": "Reported_2026-11-30 10:00:00"}
+OTHERS = {"hami.io/node-mlu-register": ":", "vendor.io/keep": "1"}
+LEASE = "hami-core-scheduler"
+
+
+def keys_of(*names: str) -> tuple[str, ...]:
+    return annotation_keys(load_drivers(list(names), {})[1])
+
+
+@pytest.fixture(params=["memory", "apiserver"])
+def world(request: pytest.FixtureRequest) -> Iterator[tuple[Any, str]]:
+    """(cluster as the admin, a fresh namespace for the Lease)."""
+    if request.param == "memory":
+        memory = MemoryCluster()
+        namespace = f"t-{uuid.uuid4().hex[:8]}"
+        memory.create_namespace(namespace)
+        yield memory, namespace
+        return
+    server: ApiServer = request.getfixturevalue("apiserver")
+    namespace = request.getfixturevalue("apiserver_namespace")
+    kube = KubeCluster.from_kubeconfig(server.kubeconfig())
+    made: list[str] = []
+    kube.made = made  # type: ignore[attr-defined]
+    try:
+        yield kube, namespace
+    finally:
+        for name in made:
+            with contextlib.suppress(NotFound):
+                kube.delete_node(name)
+        kube.close()
+
+
+def node(cluster: Any, prefix: str, annotations: dict[str, str]) -> str:
+    name = unique_node_name(prefix)
+    cluster.create_node(name, annotations=annotations)
+    getattr(cluster, "made", []).append(name)
+    return name
+
+
+def lease(namespace: str, *, age: float = 0.0, holder: str | None = "scheduler-0_x") -> Lease:
+    renewed = datetime.now(UTC) - timedelta(seconds=age)
+    return Lease(name=LEASE, namespace=namespace, holder_identity=holder, lease_duration_seconds=15,
+                 acquire_time=renewed, renew_time=renewed)  # fmt: skip
+
+
+def test_the_selected_drivers_annotations_and_the_lease_go_and_nothing_else(world: tuple[Any, str]) -> None:
+    cluster, namespace = world
+    both = node(cluster, "both", {**NVIDIA, **DCU, **OTHERS})
+    dcu_only = node(cluster, "dcu", {**DCU})
+    clean = node(cluster, "clean", {**OTHERS})
+    cluster.create_lease(lease(namespace, holder=None))
+    printed: list[str] = []
+    result = cleanup(cluster, keys_of("nvidia", "dcu"), nodes=[both, dcu_only, clean],
+                     lease=(namespace, LEASE), dry_run=False, echo=printed.append)  # fmt: skip
+    assert printed == [
+        f"node/{both}: removed hami.io/node-nvidia-register, hami.io/node-handshake, "
+        "hami.io/node-dcu-register, hami.io/node-handshake-dcu",
+        f"node/{dcu_only}: removed hami.io/node-dcu-register, hami.io/node-handshake-dcu",
+        f"lease/{namespace}/{LEASE}: deleted",
+    ]
+    assert (result.changed, result.errors, result.lease_deleted) == ((both, dcu_only), (), True)
+    assert dict(cluster.get_node(both).annotations) == OTHERS
+    assert dict(cluster.get_node(dcu_only).annotations) == {}
+    assert dict(cluster.get_node(clean).annotations) == OTHERS
+    with pytest.raises(NotFound):
+        cluster.get_lease(namespace, LEASE)
+
+
+def test_a_dry_run_prints_the_same_changes_and_makes_none(world: tuple[Any, str]) -> None:
+    cluster, namespace = world
+    both = node(cluster, "both", {**NVIDIA, **DCU})
+    before = cluster.get_node(both)
+    created = cluster.create_lease(lease(namespace, holder=None))
+    printed: list[str] = []
+    result = cleanup(cluster, keys_of("nvidia"), nodes=[both], lease=(namespace, LEASE), dry_run=True,
+                     echo=printed.append)  # fmt: skip
+    assert printed == [
+        f"node/{both}: would remove hami.io/node-nvidia-register, hami.io/node-handshake",
+        f"lease/{namespace}/{LEASE}: would delete",
+    ]
+    assert (result.changed, result.lease_deleted) == ((both,), True)
+    assert cluster.get_node(both) == before
+    assert cluster.get_lease(namespace, LEASE) == created
+
+
+def test_a_missing_node_is_an_error_and_the_rest_are_still_cleaned(world: tuple[Any, str]) -> None:
+    cluster, namespace = world
+    real = node(cluster, "real", {**DCU})
+    ghost = unique_node_name("ghost")
+    printed: list[str] = []
+    result = cleanup(cluster, keys_of("dcu"), nodes=[ghost, real], lease=(namespace, LEASE), dry_run=False,
+                     echo=printed.append)  # fmt: skip
+    assert result.changed == (real,)
+    (error,) = result.errors
+    assert error.startswith(f"node/{ghost}: get node '{ghost}'") and "not found" in error
+    assert printed[-1] == f"lease/{namespace}/{LEASE}: not found, nothing to delete"
+    assert not result.lease_deleted
+    assert dict(cluster.get_node(real).annotations) == {}
+
+
+def test_every_node_is_visited_across_list_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = MemoryCluster()
+    names = [node(cluster, f"n{i:03d}", {**NVIDIA, **OTHERS}) for i in range(7)]
+    printed: list[str] = []
+    monkeypatch.setattr(cleanup_module, "PAGE", 3)  # three pages
+    result = cleanup(cluster, keys_of("nvidia"), nodes=None, lease=None, dry_run=False, echo=printed.append)
+    assert sorted(result.changed) == sorted(names)
+    assert len(printed) == 7
+    assert all(dict(cluster.get_node(name).annotations) == OTHERS for name in names)
+    assert cluster.request_count("list", "nodes") == 3
+
+
+# -- the command, against the real API server ------------------------------------------------------------
+
+
+def hami_cleanup(server: ApiServer, *args: str, identity: str = "admin") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HAMI_", "KUBECONFIG"))}
+    return subprocess.run([HAMI, "cleanup", "--kubeconfig", server.kubeconfig(identity), *args],
+                          capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+
+
+@pytest.fixture
+def admin(apiserver: ApiServer) -> Iterator[KubeCluster]:
+    kube = KubeCluster.from_kubeconfig(apiserver.kubeconfig())
+    kube.made = []  # type: ignore[attr-defined]
+    try:
+        yield kube
+    finally:
+        for name in kube.made:  # type: ignore[attr-defined]
+            with contextlib.suppress(NotFound):
+                kube.delete_node(name)
+        kube.close()
+
+
+def test_the_command_prints_each_change(
+    apiserver: ApiServer, admin: KubeCluster, apiserver_namespace: str
+) -> None:
+    first, second = node(admin, "cli", {**NVIDIA, **DCU, **OTHERS}), node(admin, "cli", {**DCU})
+    admin.create_lease(lease(apiserver_namespace, age=60))  # expired: its scheduler is gone
+    lease_args = ["--lease-namespace", apiserver_namespace, "--lease-name", LEASE]
+    dry = hami_cleanup(
+        apiserver, "--node", first, "--node", second, "--vendors", "dcu", *lease_args, "--dry-run"
+    )
+    assert (dry.returncode, dry.stderr) == (0, "")
+    assert dry.stdout.splitlines() == [
+        f"node/{first}: would remove hami.io/node-dcu-register, hami.io/node-handshake-dcu",
+        f"node/{second}: would remove hami.io/node-dcu-register, hami.io/node-handshake-dcu",
+        f"lease/{apiserver_namespace}/{LEASE}: would delete",
+        "dry run: 2 nodes would change; nothing was changed",
+    ]
+    assert dict(admin.get_node(second).annotations) == DCU
+    done = hami_cleanup(apiserver, "--node", first, "--node", second, "--vendors", "dcu", *lease_args)
+    assert (done.returncode, done.stderr) == (0, "")
+    done_lines = [line.replace("would remove", "removed").replace("would delete", "deleted")
+                  for line in dry.stdout.splitlines()[:3]]  # fmt: skip
+    assert done.stdout.splitlines() == [*done_lines, "2 nodes changed"]
+    assert dict(admin.get_node(first).annotations) == {**NVIDIA, **OTHERS}
+    assert dict(admin.get_node(second).annotations) == {}
+    with pytest.raises(NotFound):
+        admin.get_lease(apiserver_namespace, LEASE)
+    again = hami_cleanup(apiserver, "--node", first, "--vendors", "dcu", *lease_args)
+    assert again.stdout.splitlines() == [
+        f"lease/{apiserver_namespace}/{LEASE}: not found, nothing to delete",
+        "0 nodes changed",
+    ]
+
+
+def test_a_running_scheduler_stops_it_unless_forced(
+    apiserver: ApiServer, admin: KubeCluster, apiserver_namespace: str
+) -> None:
+    target = node(admin, "busy", {**NVIDIA})
+    admin.create_lease(lease(apiserver_namespace))  # held and fresh
+    lease_args = ["--lease-namespace", apiserver_namespace, "--lease-name", LEASE]
+    refused = hami_cleanup(apiserver, "--node", target, "--vendors", "nvidia", *lease_args)
+    assert refused.returncode == 1
+    (line,) = refused.stderr.splitlines()
+    held = f"Lease {apiserver_namespace}/{LEASE} is held by 'scheduler-0_x'"
+    assert line.startswith(f"error: the scheduler is still running ({held}")
+    assert line.endswith("it would stamp the nodes again: uninstall it first, or pass --force")
+    assert refused.stdout == ""
+    assert dict(admin.get_node(target).annotations) == NVIDIA
+    forced = hami_cleanup(apiserver, "--node", target, "--vendors", "nvidia", *lease_args, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert dict(admin.get_node(target).annotations) == {}
+
+
+def test_failures_are_error_lines_and_exit_1_after_the_rest_is_done(
+    apiserver: ApiServer, admin: KubeCluster, apiserver_namespace: str
+) -> None:
+    target = node(admin, "partial", {**DCU})
+    ghost = unique_node_name("ghost")
+    admin.create_lease(lease(apiserver_namespace, age=60))
+    operator = limited_operator(apiserver)  # may read and patch Nodes and read Leases, not delete them
+    done = hami_cleanup(apiserver, "--node", ghost, "--node", target, "--vendors", "dcu", "--lease-namespace",
+                        apiserver_namespace, "--lease-name", LEASE, identity=operator)  # fmt: skip
+    assert done.returncode == 1
+    errors = done.stderr.splitlines()
+    assert len(errors) == 2
+    assert errors[0].startswith(f"error: node/{ghost}: ") and "not found" in errors[0]
+    assert errors[1].startswith(f"error: lease/{apiserver_namespace}/{LEASE}: ") and "forbidden" in errors[1]
+    assert done.stdout.splitlines() == [
+        f"node/{target}: removed hami.io/node-dcu-register, hami.io/node-handshake-dcu",
+        "1 node changed",
+    ]
+    assert admin.get_lease(apiserver_namespace, LEASE).holder_identity == "scheduler-0_x"
+
+
+def limited_operator(server: ApiServer) -> str:
+    user = f"operator-{uuid.uuid4().hex[:8]}"
+    rules = [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get"]},
+    ]
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    role = {"metadata": {"name": user}, "rules": rules}
+    binding = {
+        "metadata": {"name": user},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }
+    for path, body in ((f"{rbac}/clusterroles", role), (f"{rbac}/clusterrolebindings", binding)):
+        status, answer = server.request("POST", path, body)
+        assert status == 201, answer
+    return server.add_identity(user)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "error: hami cleanup: give --node NAME (repeatable) or --all"),
+        (["--all", "--node", "a"], "error: hami cleanup: --node and --all exclude each other"),
+        (["--node", "Not_A_Node"], "error: hami cleanup: Invalid value for '--node': 'Not_A_Node' is not a "
+                                   "valid Node name (a lower-case DNS subdomain)"),
+        (["--all", "--vendors", "nosuch"], "error: hami cleanup: unknown vendor driver 'nosuch'"),
+        (["--all", "--lease-name", "Bad Name"], "error: hami cleanup: Invalid value for '--lease-name': "
+                                                "'Bad Name' is not a valid Lease name"),
+        (["--all", "--lease-namespace", "a.b"], "error: hami cleanup: Invalid value for '--lease-namespace': "
+                                                "'a.b' is not a valid namespace name"),
+        (["--all", "--bogus"], "error: hami cleanup: No such option '--bogus'"),
+    ],
+)  # fmt: skip
+def test_bad_usage_is_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
+    done = subprocess.run([HAMI, "cleanup", "--kubeconfig", str(tmp_path / "never-read"), *args],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(message), line
+    assert done.stdout == ""

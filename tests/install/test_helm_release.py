@@ -1,0 +1,66 @@
+"""A Helm release's whole life on the real API server: install, upgrade, uninstall."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+from harness.apiserver import ApiServer
+from install.kit import CHART, run
+
+
+def test_install_upgrade_and_uninstall(apiserver: ApiServer, helm: Path, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "KUBECONFIG": apiserver.kubeconfig(),
+        "HELM_CACHE_HOME": str(tmp_path / "cache"),
+        "HELM_CONFIG_HOME": str(tmp_path / "config"),
+        "HELM_DATA_HOME": str(tmp_path / "data"),
+    }
+    namespace, release = f"h-{uuid.uuid4().hex[:10]}", f"h{uuid.uuid4().hex[:6]}"
+    name = f"{release}-hami-core"
+    deployment = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}-scheduler"
+    reporter = f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}-reporter"
+    policy = f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}-reporter-own-node"
+    cluster_scoped = [
+        f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}-scheduler",
+        f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}-scheduler",
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/{name}-scheduler-events",
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/{name}-scheduler-check-hami",
+    ]
+
+    def status_of(path: str) -> int:
+        return apiserver.request("GET", path)[0]
+
+    install = [helm, "install", release, CHART, "--namespace", namespace, "--create-namespace"]
+    installed = run(install, env=env)
+    notes = installed.stdout.split("NOTES:", 1)[1]
+    assert f"helm uninstall {release} -n {namespace}" in notes
+    cleanup = f"hami cleanup --all --lease-namespace {namespace} --lease-name hami-core-scheduler"
+    assert f"{cleanup} --dry-run" in notes
+    assert "never run both at once" in notes
+    status, body = apiserver.request("GET", deployment)
+    assert (status, body["spec"]["replicas"]) == (200, 2)
+    assert [status_of(path) for path in cluster_scoped] == [200] * 4
+    assert status_of(reporter) == 404
+
+    upgraded = run(
+        [helm, "upgrade", release, CHART, "--namespace", namespace, "--reuse-values",
+         "--set", "scheduler.replicas=3", "--set", "reporter.enabled=true", "--set-json", 'vendors=["mlu"]'],
+        env=env,
+    )  # fmt: skip
+    assert "has been upgraded" in upgraded.stdout
+    assert "--vendors mlu" in upgraded.stdout.split("NOTES:", 1)[1]
+    status, body = apiserver.request("GET", deployment)
+    assert (status, body["spec"]["replicas"]) == (200, 3)
+    assert "--vendors=mlu" in body["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert status_of(reporter) == 200
+    assert status_of(policy) == 200
+    history = run([helm, "history", release, "--namespace", namespace], env=env).stdout
+    assert len(history.strip().splitlines()) == 3  # a header and two revisions
+
+    uninstalled = run([helm, "uninstall", release, "--namespace", namespace], env=env)
+    assert f'release "{release}" uninstalled' in uninstalled.stdout
+    assert [status_of(path) for path in (deployment, reporter, policy, *cluster_scoped)] == [404] * 7
+    apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")
