@@ -17,8 +17,8 @@ from typing import Any
 from hami_core.kube.port import Invalid
 from hami_core.kube.quantity import QuantityError, canonical_quantity, parse_quantity
 from hami_core.kube.selector import is_label_value, is_qualified_name
-from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES
 from hami_core.protocol.errors import shorten
+from hami_core.protocol.size import MAX_ANNOTATION_BYTES
 
 __all__ = [
     "canonical_resources",
