@@ -30,6 +30,7 @@ from typing import Any
 
 import attrs
 
+from hami_core.k8snames import is_dns_label
 from hami_core.kube.port import (
     ClusterError,
     Conflict,
@@ -44,13 +45,7 @@ from hami_core.kube.port import (
     WatchEventType,
 )
 from hami_core.kube.selector import LabelSelector, parse_label_selector
-from hami_core.kube.validation import (
-    canonical_resources,
-    is_dns_label,
-    validate_lease,
-    validate_metadata,
-    validate_name,
-)
+from hami_core.kube.validation import canonical_resources, validate_lease, validate_metadata, validate_name
 from hami_core.kube.wire import lease_body, lease_from_json, node_snapshot
 from hami_core.protocol.errors import shorten
 
