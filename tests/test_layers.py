@@ -49,6 +49,12 @@ def test_every_driver_package_is_held_to_the_public_names() -> None:
     assert set(contracts[0]["source_modules"]) == _driver_packages()
 
 
+def test_every_driver_package_is_independent_of_the_others() -> None:
+    contracts = [c for c in _config()["contracts"] if c["type"] == "independence"]
+    assert len(contracts) == 1
+    assert set(contracts[0]["modules"]) == _driver_packages()
+
+
 def _loaded_after(statement: str) -> list[str]:
     """The modules a fresh interpreter holds after ``statement``."""
     script = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
