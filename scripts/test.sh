@@ -12,6 +12,10 @@ echo "== ruff"
 .venv/bin/ruff check hami_core tests vendors examples bench
 echo "== mypy --strict hami_core"
 .venv/bin/mypy
+echo "== lint-imports (the layers of docs/architecture.md)"
+# The example drivers are not installed in .venv (their tests install them elsewhere): found from source.
+examples=$(printf '%s:' examples/*/src)
+PYTHONPATH="${examples%:}${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/lint-imports
 echo "== pytest"
 set +e
 .venv/bin/python -m pytest "$@"

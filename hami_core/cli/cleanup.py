@@ -17,8 +17,8 @@ import click
 
 from hami_core.cli.cluster import cluster_options, connect
 from hami_core.cli.vendors import drivers_from_options
+from hami_core.k8snames import is_dns_label, is_dns_subdomain
 from hami_core.kube.port import Cluster, ClusterError, Lease, NodeSnapshot, NotFound
-from hami_core.kube.validation import is_dns_label, is_dns_subdomain
 from hami_core.plugins import VendorDriver
 from hami_core.scheduler.config import DEFAULT_LEASE_NAME
 from hami_core.scheduler.peer_check import lease_in_use

@@ -1,4 +1,4 @@
-"""The ``Cluster`` port over the official ``kubernetes`` client (37.x).
+"""The cluster port (``AdminCluster``, and so ``Cluster``) over the official ``kubernetes`` client (37.x).
 
 The client does authentication, TLS and the HTTP calls; bodies are raw JSON both ways. Every call passes
 ``_preload_content=False`` and parses the response with ``json.loads`` into the port's snapshots, so no
@@ -15,7 +15,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import urllib3
 import yaml  # type: ignore[import-untyped]  # the kubeconfig loader's parser; no stubs installed
@@ -24,6 +24,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from hami_core.kube.port import (
+    AdminCluster,
     ClusterError,
     Conflict,
     Forbidden,
@@ -380,9 +381,8 @@ class KubeCluster:
     # -- nodes: write ---------------------------------------------------------------------------------
 
     def merge_patch_node(self, name: str, patch: Mapping[str, Any]) -> NodeSnapshot:
-        """One JSON merge patch of the Node itself (status changes are ignored by the server).
-
-        Not part of the port; ``metadata.resourceVersion`` in ``patch`` is a precondition.
+        """One JSON merge patch of the Node itself (status changes are ignored by the server); an admin
+        operation. ``metadata.resourceVersion`` in ``patch`` is a precondition.
         """
         action = f"patch node {name!r}"
         body = self._call_unvalidated(action, self._core, "patch_node", name=name, body=dict(patch),
@@ -451,7 +451,11 @@ class KubeCluster:
         action = f"delete lease {namespace}/{name}"
         self._call(action, self._coordination.delete_namespaced_lease, name, namespace)
 
-    # -- events ---------------------------------------------------------------------------------------
+    # -- namespaces and events ------------------------------------------------------------------------
+
+    def create_namespace(self, name: str) -> None:
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        self._call(f"create namespace {name!r}", self._core.create_namespace, body)
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         self._call(
@@ -459,7 +463,7 @@ class KubeCluster:
         )
 
     def events(self, namespace: str) -> list[dict[str, Any]]:
-        """The Events of ``namespace`` as raw JSON. Not part of the port; for tests and tools."""
+        """The Events of ``namespace`` as raw JSON (an admin operation)."""
         action = f"list events in {namespace!r}"
         return _items(action, self._call(action, self._core.list_namespaced_event, namespace))
 
@@ -543,3 +547,7 @@ class KubeWatch:
             return WatchEvent(type=kind, resource_version=node.resource_version, node=node)
         log.warning("%s: ignoring a watch event of unknown type %r", self._action, kind)
         return None
+
+
+if TYPE_CHECKING:  # the type checker proves that KubeCluster implements the whole port
+    _PORT: type[AdminCluster] = KubeCluster

@@ -26,11 +26,13 @@ import uuid
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from hami_core.k8snames import is_dns_label
 from hami_core.kube.port import (
+    AdminCluster,
     ClusterError,
     Conflict,
     Gone,
@@ -44,13 +46,7 @@ from hami_core.kube.port import (
     WatchEventType,
 )
 from hami_core.kube.selector import LabelSelector, parse_label_selector
-from hami_core.kube.validation import (
-    canonical_resources,
-    is_dns_label,
-    validate_lease,
-    validate_metadata,
-    validate_name,
-)
+from hami_core.kube.validation import canonical_resources, validate_lease, validate_metadata, validate_name
 from hami_core.kube.wire import lease_body, lease_from_json, node_snapshot
 from hami_core.protocol.errors import shorten
 
@@ -110,7 +106,7 @@ class _Fault:
 
 
 class MemoryCluster:
-    """Thread-safe in-memory implementation of the ``Cluster`` port (plus test helpers).
+    """Thread-safe in-memory implementation of the cluster port, ``AdminCluster`` (plus test helpers).
 
     ``history``: how many Node changes a watch can replay; a watch from an older resourceVersion gets
     ``Gone``. ``start_resource_version``: the first write gets the next one; the history starts there and
@@ -161,6 +157,8 @@ class MemoryCluster:
         with self._cond:
             if not is_dns_label(name):
                 raise Invalid(f"create namespace {shorten(name)}: not a valid namespace name", status=422)
+            if name in self._namespaces:
+                raise Conflict(f"create namespace {name!r}: namespaces {name!r} already exists", status=409)
             self._namespaces.add(name)
 
     def fail_next(self, count: int = 1, *, verb: str | None = None) -> None:
@@ -723,3 +721,7 @@ class _MemoryWatch:
         while index > 0 and history[index - 1].resource_version > self._cursor:
             index -= 1
         yield from itertools.islice(history, index, None)
+
+
+if TYPE_CHECKING:  # the type checker proves that MemoryCluster implements the whole port
+    _PORT: type[AdminCluster] = MemoryCluster

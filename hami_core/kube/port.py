@@ -1,6 +1,11 @@
 """The cluster port: everything hami-core asks of Kubernetes, and nothing more.
 
-Two implementations hold to this contract: ``KubeCluster`` over the official ``kubernetes`` client and
+``Cluster`` is what the daemons use: list, watch and get Nodes, patch their annotations, Leases, and
+Events. ``AdminCluster`` adds what only the tests, benchmarks and the simulation do to a cluster: create,
+relabel and delete Nodes, set their allocatable, create namespaces, read Events back. A daemon takes a
+``Cluster``, so the type checker keeps it off the admin operations (which its RBAC does not grant).
+
+Two implementations hold to both: ``KubeCluster`` over the official ``kubernetes`` client and
 ``MemoryCluster`` in memory. The same contract tests run against both; where they differ, the in-memory
 one is wrong. Objects cross the port as small immutable snapshots, never as client model objects.
 """
@@ -14,6 +19,7 @@ from typing import Any, Literal, Protocol
 import attrs
 
 __all__ = [
+    "AdminCluster",
     "Cluster",
     "ClusterError",
     "Conflict",
@@ -121,7 +127,7 @@ class Lease:
 
 
 class Cluster(Protocol):
-    """The operations hami-core needs. Every method raises a ``ClusterError`` subclass on failure."""
+    """The operations the daemons need. Every method raises a ``ClusterError`` subclass on failure."""
 
     # Nodes: read
     def get_node(self, name: str) -> NodeSnapshot:
@@ -150,20 +156,6 @@ class Cluster(Protocol):
         key is left alone. With ``resource_version`` the patch fails with ``Conflict`` when stale."""
         ...
 
-    def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
-        """Merge patch of ``status.allocatable`` (and capacity) through the status subresource."""
-        ...
-
-    def create_node(
-        self,
-        name: str,
-        *,
-        labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None,
-    ) -> NodeSnapshot: ...
-
-    def delete_node(self, name: str) -> None: ...
-
     # Leases
     def get_lease(self, namespace: str, name: str) -> Lease: ...
 
@@ -183,4 +175,38 @@ class Cluster(Protocol):
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         """Create a core/v1 Event. The server requires an Event about a cluster-scoped object (a Node)
         to live in ``default``, and one about a namespaced object to live in that object's namespace."""
+        ...
+
+
+class AdminCluster(Cluster, Protocol):
+    """``Cluster`` plus what a cluster's administrator does: the tests, the benchmarks and the simulation
+    set up and change Nodes with it. No daemon takes one."""
+
+    # Nodes
+    def create_node(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> NodeSnapshot: ...
+
+    def delete_node(self, name: str) -> None: ...
+
+    def merge_patch_node(self, name: str, patch: Mapping[str, Any]) -> NodeSnapshot:
+        """One JSON merge patch of the Node itself (labels, annotations; the server ignores status
+        changes here); ``metadata.resourceVersion`` in ``patch`` is a precondition."""
+        ...
+
+    def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
+        """Merge patch of ``status.allocatable`` (and capacity) through the status subresource."""
+        ...
+
+    # Namespaces and Events
+    def create_namespace(self, name: str) -> None:
+        """Create a namespace (Leases and Events need theirs to exist); ``Conflict`` when it exists."""
+        ...
+
+    def events(self, namespace: str) -> list[dict[str, Any]]:
+        """The Events of ``namespace`` as raw JSON."""
         ...

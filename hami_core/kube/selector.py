@@ -10,29 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from hami_core.k8snames import is_label_value, is_qualified_name
 from hami_core.kube.port import Invalid
 from hami_core.protocol.errors import shorten
 
-__all__ = ["LabelSelector", "is_label_value", "is_qualified_name", "parse_label_selector"]
+__all__ = ["LabelSelector", "parse_label_selector"]
 
-_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
-_PREFIX = r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)"
-_KEY = re.compile(rf"({_PREFIX}/)?{_NAME}", re.ASCII)
-_VALUE = re.compile(rf"{_NAME}?", re.ASCII)
 _SET = re.compile(r"\s*(\S+)\s+(in|notin)\s*\(([^()]*)\)\s*", re.ASCII)
 _INT64 = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 Requirement = Callable[[Mapping[str, str]], bool]
-
-
-def is_qualified_name(text: str) -> bool:
-    """A valid label key, annotation key or resource name: ``[prefix/]name``."""
-    return bool(_KEY.fullmatch(text)) and len(text.partition("/")[0] if "/" in text else "") <= 253
-
-
-def is_label_value(text: str) -> bool:
-    """A valid label value: empty, or up to 63 of ``[A-Za-z0-9-_.]``, alphanumeric at both ends."""
-    return bool(_VALUE.fullmatch(text))
 
 
 def _key(text: str, selector: str) -> str:
@@ -44,7 +31,7 @@ def _key(text: str, selector: str) -> str:
 
 def _value(text: str, selector: str) -> str:
     value = text.strip()
-    if not _VALUE.fullmatch(value):
+    if not is_label_value(value):
         raise Invalid(f"label selector {shorten(selector)}: {shorten(value)} is not a valid label value")
     return value
 

@@ -10,39 +10,22 @@ naming the field, like the server's 422.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from hami_core.k8snames import is_dns_subdomain, is_label_value, is_qualified_name
 from hami_core.kube.port import Invalid
 from hami_core.kube.quantity import QuantityError, canonical_quantity, parse_quantity
-from hami_core.kube.selector import is_label_value, is_qualified_name
-from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES
 from hami_core.protocol.errors import shorten
+from hami_core.protocol.size import MAX_ANNOTATION_BYTES
 
 __all__ = [
     "canonical_resources",
-    "is_dns_label",
-    "is_dns_subdomain",
     "string_map",
     "validate_lease",
     "validate_metadata",
     "validate_name",
 ]
-
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", re.ASCII)
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", re.ASCII)
-
-
-def is_dns_subdomain(text: str) -> bool:
-    """What most object names must be: lower-case DNS labels joined by dots, at most 253 characters."""
-    return len(text) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(text))
-
-
-def is_dns_label(text: str) -> bool:
-    """What a namespace name must be: one lower-case DNS label, at most 63 characters."""
-    return len(text) <= 63 and bool(_DNS_LABEL.fullmatch(text))
-
 
 def validate_name(name: str, where: str) -> None:
     """An object name must be a DNS subdomain (lower case, at most 253 characters)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from hami_core.k8snames import is_dns_label, is_label_value, qualified_name_problem
 from hami_core.plugins.driver import VendorDriver, origin_of
 from hami_core.plugins.errors import DriverError
 from hami_core.plugins.hookspecs import HOOKSPEC_VERSION, VendorSpec
@@ -23,35 +24,7 @@ __all__ = [
     "vendor_key_problem",
 ]
 
-_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _VERSION = re.compile(r"(\d+)\.(\d+)")
-
-
-def _qualified_name_problem(key: str, *, prefix_required: bool) -> str | None:
-    """Why Kubernetes would reject ``key`` as a qualified name (``[prefix/]name``), or ``None``."""
-    if key.count("/") > 1:
-        return "it has more than one '/'"
-    prefix, slash, name = key.rpartition("/")
-    if slash:
-        if not prefix:
-            return "the prefix before '/' is empty"
-        if len(prefix) > 253:
-            return f"the prefix is {len(prefix)} characters, at most 253 allowed"
-        if not all(_DNS_LABEL.fullmatch(label) for label in prefix.split(".")):
-            return f"the prefix {prefix!r} is not a DNS subdomain (lower case labels separated by '.')"
-    elif prefix_required:
-        return "it needs a domain prefix, as in 'example.com/name'"
-    if not name:
-        return "the name part is empty"
-    if len(name) > 63:
-        return f"the name part is {len(name)} characters, at most 63 allowed"
-    if not _NAME.fullmatch(name):
-        return (
-            f"the name part {name!r} must be letters, digits, '-', '_' or '.', "
-            "starting and ending with a letter or digit"
-        )
-    return None
 
 
 def annotation_key_problem(key: object) -> str | None:
@@ -62,21 +35,21 @@ def annotation_key_problem(key: object) -> str | None:
     """
     if not isinstance(key, str):
         return f"it must be a string, got {type(key).__name__}"
-    return _qualified_name_problem(key.lower(), prefix_required=False)
+    return qualified_name_problem(key.lower(), prefix_required=False)
 
 
 def resource_name_problem(name: object) -> str | None:
     """Why ``name`` is not a valid extended resource name (``domain/name``), or ``None``."""
     if isinstance(name, bool) or not isinstance(name, str):
         return f"it must be a resource name string, got {name!r} ({type(name).__name__})"
-    return _qualified_name_problem(name, prefix_required=True)
+    return qualified_name_problem(name, prefix_required=True)
 
 
 def driver_name_problem(name: object) -> str | None:
     """Why ``name`` cannot name a driver (lower case letters, digits and ``-``, at most 63), or ``None``."""
     if not isinstance(name, str):
         return f"it must be a string, got {type(name).__name__}"
-    if not name or len(name) > 63 or not _DNS_LABEL.fullmatch(name):
+    if not is_dns_label(name):
         return "it must be 1-63 lower case letters, digits or '-', starting and ending with a letter or digit"
     return None
 
@@ -85,7 +58,7 @@ def vendor_key_problem(key: object) -> str | None:
     """Why ``key`` cannot be a vendor key (letters, digits, ``-_.``, at most 63), or ``None``."""
     if not isinstance(key, str):
         return f"it must be a string, got {type(key).__name__}"
-    if not key or len(key) > 63 or not _NAME.fullmatch(key):
+    if not key or not is_label_value(key):  # the name part of a qualified name
         return "it must be 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
     return None
 

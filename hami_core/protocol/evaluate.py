@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 import attrs
 
-from hami_core.protocol.codecs import JSON_CODEC, LEGACY_CODEC, MAX_ANNOTATION_BYTES, Codec, decode_any
+from hami_core.protocol.codecs import JSON_CODEC, LEGACY_CODEC, Codec, decode_any
 from hami_core.protocol.decide import (
     Decision,
     DriverAnswers,
@@ -28,6 +28,7 @@ from hami_core.protocol.errors import DecodeError, shorten
 from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.protocol.liveness import LivenessFacts
 from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.size import MAX_ANNOTATION_BYTES
 
 __all__ = ["ask_driver", "evaluate", "read_register", "reader"]
 

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NoReturn
 
-from hami_core.protocol import codecs as _codecs
+from hami_core.protocol import size as _codecs  # the size check; the calls read _codecs.check_size
 from hami_core.protocol.errors import DecodeError, EncodeError, member_path, shorten
 from hami_core.protocol.model import (
     INT32,

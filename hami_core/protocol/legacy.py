@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hami_core.protocol import codecs as _codecs
+from hami_core.protocol import size as _codecs  # the size check; the calls read _codecs.check_size
 from hami_core.protocol.errors import DecodeError, EncodeError, shorten
 from hami_core.protocol.model import INT32, INT64, DeviceInfo, IntRange
 

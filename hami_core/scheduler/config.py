@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from hami_core.durations import MAX_SECONDS, seconds
-from hami_core.kube.validation import is_dns_label, is_dns_subdomain
+from hami_core.k8snames import is_dns_label, is_dns_subdomain
 from hami_core.scheduler.selector import NodeSelector
 
 __all__ = [

@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from hami_core.k8snames import is_dns_label, is_dns_subdomain
 from hami_core.kube.port import Cluster, ClusterError, Lease, NotFound
-from hami_core.kube.validation import is_dns_label, is_dns_subdomain
 
 __all__ = [
     "HAMI_LEASE",

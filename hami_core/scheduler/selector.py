@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from hami_core.kube.selector import is_label_value, is_qualified_name
+from hami_core.k8snames import is_label_value, is_qualified_name
 
 __all__ = ["NodeSelector", "parse_node_selector"]
 

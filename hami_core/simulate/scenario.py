@@ -20,10 +20,9 @@ import attrs
 import cattrs
 
 from hami_core.durations import MAX_SECONDS, parse_duration
-from hami_core.kube.selector import is_label_value, is_qualified_name
-from hami_core.kube.validation import is_dns_subdomain
-from hami_core.protocol.codecs import MAX_ANNOTATION_BYTES
+from hami_core.k8snames import is_dns_subdomain, is_label_value, is_qualified_name
 from hami_core.protocol.errors import member_path, shorten
+from hami_core.protocol.size import MAX_ANNOTATION_BYTES
 
 __all__ = [
     "DEFAULT_SCENARIO", "Action", "Plugin", "Scenario", "ScenarioError", "SimNode", "load_scenario",

@@ -669,6 +669,18 @@ def test_nothing_is_created_in_a_namespace_that_does_not_exist(cluster: Any) -> 
         cluster.get_lease(missing, "hami-scheduler")
 
 
+def test_a_namespace_is_created_once_and_then_holds_leases(cluster: Any) -> None:
+    made = f"ns-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(NotFound):
+        cluster.create_lease(_lease(made, "hami-scheduler", "replica-1"))
+    cluster.create_namespace(made)
+    assert cluster.create_lease(_lease(made, "hami-scheduler", "replica-1")).namespace == made
+    with pytest.raises(Conflict, match="already exists"):
+        cluster.create_namespace(made)
+    with pytest.raises(Invalid):
+        cluster.create_namespace("Not_A_Namespace")
+
+
 def test_events_are_stored(cluster: Any, namespace: str) -> None:
     reason = f"Reason{uuid.uuid4().hex[:6]}"
     body = {
