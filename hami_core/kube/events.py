@@ -3,14 +3,15 @@
 Each Event is about one vendor on one Node. Before it is queued it passes two filters, both measured on
 the injected ``Clock`` (client-go's ``EventCorrelator`` does the same for Go controllers):
 
-* Deduplication per (node, vendor, reason): an Event with the same reason as the last one posted for that
-  vendor on that node, less than ``dedupe_window`` ago (10 minutes), is a duplicate and is not posted
-  (a register value that stays malformed, or a liveness rule that fails each time with other words, is
-  reported once). A different reason in between (the vendor recovered, then broke again) makes the next
-  one news again.
+* Deduplication per (node, vendor, reason): an Event with the same reason as the previous one recorded
+  for that vendor on that node, less than ``dedupe_window`` (10 minutes) after it, is a duplicate and is
+  not posted (a liveness rule that fails at every evaluation with other words is reported once). A
+  different reason in between (the vendor recovered, then broke again) makes the next one news again.
+  Duplicates do not move the window: the same condition is reported again 10 minutes on.
 * A rate limit per node: a token bucket of ``burst`` Events (25) that refills one token every
   ``refill`` seconds (5 minutes), client-go's spam filter. A node whose vendor flaps between cleaned up
-  and back posts its first 25 Events, then one every 5 minutes, however fast it flaps.
+  and back posts its first 25 Events, then one every 5 minutes, however fast it flaps. An Event over the
+  limit is still recorded for deduplication (it happened), just not posted.
 
 What happens to every Event is reported to ``on_outcome(reason, outcome)``: ``posted``, ``duplicate``,
 ``rate_limited``, ``queue_full`` (more than ``queue_size`` waiting to be posted) or ``failed`` (the API
@@ -153,6 +154,10 @@ class EventRecorder:
             last = self._last.get((node, vendor))
             if last is not None and last[0] == reason and now - last[1] < self._window:
                 return "duplicate"
+            self._last[(node, vendor)] = (reason, now)
+            self._last.move_to_end((node, vendor))
+            while len(self._last) > _REMEMBERED:
+                self._last.popitem(last=False)
             bucket = self._buckets.get(node)
             if bucket is None:
                 bucket = self._buckets[node] = TokenBucket(1.0 / self._refill, self._burst, clock=self._clock)
@@ -161,10 +166,6 @@ class EventRecorder:
             self._buckets.move_to_end(node)
             if not bucket.try_acquire():
                 return "rate_limited"
-            self._last[(node, vendor)] = (reason, now)
-            self._last.move_to_end((node, vendor))
-            while len(self._last) > _REMEMBERED:
-                self._last.popitem(last=False)
         return None
 
     def idle(self) -> bool:

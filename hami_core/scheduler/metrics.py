@@ -50,7 +50,7 @@ from hami_core.serve.metrics import exposition, new_registry
 
 __all__ = [
     "API_CALLS", "EVENT_DROP_CAUSES", "LATENCY_BUCKETS", "NODE_STATES", "PATCH_RESULTS", "LiveState",
-    "SchedulerMetrics", "VendorCounts", "status_class",
+    "SchedulerMetrics", "VendorCounts", "status_class", "total",
 ]
 
 #: The cluster port's methods the scheduler calls, as (verb, resource) for the API request metrics.
@@ -158,7 +158,7 @@ class _LiveCollector(Collector):
         yield devices
 
 
-def _total(counter: Counter, **labels: str) -> float:
+def total(counter: Counter, **labels: str) -> float:
     """The sum of a counter's ``_total`` samples whose labels include ``labels``."""
     return sum(s.value for family in counter.collect() for s in family.samples
                if s.name.endswith("_total") and labels.items() <= s.labels.items())
@@ -246,7 +246,7 @@ class SchedulerMetrics:
     def patch_requests(self) -> dict[str, float]:
         """Node patch requests by result (for tests and status)."""
         verb, resource = API_CALLS["patch_node_annotations"]
-        return {result: _total(self.api_requests, verb=verb, resource=resource, result=result)
+        return {result: total(self.api_requests, verb=verb, resource=resource, result=result)
                 for result in PATCH_RESULTS}
 
     def totals(self) -> dict[str, float]:
@@ -258,7 +258,7 @@ class SchedulerMetrics:
             "dropped_not_leader": self.dropped_not_leader, "events_posted": self.events_posted,
             "leadership_changes": self.leadership_changes,
         }
-        return {name: _total(counter) for name, counter in counters.items()}
+        return {name: total(counter) for name, counter in counters.items()}
 
     def text(self) -> str:
         """The ``/metrics`` text."""
