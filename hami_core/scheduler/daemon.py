@@ -27,7 +27,15 @@ from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.http import StatusServer
 from hami_core.scheduler.metered import MeteredCluster
 from hami_core.scheduler.metrics import LiveState, SchedulerMetrics, VendorCounts
-from hami_core.scheduler.registrar import EVENT_REASONS, Evaluation, Registrar, VendorEvent, VendorWarning
+from hami_core.scheduler.registrar import (
+    EVENT_REASONS,
+    INVALID_REGISTER,
+    LIVENESS_RULE_FAILED,
+    Evaluation,
+    Registrar,
+    VendorEvent,
+    VendorWarning,
+)
 from hami_core.scheduler.standalone import Standalone
 from hami_core.scheduler.view import NodeView, PendingWrite
 from hami_core.scheduler.workqueue import WorkQueue
@@ -42,6 +50,8 @@ _LIVENESS_LIMIT = 30.0
 #: Work-queue keys that are not node names (a node name is never empty and never holds a space).
 _RESYNC = ""
 _TERM = " term"
+#: The log records' ``reason`` of a warning (its Event has the longer reason).
+_WARNING_CODES = {INVALID_REGISTER: "decode-error", LIVENESS_RULE_FAILED: "liveness-rule-failed"}
 
 
 class Scheduler:
@@ -282,8 +292,8 @@ class Scheduler:
         node = evaluation.node
         for warning in evaluation.warnings:
             detail = _about(node, warning.message)
-            log.warning("degraded: %s", detail,
-                        extra={"node": node, "vendor": warning.vendor_key, "reason": warning.reason})
+            log.warning("degraded: %s", detail, extra={"node": node, "vendor": warning.vendor_key,
+                                                       "reason": _WARNING_CODES.get(warning.reason)})
             if self._may_write():
                 self._post(warning, detail)
             else:
