@@ -18,7 +18,7 @@ import click
 from hami_core.cli.cluster import cluster_options, connect
 from hami_core.cli.vendors import drivers_from_options
 from hami_core.k8snames import is_dns_label, is_dns_subdomain
-from hami_core.kube.port import Cluster, ClusterError, Lease, NodeSnapshot, NotFound
+from hami_core.kube.port import AdminCluster, ClusterError, Lease, NodeSnapshot, NotFound
 from hami_core.plugins import VendorDriver
 from hami_core.scheduler.config import DEFAULT_LEASE_NAME
 from hami_core.scheduler.peer_check import lease_in_use
@@ -44,7 +44,7 @@ def annotation_keys(drivers: Iterable[VendorDriver]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(key for driver in drivers for key in driver.annotation_keys))
 
 
-def _all_nodes(cluster: Cluster) -> Iterator[NodeSnapshot]:
+def _all_nodes(cluster: AdminCluster) -> Iterator[NodeSnapshot]:
     token: str | None = None
     while True:
         page = cluster.list_nodes(limit=PAGE, continue_token=token)
@@ -55,7 +55,7 @@ def _all_nodes(cluster: Cluster) -> Iterator[NodeSnapshot]:
 
 
 def cleanup(
-    cluster: Cluster,
+    cluster: AdminCluster,
     keys: Sequence[str],
     *,
     nodes: Sequence[str] | None,

@@ -9,6 +9,10 @@ so two leaders never write at the same time.
 
 Beyond HAMi: the holder identity is matched exactly (HAMi matches a hostname prefix), and a stopping
 leader releases the Lease so a follower takes over without waiting for it to expire.
+
+What it logs: becoming leader and losing the Lease (with the ``term`` field); on a standby, once, who
+holds the Lease and until when (the holder's last renewal plus the duration it recorded), and again
+whenever the holder changes; a failed request with what a 403 means (``kube/access.py``).
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import logging
 import math
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import attrs
 
 from hami_core.clock import SYSTEM, Clock, ClockEvent
+from hami_core.durations import format_duration
+from hami_core.kube.access import describe_error
 from hami_core.kube.port import Cluster, ClusterError, Conflict, Lease, NotFound
 
 __all__ = ["ElectionConfig", "LeaderElector"]
@@ -81,6 +87,8 @@ class LeaderElector:
         self._term = 0
         self._leading = False
         self._release_on_stop = True
+        #: The holder a standby last said holds the Lease (``None``: nothing said since it led or started).
+        self._announced: str | None = None
 
     # -- queries (any thread) -------------------------------------------------------------------------
 
@@ -148,7 +156,7 @@ class LeaderElector:
         try:
             acquired = self._try_acquire_or_renew()
         except ClusterError as exc:
-            log.warning("leader election: %s", exc)
+            log.warning("leader election: %s", describe_error(exc))
             acquired = False
         except Exception:  # a bug must not kill the election thread and leave a stale leader
             log.exception("leader election: unexpected error")
@@ -166,21 +174,13 @@ class LeaderElector:
                 stopped = True
             term = self._term
         if started:
-            log.info(
-                "leader election: became leader of %s/%s as %r (term %d)",
-                self.config.namespace,
-                self.config.name,
-                self.config.identity,
-                term,
-            )
+            self._announced = None
+            log.info("leader election: became leader of %s/%s as %r", self.config.namespace, self.config.name,
+                     self.config.identity, extra={"term": term})
             self._on_started(term)
         if stopped:
-            log.warning(
-                "leader election: lost the lease %s/%s (no renewal within %.1fs)",
-                self.config.namespace,
-                self.config.name,
-                self.config.renew_deadline,
-            )
+            log.warning("leader election: lost the lease %s/%s (no renewal within %s)", self.config.namespace,
+                        self.config.name, format_duration(self.config.renew_deadline), extra={"term": term})
             self._on_stopped()
 
     def release(self) -> None:
@@ -200,9 +200,24 @@ class LeaderElector:
             self._cluster.update_lease(released)
             log.info("leader election: released %s/%s", self.config.namespace, self.config.name)
         except ClusterError as exc:
-            log.warning("leader election: could not release the lease: %s", exc)
+            log.warning("leader election: could not release the lease: %s", describe_error(exc))
 
     # -- internals ------------------------------------------------------------------------------------
+
+    def _standing_by(self, lease: Lease, held_for: float) -> None:
+        """Say who holds the Lease and until when, once per holder (elector thread only)."""
+        holder = lease.holder_identity or ""
+        if holder == self._announced:
+            return
+        self._announced = holder
+        if lease.renew_time is not None:
+            renewed = lease.renew_time.astimezone(UTC)
+            until = renewed + timedelta(seconds=held_for)
+            when = f"renewed {_clock_time(renewed)}, held until {_clock_time(until)} unless renewed"
+        else:
+            when = f"held for {format_duration(held_for)} from when this replica saw it unless renewed"
+        log.info("leader election: standing by: %r holds the lease %s/%s (%s)", holder, self.config.namespace,
+                 self.config.name, when, extra={"reason": "standby"})
 
     def _observe(self, lease: Lease) -> None:
         with self._lock:
@@ -241,6 +256,7 @@ class LeaderElector:
             with self._lock:
                 expired = self._monotonic() - self._observed_at >= held_for
             if not expired:
+                self._standing_by(current, held_for)
                 return False
         update = attrs.evolve(
             current,
@@ -256,3 +272,9 @@ class LeaderElector:
             return False
         self._observe(updated)
         return True
+
+
+def _clock_time(moment: datetime) -> str:
+    """A UTC time as a log line shows it: ``2026-01-01T00:00:15Z`` (milliseconds when there are any)."""
+    text = moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return text.replace(".000Z", "Z")

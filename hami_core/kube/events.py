@@ -1,7 +1,21 @@
 """Kubernetes Events about Nodes, posted in the background so the main loop never waits or fails on them.
 
-One Warning Event per distinct (node, reason, message): a malformed annotation that stays malformed is
-reported once, not every resync. Posting failures are logged and dropped.
+Each Event is about one vendor on one Node. Before it is queued it passes two filters, both measured on
+the injected ``Clock`` (client-go's ``EventCorrelator`` does the same for Go controllers):
+
+* Deduplication per (node, vendor, reason): an Event with the same reason as the previous one recorded
+  for that vendor on that node, less than ``dedupe_window`` (10 minutes) after it, is a duplicate and is
+  not posted (a liveness rule that fails at every evaluation with other words is reported once). A
+  different reason in between (the vendor recovered, then broke again) makes the next one news again.
+  Duplicates do not move the window: the same condition is reported again 10 minutes on.
+* A rate limit per node: a token bucket of ``burst`` Events (25) that refills one token every
+  ``refill`` seconds (5 minutes), client-go's spam filter. A node whose vendor flaps between cleaned up
+  and back posts its first 25 Events, then one every 5 minutes, however fast it flaps. An Event over the
+  limit is still recorded for deduplication (it happened), just not posted.
+
+What happens to every Event is reported to ``on_outcome(reason, outcome)``: ``posted``, ``duplicate``,
+``rate_limited``, ``queue_full`` (more than ``queue_size`` waiting to be posted) or ``failed`` (the API
+server refused it or did not answer; logged, with the missing permission for a 403). Nothing is retried.
 """
 
 from __future__ import annotations
@@ -11,24 +25,30 @@ import logging
 import queue
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import UTC
-from typing import Any
+from typing import Any, Literal
 
 from hami_core.clock import SYSTEM, Clock
+from hami_core.kube.access import describe_error
 from hami_core.kube.port import Cluster, ClusterError
+from hami_core.kube.ratelimit import TokenBucket
 
-__all__ = ["EventRecorder"]
+__all__ = ["EventRecorder", "EventType"]
 
 log = logging.getLogger(__name__)
 
+EventType = Literal["Normal", "Warning"]
+
 _MAX_MESSAGE = 1024
+#: How many nodes (rate limits) and node+vendor pairs (deduplication) are remembered, the oldest dropped.
 _REMEMBERED = 10_000
 
 
 class EventRecorder:
     """Posts core/v1 Events about Nodes from a worker thread.
 
-    Call ``start()`` once and ``stop()`` at shutdown. ``warn`` never blocks and never raises.
+    Call ``start()`` once and ``stop()`` at shutdown. ``record`` never blocks and never raises.
     """
 
     def __init__(
@@ -40,19 +60,32 @@ class EventRecorder:
         namespace: str = "default",
         queue_size: int = 1000,
         clock: Clock = SYSTEM,
+        burst: int = 25,
+        refill: float = 300.0,
+        dedupe_window: float = 600.0,
+        on_outcome: Callable[[str, str], object] = lambda reason, outcome: None,
     ) -> None:
+        if burst < 1 or not refill > 0 or dedupe_window < 0:
+            raise ValueError(f"event recorder: need burst >= 1, refill > 0 and dedupe_window >= 0, got "
+                             f"{burst!r}, {refill!r}, {dedupe_window!r}")
         self._cluster = cluster
         self._component = component
         self._instance = instance
         self._namespace = namespace
         self._clock = clock
+        self._burst = burst
+        self._refill = refill
+        self._window = dedupe_window
+        self._on_outcome = on_outcome
         self._busy = 0
-        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=queue_size)
-        self._seen: OrderedDict[tuple[str, str, str], None] = OrderedDict()
+        self._queue: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue(maxsize=queue_size)
+        #: A full queue was reported in the log; not again until an Event is posted.
+        self._full_reported = False
+        #: (node, vendor) -> (reason, monotonic time) of the last Event queued for it.
+        self._last: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
+        self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self.posted = 0
-        self.dropped = 0
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="hami-events", daemon=True)
@@ -67,20 +100,21 @@ class EventRecorder:
         self._thread = None
 
     def forget(self, node: str) -> None:
-        """Drop what was reported about ``node`` (it was deleted), so a re-created node is reported anew."""
+        """Drop what was recorded about ``node`` (it was deleted): a re-created node starts afresh."""
         with self._lock:
-            for key in [k for k in self._seen if k[0] == node]:
-                del self._seen[key]
+            for key in [k for k in self._last if k[0] == node]:
+                del self._last[key]
+            self._buckets.pop(node, None)
 
-    def warn(self, node: str, uid: str, reason: str, message: str) -> bool:
-        """Queue a Warning Event about ``node`` unless the same one was already posted. True if queued."""
-        key = (node, reason, message)
-        with self._lock:
-            if key in self._seen:
-                return False
-            self._seen[key] = None
-            while len(self._seen) > _REMEMBERED:
-                self._seen.popitem(last=False)
+    def record(self, node: str, uid: str, *, vendor: str, type: EventType, reason: str, message: str) -> bool:
+        """Queue an Event about ``vendor`` on ``node`` unless it is a duplicate or over the node's rate
+        limit. True if queued."""
+        outcome = self._admit(node, vendor, reason)
+        if outcome is not None:
+            log.debug("%s Event not posted: %s", reason, outcome.replace("_", " "),
+                      extra={"node": node, "vendor": vendor, "reason": reason})
+            self._on_outcome(reason, outcome)
+            return False
         now = self._clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         body: dict[str, Any] = {
             "apiVersion": "v1",
@@ -89,7 +123,7 @@ class EventRecorder:
             "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid},
             "reason": reason,
             "message": message[:_MAX_MESSAGE],
-            "type": "Warning",
+            "type": type,
             "source": {"component": self._component},
             "reportingComponent": self._component,
             "reportingInstance": self._instance[:128],
@@ -100,13 +134,39 @@ class EventRecorder:
         with self._lock:
             self._busy += 1
         try:
-            self._queue.put_nowait(body)
+            self._queue.put_nowait((vendor, body))
         except queue.Full:
             with self._lock:
                 self._busy -= 1
-            self.dropped += 1
+                reported, self._full_reported = self._full_reported, True
+            self._on_outcome(reason, "queue_full")
+            log.log(logging.DEBUG if reported else logging.WARNING,
+                    "%s Event not posted: %d Events already wait to be posted (the API server is slow or "
+                    "unreachable)", reason, self._queue.maxsize,
+                    extra={"node": node, "vendor": vendor, "reason": reason})
             return False
         return True
+
+    def _admit(self, node: str, vendor: str, reason: str) -> str | None:
+        """``None`` when the Event may be queued (then remembered and its token taken), else why not."""
+        now = self._clock.monotonic()
+        with self._lock:
+            last = self._last.get((node, vendor))
+            if last is not None and last[0] == reason and now - last[1] < self._window:
+                return "duplicate"
+            self._last[(node, vendor)] = (reason, now)
+            self._last.move_to_end((node, vendor))
+            while len(self._last) > _REMEMBERED:
+                self._last.popitem(last=False)
+            bucket = self._buckets.get(node)
+            if bucket is None:
+                bucket = self._buckets[node] = TokenBucket(1.0 / self._refill, self._burst, clock=self._clock)
+                while len(self._buckets) > _REMEMBERED:
+                    self._buckets.popitem(last=False)
+            self._buckets.move_to_end(node)
+            if not bucket.try_acquire():
+                return "rate_limited"
+        return None
 
     def idle(self) -> bool:
         """Nothing queued and nothing being posted."""
@@ -115,23 +175,28 @@ class EventRecorder:
 
     def _run(self) -> None:
         while True:
-            body = self._queue.get()
-            if body is None:
+            item = self._queue.get()
+            if item is None:
                 return
             try:
-                self._post(body)
+                self._post(*item)
             finally:
                 with self._lock:
                     self._busy -= 1
 
-    def _post(self, body: dict[str, Any]) -> None:
+    def _post(self, vendor: str, body: dict[str, Any]) -> None:
+        reason = body["reason"]
+        fields = {"node": body["involvedObject"]["name"], "vendor": vendor, "reason": reason}
         try:
             self._cluster.create_event(self._namespace, body)
-            self.posted += 1
         except ClusterError as exc:
-            self.dropped += 1
-            log.warning("could not post event %s: %s", body["reason"], exc,
-                        extra={"node": body["involvedObject"]["name"], "reason": body["reason"]})
+            self._on_outcome(reason, "failed")
+            log.warning("could not post the %s Event: %s", reason, describe_error(exc), extra=fields)
+            return
         except Exception:
-            self.dropped += 1
-            log.exception("could not post event")
+            self._on_outcome(reason, "failed")
+            log.exception("could not post the %s Event", reason, extra=fields)
+            return
+        with self._lock:
+            self._full_reported = False
+        self._on_outcome(reason, "posted")

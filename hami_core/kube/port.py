@@ -167,10 +167,6 @@ class Cluster(Protocol):
         whatever the precondition), so only ``create_lease`` guarantees a single winner."""
         ...
 
-    def delete_lease(self, namespace: str, name: str) -> None:
-        """Delete the Lease; ``NotFound`` when there is none. Only ``hami cleanup`` deletes one."""
-        ...
-
     # Events
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         """Create a core/v1 Event. The server requires an Event about a cluster-scoped object (a Node)
@@ -200,6 +196,11 @@ class AdminCluster(Cluster, Protocol):
 
     def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
         """Merge patch of ``status.allocatable`` (and capacity) through the status subresource."""
+        ...
+
+    # Leases
+    def delete_lease(self, namespace: str, name: str) -> None:
+        """Delete the Lease; ``NotFound`` when there is none. Only ``hami cleanup`` deletes one."""
         ...
 
     # Namespaces and Events

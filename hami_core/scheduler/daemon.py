@@ -25,7 +25,17 @@ from hami_core.protocol.decide import CacheChange, VendorRules
 from hami_core.scheduler.cache import DeviceCache
 from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.http import StatusServer
-from hami_core.scheduler.registrar import Evaluation, Registrar, VendorWarning
+from hami_core.scheduler.metered import MeteredCluster
+from hami_core.scheduler.metrics import LiveState, SchedulerMetrics, VendorCounts
+from hami_core.scheduler.registrar import (
+    EVENT_REASONS,
+    INVALID_REGISTER,
+    LIVENESS_RULE_FAILED,
+    Evaluation,
+    Registrar,
+    VendorEvent,
+    VendorWarning,
+)
 from hami_core.scheduler.standalone import Standalone
 from hami_core.scheduler.view import NodeView, PendingWrite
 from hami_core.scheduler.workqueue import WorkQueue
@@ -40,6 +50,8 @@ _LIVENESS_LIMIT = 30.0
 #: Work-queue keys that are not node names (a node name is never empty and never holds a space).
 _RESYNC = ""
 _TERM = " term"
+#: The log records' ``reason`` of a warning (its Event has the longer reason).
+_WARNING_CODES = {INVALID_REGISTER: "decode-error", LIVENESS_RULE_FAILED: "liveness-rule-failed"}
 
 
 class Scheduler:
@@ -61,8 +73,11 @@ class Scheduler:
         self.clock = clock
         self._on_node_deleted = on_node_deleted
         self.cache = DeviceCache()
+        self.metrics = SchedulerMetrics([v.vendor_key for v in vendors], live=self.live_state,
+                                        event_reasons=EVENT_REASONS)
+        cluster = MeteredCluster(cluster, self.metrics)  # every request from here on is counted and timed
         self.registrar = Registrar(vendors, self.cache, selector=cfg.node_selector,
-                                   window=timedelta(seconds=cfg.handshake_window))
+                                   window=timedelta(seconds=cfg.handshake_window), metrics=self.metrics)
         self.queue: WorkQueue[str] = WorkQueue(clock=clock)
         self.reflector = Reflector(cluster, self, clock=clock)
         self.view = NodeView(self.reflector.snapshot)
@@ -82,7 +97,8 @@ class Scheduler:
         else:
             self.elector = Standalone(on_started=self._leadership_changed, identity=cfg.identity)
         self.events = EventRecorder(cluster, component="hami-scheduler", instance=cfg.identity,
-                                    namespace=cfg.event_namespace, clock=clock)
+                                    namespace=cfg.event_namespace, clock=clock,
+                                    on_outcome=self.metrics.event_outcome)
         self.writer = PatchWriter(
             cluster,
             limiter=TokenBucket(cfg.qps, cfg.burst, clock=clock),
@@ -90,6 +106,7 @@ class Scheduler:
             on_applied=self._patch_applied,
             on_failed=self._patch_failed,
             max_in_flight=cfg.max_in_flight,
+            metrics=self.metrics,
         )
         self._http = StatusServer(self, cfg.http_host, cfg.http_port) if cfg.http_port is not None else None
         self._stop = clock.event()
@@ -193,6 +210,7 @@ class Scheduler:
         """The one place a leadership change enters: the worker takes it in from the queue. Until then
         nothing is sent (see ``_may_write``); writes not yet sent are refused by the writer and come
         back through ``_patch_failed``."""
+        self.metrics.leadership_changes.inc()
         self.queue.add(_TERM)
 
     # -- the worker -------------------------------------------------------------------------------------
@@ -260,8 +278,10 @@ class Scheduler:
         self._note_evaluated(name)
 
     def _send(self, node: NodeSnapshot, evaluation: Evaluation) -> None:
-        for value in evaluation.patch.values():
-            self.registrar.counters["stamps" if value is not None else "handshake_deletes"] += 1
+        for vendor, decision in evaluation.decisions.items():
+            if decision.write is not None:
+                stamp = decision.write.value is not None
+                (self.metrics.stamps if stamp else self.metrics.handshake_deletes).labels(vendor=vendor).inc()
         self.writer.submit(self.view.expect(node, evaluation.patch))
 
     def _note_would_write(self, name: str, patch: Mapping[str, str | None]) -> None:
@@ -293,17 +313,41 @@ class Scheduler:
             log.exception("node-deleted hook failed", extra={"node": name})
 
     def _report(self, evaluation: Evaluation) -> None:
+        """Log what the evaluation decided (the node named once, as a field) and post its Events.
+
+        Every replica logs and counts alike; only the one that writes posts Events. A bad value seen
+        while following is posted on becoming leader, if still current (``_post_unposted``); the other
+        Events (cleaned up, registered, back) are the leader's at the time."""
+        node = evaluation.node
         for warning in evaluation.warnings:
-            log.warning("%s degraded (%s): %s", warning.vendor_key, warning.reason, warning.message,
-                        extra={"node": warning.node, "vendor": warning.vendor_key, "reason": warning.reason})
+            detail = _about(node, warning.message)
+            log.warning("degraded: %s", detail, extra={"node": node, "vendor": warning.vendor_key,
+                                                       "reason": _WARNING_CODES.get(warning.reason)})
             if self._may_write():  # every replica logs it; only the one that writes posts the Event
-                self.events.warn(warning.node, warning.uid, warning.reason, warning.message)
+                self._post(warning, detail)
             elif not self.config.read_only:
-                self._unposted[(warning.node, warning.vendor_key)] = warning
+                self._unposted[(node, warning.vendor_key)] = warning
+        events = {e.vendor_key: e for e in evaluation.events}
         for vendor, decision in evaluation.decisions.items():
-            if decision.cache is not CacheChange.KEEP:
-                log.info("%s %s (liveness: %s)", vendor, decision.reason.value, decision.verdict.value,
-                         extra={"node": evaluation.node, "vendor": vendor, "reason": decision.reason.value})
+            fields = {"node": node, "vendor": vendor, "reason": decision.reason.value}
+            event = events.get(vendor)
+            if event is not None:
+                log.log(logging.WARNING if event.type == "Warning" else logging.INFO, "%s", event.message,
+                        extra=fields)
+                if self._may_write():
+                    self._post(event, event.message)
+            elif decision.cache is not CacheChange.KEEP:
+                log.info("%s (liveness: %s)", decision.reason.value, decision.verdict.value, extra=fields)
+            elif log.isEnabledFor(logging.DEBUG):
+                write = decision.write
+                sends = "" if write is None else "; stamp" if write.value is not None else "; delete stamp"
+                log.debug("%s (liveness: %s%s)", decision.reason.value, decision.verdict.value, sends,
+                          extra=fields)
+
+    def _post(self, event: VendorEvent | VendorWarning, message: str) -> None:
+        self.events.record(event.node, event.uid, vendor=event.vendor_key,
+                           type=event.type if isinstance(event, VendorEvent) else "Warning",
+                           reason=event.reason, message=message)
 
     def _post_unposted(self) -> None:
         """Post the Events for bad values seen while following that are still what the cache shows."""
@@ -311,7 +355,7 @@ class Scheduler:
         for warning in pending.values():
             entry = self.cache.vendor(warning.node, warning.vendor_key)
             if entry is not None and entry.state == "degraded" and entry.error == warning.message:
-                self.events.warn(warning.node, warning.uid, warning.reason, warning.message)
+                self._post(warning, _about(warning.node, warning.message))
 
     def _note_evaluated(self, name: str | None) -> None:
         with self._lock:
@@ -326,6 +370,7 @@ class Scheduler:
             if self.elector.term != term:
                 return
             self._synced_term = term
+        self.metrics.last_full_pass.set(self.clock.now().timestamp())
         log.info("cache synced for term %d", term, extra={"term": term})
 
     def _resync(self) -> None:
@@ -388,7 +433,8 @@ class Scheduler:
             "nodes_registered": len(self.cache.nodes()),
             "devices": self.cache.device_count(),
             "vendors": [v.vendor_key for v in self.registrar.vendors],
-            "counters": dict(self.registrar.counters + self.writer.counters),
+            "counters": {name: int(value) for name, value in self.metrics.totals().items()}
+            | dict(self.writer.counters),
         }
 
     def cache_json(self) -> dict[str, Any]:
@@ -401,23 +447,31 @@ class Scheduler:
         return {"node": node, "vendors": {k: e.to_json() for k, e in sorted(vendors.items())}}
 
     def metrics_text(self) -> str:
-        status = self.status()
-        lines = [
-            "# TYPE hami_scheduler_leader gauge",
-            f"hami_scheduler_leader {int(status['leader'])}",
-            "# TYPE hami_scheduler_ready gauge",
-            f"hami_scheduler_ready {int(status['ready'])}",
-            "# TYPE hami_scheduler_term gauge",
-            f"hami_scheduler_term {status['term']}",
-            "# TYPE hami_scheduler_nodes_watched gauge",
-            f"hami_scheduler_nodes_watched {status['nodes_watched']}",
-            "# TYPE hami_scheduler_nodes_registered gauge",
-            f"hami_scheduler_nodes_registered {status['nodes_registered']}",
-            "# TYPE hami_scheduler_devices gauge",
-            f"hami_scheduler_devices {status['devices']}",
-            "# TYPE hami_scheduler_events_posted_total counter",
-            f"hami_scheduler_events_posted_total {self.events.posted}",
-        ]
-        for name, value in sorted(status["counters"].items()):
-            lines += [f"# TYPE hami_scheduler_{name}_total counter", f"hami_scheduler_{name}_total {value}"]
-        return "\n".join(lines) + "\n"
+        return self.metrics.text()
+
+    def live_state(self) -> LiveState:
+        """The daemon's state for the metrics' gauges, read once per scrape (any thread)."""
+        vendors: dict[str, VendorCounts] = {}
+        for name in self.cache.nodes():
+            for key, entry in self.cache.node(name).items():
+                was = vendors.get(key, VendorCounts())
+                degraded = entry.state == "degraded"
+                vendors[key] = VendorCounts(registered=was.registered + (not degraded),
+                                            degraded=was.degraded + degraded,
+                                            devices=was.devices + len(entry.devices))
+        leader = self.elector.is_leader()
+        with self._lock:
+            synced_term = self._synced_term
+        listed = self.reflector.has_synced
+        return LiveState(
+            leader=leader, ready=self.ready(), term=self.elector.term,
+            cache_synced=listed and (not leader or synced_term == self.elector.term),
+            nodes_watched=len(self.reflector.names()), queue_depth=len(self.queue),
+            queue_delayed=self.queue.delayed(), vendors=vendors,
+        )
+
+
+def _about(node: str, message: str) -> str:
+    """``message`` without its leading ``node NAME:`` (a log record or an Event names the node already)."""
+    prefix = f"node {node}: "
+    return message[len(prefix):] if message.startswith(prefix) else message

@@ -13,10 +13,12 @@ import functools
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 import attrs
 
+from hami_core.durations import format_duration
 from hami_core.kube.port import NodeSnapshot
 from hami_core.kube.quantity import QuantityError, quantity_count
 from hami_core.protocol.decide import (
@@ -28,12 +30,14 @@ from hami_core.protocol.decide import (
     VendorRules,
     Verdict,
 )
+from hami_core.protocol.errors import shorten
 from hami_core.protocol.evaluate import evaluate
-from hami_core.protocol.handshake import DEFAULT_WINDOW
+from hami_core.protocol.handshake import DEFAULT_WINDOW, HandshakeKind, classify
 from hami_core.scheduler.cache import DeviceCache, VendorEntry
+from hami_core.scheduler.metrics import SchedulerMetrics
 from hami_core.scheduler.selector import NodeSelector
 
-__all__ = ["Evaluation", "Registrar", "VendorWarning"]
+__all__ = ["EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent", "VendorWarning"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +50,12 @@ _allocatable_count = functools.lru_cache(maxsize=4096)(quantity_count)
 #: Event reasons of the warnings: a register value that does not decode, a driver's liveness rule that raised.
 INVALID_REGISTER = "HamiRegisterAnnotationInvalid"
 LIVENESS_RULE_FAILED = "HamiLivenessRuleFailed"
+#: Event reasons of a vendor's registration changing on a node this replica already knew: a Warning when
+#: it is cleaned up, Normal when it registers, or comes back after a sign of life.
+CLEANED_UP = "HamiVendorCleanedUp"
+REGISTERED = "HamiVendorRegistered"
+READMITTED = "HamiVendorReadmitted"
+EVENT_REASONS = (INVALID_REGISTER, LIVENESS_RULE_FAILED, CLEANED_UP, REGISTERED, READMITTED)
 
 
 @attrs.frozen(kw_only=True)
@@ -61,6 +71,22 @@ class VendorWarning:
 
 
 @attrs.frozen(kw_only=True)
+class VendorEvent:
+    """A vendor's registration changed on a node: log it, and the leader posts it as an Event on the Node.
+
+    The message says what happened and why without naming the node (the Event is about it; a log record
+    carries it as a field)."""
+
+    node: str
+    uid: str
+    vendor_key: str
+    type: Literal["Normal", "Warning"]
+    #: ``CLEANED_UP``, ``REGISTERED`` or ``READMITTED``.
+    reason: str
+    message: str
+
+
+@attrs.frozen(kw_only=True)
 class Evaluation:
     """What one evaluation of a node asks the daemon to do."""
 
@@ -70,6 +96,8 @@ class Evaluation:
     #: When to evaluate the node again because a stamp expires then (``None``: no need).
     recheck_at: datetime | None
     warnings: tuple[VendorWarning, ...] = ()
+    #: Registration changes worth an Event (cleaned up, registered, back after a sign of life).
+    events: tuple[VendorEvent, ...] = ()
     #: vendor key -> decision, for logs and tests.
     decisions: Mapping[str, Decision] = attrs.field(factory=dict)
     #: The Node object this name held before is gone (deleted, or replaced by a new object with the same
@@ -87,6 +115,7 @@ class Registrar:
         *,
         selector: NodeSelector | None = None,
         window: timedelta = DEFAULT_WINDOW,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self._vendors = tuple(vendors)
         self.cache = cache
@@ -95,11 +124,18 @@ class Registrar:
         self._memory: dict[tuple[str, str], VendorMemory] = {}
         #: The uid of the Node object each name's memory is about.
         self._uids: dict[str, str] = {}
-        self.counters: Counter[str] = Counter()
+        self.metrics = metrics if metrics is not None else SchedulerMetrics([v.vendor_key for v in vendors])
 
     @property
     def vendors(self) -> tuple[VendorRules, ...]:
         return self._vendors
+
+    @property
+    def counters(self) -> Counter[str]:
+        """What the registrar counted, summed over vendors (a snapshot of its metrics, for tests)."""
+        totals = self.metrics.totals()
+        return Counter({k: int(totals[k]) for k in
+                        ("evaluations", "decode_errors", "liveness_rule_errors", "cleanups")})
 
     def memory(self, node: str, vendor_key: str) -> VendorMemory:
         return self._memory.get((node, vendor_key), _NOTHING_KNOWN)
@@ -121,7 +157,8 @@ class Registrar:
 
     def evaluate(self, name: str, node: NodeSnapshot | None, *, now: datetime) -> Evaluation:
         """Decide every vendor on node ``name`` as shown (``node=None``: it was deleted)."""
-        self.counters["evaluations"] += 1
+        self.metrics.evaluations.inc()
+        seen_before = node is not None and self._uids.get(name) == node.uid
         replaced = node is not None and self._uids.get(name, node.uid) != node.uid
         if replaced:
             self._forget_node(name)  # a new Node with the same name starts from a clean state
@@ -131,6 +168,7 @@ class Registrar:
             self._uids[name] = node.uid
         patch: dict[str, str | None] = {}
         warnings: list[VendorWarning] = []
+        events: list[VendorEvent] = []
         decisions: dict[str, Decision] = {}
         recheck: datetime | None = None
         selected = node is not None and self._selector.matches(node.labels)
@@ -140,8 +178,8 @@ class Registrar:
             if known is None and (node is None or self._absent(node, rules)):
                 continue  # nothing of this vendor on the node and nothing remembered: nothing to decide
             memory = known or _NOTHING_KNOWN
-            decision = evaluate(self._observe(name, node, rules, selected=selected), memory, now=now,
-                                rules=rules, window=self._window)
+            observed = self._observe(name, node, rules, selected=selected)
+            decision = evaluate(observed, memory, now=now, rules=rules, window=self._window)
             decisions[rules.vendor_key] = decision
             if decision.memory is not memory:
                 if decision.memory == _NOTHING_KNOWN:
@@ -152,10 +190,16 @@ class Registrar:
                 patch[decision.write.annotation] = decision.write.value
             self._apply_cache(name, rules.vendor_key, decision, now)
             if decision.reason is Reason.CLEANED_UP:
-                self.counters["cleanups"] += 1
+                self.metrics.cleanups.labels(vendor=rules.vendor_key).inc()
+            event = self._event(observed, memory, decision, rules, now=now, seen_before=seen_before)
+            if event is not None:
+                events.append(VendorEvent(node=name, uid=node.uid if node else "",
+                                          vendor_key=rules.vendor_key, type=event[0], reason=event[1],
+                                          message=event[2]))
             if decision.error_is_new and decision.error is not None:
                 rule_failed = decision.verdict is Verdict.RULE_FAILED
-                self.counters["liveness_rule_errors" if rule_failed else "decode_errors"] += 1
+                errors = self.metrics.liveness_rule_errors if rule_failed else self.metrics.decode_errors
+                errors.labels(vendor=rules.vendor_key).inc()
                 warnings.append(VendorWarning(
                     node=name, uid=node.uid if node else "", vendor_key=rules.vendor_key,
                     reason=LIVENESS_RULE_FAILED if rule_failed else INVALID_REGISTER, message=decision.error,
@@ -165,7 +209,31 @@ class Registrar:
         if node is None:
             self.cache.remove_node(name)
         return Evaluation(node=name, patch=patch, recheck_at=recheck, warnings=tuple(warnings),
-                          decisions=decisions, node_gone=replaced or node is None)
+                          events=tuple(events), decisions=decisions, node_gone=replaced or node is None)
+
+    def _event(
+        self, obs: Observation, memory: VendorMemory, decision: Decision, rules: VendorRules, *,
+        now: datetime, seen_before: bool,
+    ) -> tuple[Literal["Normal", "Warning"], str, str] | None:
+        """The Event a decision is worth, as (type, reason, message), or ``None``.
+
+        A registration found on the first sight of a Node object is how the node was, not news: only a
+        change this replica saw happen is worth an Event (a scheduler that starts posts none for the
+        nodes it finds registered)."""
+        vendor = rules.vendor_key
+        if decision.reason is Reason.CLEANED_UP:
+            return "Warning", CLEANED_UP, _cleanup_message(obs, memory, rules, now=now, window=self._window)
+        if decision.reason is not Reason.REGISTERED:
+            return None
+        count = len(decision.devices or ())
+        devices = f"{count} device{'s' if count != 1 else ''}"
+        if memory.awaiting_sign_of_life:
+            sign = _sign_of_life(obs, memory, rules, now=now)
+            return "Normal", READMITTED, f"{vendor} is back after a sign of life ({sign}): {devices} " \
+                "registered"
+        if seen_before:
+            return "Normal", REGISTERED, f"{vendor} registered {devices} from {rules.register_annotation}"
+        return None
 
     @staticmethod
     def _absent(node: NodeSnapshot, rules: VendorRules) -> bool:
@@ -228,3 +296,41 @@ class Registrar:
                 error=decision.error if degraded else None,
                 updated_at=now,
             ))
+
+
+def _handshake_words(obs: Observation, rules: VendorRules, *, now: datetime, window: timedelta) -> str:
+    """What the handshake showed when a vendor was judged, for a cleanup's message."""
+    if rules.handshake_annotation is None:
+        return "the vendor has no handshake"
+    handshake = classify(obs.handshake, tz=now.tzinfo or UTC)  # now is aware: decide() checks it
+    if handshake.kind is HandshakeKind.ABSENT:
+        return f"no {rules.handshake_annotation} annotation"
+    if handshake.kind is HandshakeKind.STAMP and handshake.time is not None:
+        age = format_duration(max(0, round((now - handshake.time).total_seconds())))
+        return f"the scheduler's stamp is {age} old (window {format_duration(window.total_seconds())})"
+    if handshake.kind is HandshakeKind.BAD_STAMP:
+        return f"the stamp {shorten(obs.handshake or '')} does not parse"
+    return f"the handshake is {shorten(obs.handshake or '')}, not a stamp"
+
+
+def _cleanup_message(
+    obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime, window: timedelta
+) -> str:
+    count = len(memory.devices or ())
+    allocatable = f"allocatable {rules.count_resource} is {obs.allocatable}"
+    if obs.allocatable == 0 and memory.allocatable_seen:
+        allocatable += " (it was above 0)"
+    stamp = _handshake_words(obs, rules, now=now, window=window)
+    return (f"{rules.vendor_key} cleaned up by the {rules.liveness.name!r} liveness rule: {stamp}, "
+            f"{allocatable}; its {count} device{'s' if count != 1 else ''} left the device cache until a "
+            f"sign of life (a plugin report, {rules.count_resource} above 0, or a new register value)")
+
+
+def _sign_of_life(obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime) -> str:
+    """Which sign of life readmitted a vendor (spec 4.2), in the order the decision core looks."""
+    if obs.allocatable > 0:
+        return f"allocatable {rules.count_resource} is {obs.allocatable}"
+    reported = classify(obs.handshake, tz=now.tzinfo or UTC).kind is HandshakeKind.REPORT
+    if rules.handshake_annotation is not None and reported and obs.handshake != memory.handshake_at_cleanup:
+        return f"a plugin report in {rules.handshake_annotation}"
+    return f"a new value of {rules.register_annotation}"

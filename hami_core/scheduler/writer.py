@@ -3,9 +3,10 @@
 Writes for one node are sent one at a time and in order (writes queued for a node while its previous
 request is in flight go together in its next request). Different nodes run concurrently, at most
 ``max_in_flight`` at once. Each request is checked against leadership right before it is sent: a
-replica that lost the lease sends nothing more, and reports what it did not send as failed. The outcome
-of every write goes to ``on_applied(write, reply)`` or ``on_failed(write, error)``; the writer keeps
-nothing about it afterwards.
+replica that lost the lease sends nothing more, and reports what it did not send as failed (counted in
+``hami_scheduler_dropped_not_leader_total``). The outcome of every write goes to
+``on_applied(write, reply)`` or ``on_failed(write, error)``; the writer keeps nothing about it
+afterwards. Requests are counted and timed by the cluster it is given (``scheduler/metered.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from hami_core.kube.access import describe_error
 from hami_core.kube.port import Cluster, ClusterError, NodeSnapshot, NotFound
 from hami_core.kube.ratelimit import TokenBucket
+from hami_core.scheduler.metrics import SchedulerMetrics
 from hami_core.scheduler.view import PendingWrite
 
 __all__ = ["NotLeader", "PatchWriter"]
@@ -39,8 +42,10 @@ class PatchWriter:
         on_applied: Callable[[PendingWrite, NodeSnapshot], None],
         on_failed: Callable[[PendingWrite, Exception], None],
         max_in_flight: int = 16,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self._cluster = cluster
+        self.metrics = metrics if metrics is not None else SchedulerMetrics(())
         self._limiter = limiter
         self._is_leader = is_leader
         self._on_applied = on_applied
@@ -50,7 +55,15 @@ class PatchWriter:
         self._queued: dict[str, list[PendingWrite]] = {}
         self._busy: set[str] = set()
         self._idle = threading.Condition(self._lock)
-        self.counters: Counter[str] = Counter()
+
+    @property
+    def counters(self) -> Counter[str]:
+        """A snapshot of the writer's metrics (for tests and benchmarks): ``patches`` answered 2xx,
+        ``patch_errors`` every other result, ``dropped_not_leader``."""
+        results = self.metrics.patch_requests()
+        return Counter({"patches": int(results["2xx"]),
+                        "patch_errors": int(sum(v for k, v in results.items() if k != "2xx")),
+                        "dropped_not_leader": int(self.metrics.totals()["dropped_not_leader"])})
 
     def submit(self, write: PendingWrite) -> None:
         with self._lock:
@@ -92,26 +105,24 @@ class PatchWriter:
             patch.update(write.patch)
         self._limiter.acquire()
         if not self._is_leader():
-            self.counters["dropped_not_leader"] += 1
+            self.metrics.dropped_not_leader.inc(len(writes))
             self._fail(writes, NotLeader("not the leader"))
             return
         try:
             reply = self._cluster.patch_node_annotations(node, patch)
         except NotFound as exc:
-            self.counters["patches_node_gone"] += 1
+            log.debug("patch of %s: the node is gone", ", ".join(sorted(patch)), extra={"node": node})
             self._fail(writes, exc)
             return
         except ClusterError as exc:
-            self.counters["patch_errors"] += 1
-            log.warning("patch of %s failed: %s", ", ".join(sorted(patch)), exc, extra={"node": node})
+            log.warning("patch of %s failed: %s", ", ".join(sorted(patch)), describe_error(exc),
+                        extra={"node": node, "reason": "patch-failed"})
             self._fail(writes, exc)
             return
         except Exception as exc:
-            self.counters["patch_errors"] += 1
-            log.exception("patch failed unexpectedly", extra={"node": node})
+            log.exception("patch failed unexpectedly", extra={"node": node, "reason": "patch-failed"})
             self._fail(writes, exc)
             return
-        self.counters["patches"] += 1
         for write in writes:
             self._on_applied(write, reply)
 

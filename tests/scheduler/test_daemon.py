@@ -126,17 +126,20 @@ def test_a_malformed_annotation_degrades_only_that_vendor_on_that_node(world: Wo
     world.admin.patch_node_annotations(bad, {"hami.io/node-mlu-register": value[:20]})
     world.run_until("degraded again", lambda: replica.cache.vendor(bad, "MLU").state == "degraded")
     assert replica.cache.vendor(bad, "MLU").devices == expected("hami.io/node-mlu-register", value)
-    events = world.run_until("two warning events", lambda: len(e := _events(world, bad)) >= 2 and e)
-    assert {e["reason"] for e in events} == {"HamiRegisterAnnotationInvalid"}
-    assert not _events(world, good)
-    assert all(e["type"] == "Warning" for e in events)
+    warnings = world.run_until("two warning events",
+                               lambda: len(e := _events(world, bad, "Warning")) >= 2 and e)
+    assert {e["reason"] for e in warnings} == {"HamiRegisterAnnotationInvalid"}
+    # The good value in between registered MLU's devices: news about a node the replica knew.
+    assert [e["reason"] for e in _events(world, bad, "Normal")] == ["HamiVendorRegistered"]
+    assert not _events(world, good)  # found registered when the replica started: no news
     assert registered(replica, good) == set(HANDSHAKES)
     assert replica.alive()
 
 
-def _events(world: World, node: str) -> list[dict[str, Any]]:
-    """Events about Nodes (cluster-scoped) live in the ``default`` namespace."""
-    return [e for e in world.admin.events("default") if e["involvedObject"]["name"] == node]
+def _events(world: World, node: str, type: str | None = None) -> list[dict[str, Any]]:
+    """Events about ``node`` (of ``type``, if given); Events about Nodes live in the ``default`` namespace."""
+    return [e for e in world.admin.events("default")
+            if e["involvedObject"]["name"] == node and type in (None, e["type"])]
 
 
 def test_huge_and_binary_values_are_degraded_not_fatal(world: World) -> None:

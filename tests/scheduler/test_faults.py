@@ -7,6 +7,7 @@ from harness.scheduler_world import WINDOW, World
 from harness.tcpproxy import TcpProxy
 
 from hami_core.kube.memory import MemoryCluster
+from hami_core.scheduler.metrics import total
 
 NVIDIA = ('[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10",'
           '"mode":"hami-core","health":true}]')
@@ -30,6 +31,9 @@ def test_unreachable_at_start_then_recovers_by_itself(real_world: World, proxy: 
     # Backoff, not a tight loop: a handful of attempts in three seconds.
     assert cluster.calls["list_nodes"] <= 6, cluster.calls
     assert cluster.calls["get_lease"] + cluster.calls["create_lease"] <= 3, cluster.calls
+    # No answer at all (connection refused): counted as "error", not as an HTTP status class.
+    lists = total(replica.metrics.api_requests, verb="list", resource="nodes", result="error")
+    assert lists == cluster.calls["list_nodes"] >= 1
     proxy.start()
     real_world.run_until("registered once the server is reachable",
                          lambda: _registered(replica, node) == {"DCU"})
@@ -99,4 +103,5 @@ def test_failed_patches_are_retried_and_do_not_block_other_nodes(memory_world: W
     b = world.node("pb", {"hami.io/node-dcu-register": DCU}, {"hygon.com/dcunum": "4"})
     world.run_until("other node stamped", lambda: "hami.io/node-handshake-dcu" in world.annotations(b))
     assert replica.writer.counters["patch_errors"] == 2
+    assert replica.metrics.patch_requests() == {"2xx": 2, "4xx": 0, "5xx": 2, "error": 0}
     assert replica.cluster.calls["patch_node_annotations"] == 4  # two failed, then one per node

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from harness.scheduler_world import World
+from prometheus_client.parser import text_string_to_metric_families
 
 DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
 
@@ -20,6 +21,12 @@ def get(replica: Any, path: str) -> tuple[int, bytes]:
             return response.status, response.read()
     except urllib.error.HTTPError as err:
         return err.code, err.read()
+
+
+def samples(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of a /metrics text by (name, sorted labels), through prometheus_client's parser."""
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text.decode()) for s in family.samples}
 
 
 def test_http_view_of_leader_and_follower(memory_world: World, caplog: pytest.LogCaptureFixture) -> None:
@@ -51,14 +58,16 @@ def test_http_view_of_leader_and_follower(memory_world: World, caplog: pytest.Lo
     assert code == 200 and json.loads(body)["vendors"]["DCU"]["state"] == "registered"
     assert get(leader, "/cache/no-such-node")[0] == 404
     assert get(leader, "/nope")[0] == 404
-    metrics = get(leader, "/metrics")[1].decode()
-    assert "hami_scheduler_leader 1" in metrics and "hami_scheduler_ready 1" in metrics
-    assert "hami_scheduler_decode_errors_total 1" in metrics
-    assert "hami_scheduler_leader 0" in get(follower, "/metrics")[1].decode()
+    metrics = samples(get(leader, "/metrics")[1])
+    assert metrics[("hami_scheduler_leader", ())] == 1 and metrics[("hami_scheduler_ready", ())] == 1
+    assert metrics[("hami_scheduler_decode_errors_total", (("vendor", "MLU"),))] == 1
+    assert metrics[("hami_scheduler_decode_errors_total", (("vendor", "DCU"),))] == 0
+    assert samples(get(follower, "/metrics")[1])[("hami_scheduler_leader", ())] == 0
 
-    messages = [r.getMessage() for r in caplog.records]
-    assert any("became leader" in m and "term 1" in m for m in messages)
-    assert any(m == "cache synced for term 1" for m in messages)
+    became = [r for r in caplog.records if "became leader" in r.getMessage()]
+    assert [getattr(r, "term", None) for r in became] == [1]
+    assert any(r.getMessage() == "cache synced for term 1" and getattr(r, "term", None) == 1
+               for r in caplog.records)
     # Losing the lease is logged and ends readiness at once; the next term syncs anew.
     world.stop(leader)
     world.run_until("follower takes over", follower.ready)

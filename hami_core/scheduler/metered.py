@@ -1,0 +1,96 @@
+"""The cluster port with every request counted and timed, for the scheduler's API request metrics.
+
+The daemon hands this wrapper, not the cluster itself, to everything that talks to the API server (the
+reflector, the elector, the patch writer, the Event recorder), so each request is measured in one place:
+``hami_scheduler_api_requests_total{verb, resource, result}`` and
+``hami_scheduler_api_request_duration_seconds{verb, resource}``. A request's result is its HTTP status
+class; ``error`` when there was no answer at all (refused, timed out). Latency is measured on the
+process's performance counter: it is a measurement of real requests, never a wait or a decision, so it
+does not go through the daemon's (possibly fake) ``Clock``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from hami_core.kube.port import Cluster, ClusterError, Lease, NodeList, NodeSnapshot, WatchStream
+from hami_core.scheduler.metrics import SchedulerMetrics, status_class
+
+__all__ = ["MeteredCluster"]
+
+T = TypeVar("T")
+
+
+class MeteredCluster:
+    """A ``Cluster`` that measures every call it passes on to ``inner``."""
+
+    def __init__(self, inner: Cluster, metrics: SchedulerMetrics) -> None:
+        self._inner = inner
+        self._requests = metrics.api_requests
+        self._duration = metrics.api_request_duration
+
+    @property
+    def inner(self) -> Cluster:
+        return self._inner
+
+    def _measure(self, verb: str, resource: str, call: Callable[[], T]) -> T:
+        started = time.perf_counter()
+        result = "2xx"
+        try:
+            return call()
+        except ClusterError as exc:
+            result = status_class(exc.status)
+            raise
+        except Exception:
+            result = "error"
+            raise
+        finally:
+            self._duration.labels(verb=verb, resource=resource).observe(time.perf_counter() - started)
+            self._requests.labels(verb=verb, resource=resource, result=result).inc()
+
+    # -- nodes ------------------------------------------------------------------------------------------
+
+    def get_node(self, name: str) -> NodeSnapshot:
+        return self._measure("get", "nodes", lambda: self._inner.get_node(name))
+
+    def list_nodes(
+        self, *, label_selector: str = "", limit: int = 500, continue_token: str | None = None
+    ) -> NodeList:
+        return self._measure("list", "nodes", lambda: self._inner.list_nodes(
+            label_selector=label_selector, limit=limit, continue_token=continue_token))
+
+    def watch_nodes(
+        self,
+        *,
+        resource_version: str,
+        label_selector: str = "",
+        timeout_seconds: int = 300,
+        allow_bookmarks: bool = True,
+    ) -> WatchStream:
+        return self._measure("watch", "nodes", lambda: self._inner.watch_nodes(
+            resource_version=resource_version, label_selector=label_selector,
+            timeout_seconds=timeout_seconds, allow_bookmarks=allow_bookmarks))
+
+    def patch_node_annotations(
+        self, name: str, changes: Mapping[str, str | None], *, resource_version: str | None = None
+    ) -> NodeSnapshot:
+        return self._measure("patch", "nodes", lambda: self._inner.patch_node_annotations(
+            name, changes, resource_version=resource_version))
+
+    # -- leases -----------------------------------------------------------------------------------------
+
+    def get_lease(self, namespace: str, name: str) -> Lease:
+        return self._measure("get", "leases", lambda: self._inner.get_lease(namespace, name))
+
+    def create_lease(self, lease: Lease) -> Lease:
+        return self._measure("create", "leases", lambda: self._inner.create_lease(lease))
+
+    def update_lease(self, lease: Lease) -> Lease:
+        return self._measure("update", "leases", lambda: self._inner.update_lease(lease))
+
+    # -- events -----------------------------------------------------------------------------------------
+
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
+        self._measure("create", "events", lambda: self._inner.create_event(namespace, body))
