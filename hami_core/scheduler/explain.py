@@ -575,8 +575,9 @@ def _next_step(case: _Case) -> NextStep:
             why = (f"delete {write.annotation} now: {case.vendor} is cleaned up: {_dead_why(case)}; its "
                    f"devices leave the cache, and it comes back only when {case.signs()}")
         else:
-            why = (f"delete {write.annotation} now: the cleanup's delete has not landed yet (the node still "
-                   f"shows {shorten(case.obs.handshake or '')}, the value judged at cleanup)")
+            why = (f"delete {write.annotation} now: {case.vendor} was cleaned up and the node still shows "
+                   f"{shorten(case.obs.handshake or '')}, the value judged then (the delete was not sent, or "
+                   "has not landed)")
         return NextStep(write=WriteKind.DELETE, annotation=write.annotation, why=why)
     return NextStep(write=WriteKind.NOTHING, why="nothing to write: " + _nothing_why(case), deadline=deadline,
                     at_deadline=at_deadline)

@@ -247,7 +247,7 @@ def test_hamis_flapping_after_a_cleanup() -> None:
     # The stamp judged at cleanup, still there (our delete not landed): not HAMi's, and it is deleted again.
     pending = {"DCU": attrs.evolve(cleaned["DCU"], delete_handshake=True)}
     e = explain(node({DCU_REG: DCU_VALUE, DCU_HS: stamp(120 * SEC)}), pending)
-    assert e.next.write is WriteKind.DELETE and "has not landed yet" in e.next.why and codes(e) == []
+    assert e.next.write is WriteKind.DELETE and "the value judged then" in e.next.why and codes(e) == []
 
 
 def test_a_report_readmits_with_the_sign_of_life_named() -> None:
