@@ -33,6 +33,9 @@ main.add_command(reporter)
 from hami_core.cli.simulate import simulate  # noqa: E402
 
 main.add_command(simulate)
+from hami_core.cli.doctor import doctor  # noqa: E402
+
+main.add_command(doctor)
 
 
 def run() -> None:
