@@ -469,10 +469,10 @@ def _summary(case: _Case, state: VendorState, *, remembered: bool) -> str:
     if state is VendorState.DEGRADED:
         kept = len(d.memory.devices or ())
         if d.verdict is Verdict.RULE_FAILED:
-            return f"degraded: the liveness rule failed, nothing is judged ({d.error})"
+            return "degraded: the driver's liveness rule failed, so nothing is judged (see error)"
         keep = f"the cache keeps the last good list ({_devices(kept)})" if d.memory.registered \
             else "nothing to schedule on"
-        return f"degraded: the register value does not decode: {d.error}; {keep}"
+        return f"degraded: the register value does not decode (see register); {keep}"
     if state is VendorState.AWAITING_SIGN_OF_LIFE:
         if d.reason is Reason.CLEANED_UP:
             return f"cleaned up now; {vendor} then waits for a sign of life"
