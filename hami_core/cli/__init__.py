@@ -36,6 +36,9 @@ main.add_command(simulate)
 from hami_core.cli.cleanup import cleanup_command  # noqa: E402
 
 main.add_command(cleanup_command)
+from hami_core.cli.doctor import doctor  # noqa: E402
+
+main.add_command(doctor)
 
 
 def run() -> None:

@@ -24,6 +24,7 @@ from hami_core.kube.reflector import Reflector
 from hami_core.protocol.decide import CacheChange, VendorRules
 from hami_core.scheduler.cache import DeviceCache
 from hami_core.scheduler.config import SchedulerConfig
+from hami_core.scheduler.explain import explain_node, explanation_json
 from hami_core.scheduler.http import StatusServer
 from hami_core.scheduler.metered import MeteredCluster
 from hami_core.scheduler.metrics import LiveState, SchedulerMetrics, VendorCounts
@@ -441,10 +442,33 @@ class Scheduler:
         return {"nodes": self.cache.to_json()}
 
     def node_json(self, node: str) -> dict[str, Any] | None:
-        vendors = self.cache.node(node)
-        if not vendors:
+        """``/cache/<node>``: each vendor's state on a Node this replica watches, why, and the write a
+        leader would send now (``scheduler/explain.py``); ``None`` for a Node it does not watch.
+
+        Any thread: the Node comes from the read-your-writes view; the registrar's memory is read one
+        immutable entry at a time (only the worker replaces entries); the cache returns copies.
+        """
+        snapshot = self.view.get(node)
+        if snapshot is None:
             return None
-        return {"node": node, "vendors": {k: e.to_json() for k, e in sorted(vendors.items())}}
+        registrar = self.registrar
+        explanation = explain_node(
+            node, snapshot, registrar.vendors, lambda vendor: registrar.memory(node, vendor),
+            selector=self.config.node_selector, now=self.clock.now(),
+            window=timedelta(seconds=self.config.handshake_window),
+        )
+        body = explanation_json(explanation)
+        cached = self.cache.node(node)
+        for key, vendor in body["vendors"].items():
+            entry = cached.get(key)
+            shown = entry.to_json() if entry is not None else None
+            vendor["in_cache"] = shown is not None
+            vendor["devices"] = shown["devices"] if shown is not None else []
+            vendor["updated_at"] = shown["updated_at"] if shown is not None else None
+        body["identity"] = self.config.identity
+        body["leader"] = self.elector.is_leader()
+        body["this_replica_writes"] = self._may_write()
+        return body
 
     def metrics_text(self) -> str:
         return self.metrics.text()

@@ -4,7 +4,9 @@
 - ``GET /readyz``: 200 only while this replica leads and its cache is synced *for the current term*.
 - ``GET /status``: leadership, term, sync state, counts (JSON).
 - ``GET /cache``: every node's vendors and devices, with each vendor's state and reason (JSON).
-- ``GET /cache/<node>``: one node (404 when it has nothing registered).
+- ``GET /cache/<node>``: one Node the scheduler watches: each selected vendor's state, the facts it rests
+  on, the write a leader would send now and why (``scheduler/explain.py``); 404 only for a Node it does
+  not watch (a CPU-only node, a node outside the selector, one waiting for a sign of life all answer).
 - ``GET /metrics``: Prometheus text format.
 
 The routes sit on the shared endpoint server (``hami_core.serve.http``): ``HEAD`` answers as ``GET``
@@ -39,7 +41,9 @@ class SchedulerView(Protocol):
 
     def cache_json(self) -> dict[str, Any]: ...
 
-    def node_json(self, node: str) -> dict[str, Any] | None: ...
+    def node_json(self, node: str) -> dict[str, Any] | None:
+        """One Node's view; ``None`` when this scheduler does not watch a Node of that name."""
+        ...
 
     def metrics_text(self) -> str: ...
 
@@ -55,9 +59,10 @@ def _respond(view: SchedulerView, path: str) -> Response:
     if path == "/cache":
         return json_response(HTTPStatus.OK, view.cache_json())
     if path.startswith("/cache/"):
-        node = view.node_json(unquote(path[len("/cache/"):]))
+        name = unquote(path[len("/cache/"):])
+        node = view.node_json(name)
         if node is None:
-            return json_response(HTTPStatus.NOT_FOUND, {"error": "node has no registered devices"})
+            return json_response(HTTPStatus.NOT_FOUND, {"error": f"this scheduler watches no Node {name!r}"})
         return json_response(HTTPStatus.OK, node)
     if path == "/metrics":
         return HTTPStatus.OK, view.metrics_text().encode(), "text/plain; version=0.0.4"

@@ -9,7 +9,6 @@ decide alike; only the leader sends the patch.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -20,7 +19,6 @@ import attrs
 
 from hami_core.durations import format_duration
 from hami_core.kube.port import NodeSnapshot
-from hami_core.kube.quantity import QuantityError, quantity_count
 from hami_core.protocol.decide import (
     CacheChange,
     Decision,
@@ -35,6 +33,7 @@ from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import DEFAULT_WINDOW, HandshakeKind, classify
 from hami_core.scheduler.cache import DeviceCache, VendorEntry
 from hami_core.scheduler.metrics import SchedulerMetrics
+from hami_core.scheduler.observe import observe
 from hami_core.scheduler.selector import NodeSelector
 
 __all__ = ["EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent", "VendorWarning"]
@@ -42,10 +41,6 @@ __all__ = ["EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent", "VendorWar
 log = logging.getLogger(__name__)
 
 _NOTHING_KNOWN = VendorMemory()
-
-#: Allocatable strings repeat across nodes and resyncs: parse each distinct one once.
-_allocatable_count = functools.lru_cache(maxsize=4096)(quantity_count)
-
 
 #: Event reasons of the warnings: a register value that does not decode, a driver's liveness rule that raised.
 INVALID_REGISTER = "HamiRegisterAnnotationInvalid"
@@ -250,24 +245,11 @@ class Registrar:
     def _observe(
         self, name: str, node: NodeSnapshot | None, rules: VendorRules, *, selected: bool
     ) -> Observation:
-        if node is None:
-            return Observation(node=name, present=False, selected=False)
-        handshake = node.annotations.get(rules.handshake_annotation) if rules.handshake_annotation else None
-        raw = node.allocatable.get(rules.count_resource)
-        try:
-            allocatable = max(0, _allocatable_count(raw))
-        except QuantityError:
-            log.warning("allocatable %s=%r is not a quantity; counted as 0", rules.count_resource, raw,
-                        extra={"node": name, "vendor": rules.vendor_key})
-            allocatable = 0
-        return Observation(
-            node=name,
-            present=True,
-            selected=selected,
-            register=node.annotations.get(rules.register_annotation),
-            handshake=handshake,
-            allocatable=allocatable,
-        )
+        seen = observe(name, node, rules, selected=selected)
+        if seen.allocatable_invalid:
+            log.warning("allocatable %s=%r is not a quantity; counted as 0", rules.count_resource,
+                        seen.allocatable_raw, extra={"node": name, "vendor": rules.vendor_key})
+        return seen.observation
 
     def _apply_cache(self, node: str, vendor_key: str, decision: Decision, now: datetime) -> None:
         if decision.cache is CacheChange.DROP:

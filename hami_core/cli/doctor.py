@@ -1,0 +1,645 @@
+"""``hami doctor node``: what the scheduler sees on one Node, what it will do next, and why.
+
+It reads the Node (one GET against the cluster, or a file exported with ``kubectl get node X -o yaml``),
+runs the scheduler's own explanation on it (``scheduler/explain.py``: the same ``evaluate()`` the
+scheduler runs) for every selected driver, and prints a table, or JSON with ``--json``. Against a live
+cluster it also says who holds the leader Lease and, with ``--scheduler-url``, whether that scheduler's
+``/cache/<node>`` view agrees. It writes nothing.
+
+The doctor has no memory of earlier evaluations: it judges as a scheduler that has just started, and a
+note says so where a scheduler's past on the node would change the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from typing import Any
+from urllib.parse import quote, urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import attrs
+import click
+import yaml  # type: ignore[import-untyped]  # the kubernetes client's own YAML parser; no stubs installed
+
+from hami_core.cli.cluster import cluster_options, connect
+from hami_core.cli.options import DURATION
+from hami_core.cli.vendors import driver_options, drivers_from_options
+from hami_core.clock import SYSTEM
+from hami_core.k8snames import is_dns_subdomain
+from hami_core.kube.access import describe_error
+from hami_core.kube.port import Cluster, ClusterError, Forbidden, Lease, NodeSnapshot, NotFound, Unavailable
+from hami_core.kube.wire import node_snapshot
+from hami_core.protocol.errors import shorten
+from hami_core.scheduler.explain import (
+    NodeExplanation,
+    VendorExplanation,
+    VendorState,
+    explain_node,
+    explanation_json,
+    span,
+)
+from hami_core.scheduler.selector import NodeSelector, parse_node_selector
+
+__all__ = [
+    "LeaseFacts",
+    "SchedulerAgreement",
+    "compare_with_scheduler",
+    "doctor",
+    "lease_facts",
+    "load_node_file",
+    "parse_timezone",
+]
+
+#: How long the doctor waits for the API server and for a scheduler's view.
+REQUEST_TIMEOUT = 10.0
+SCHEDULER_TIMEOUT = 5.0
+_WIDTH = 100
+
+
+# --- inputs ---------------------------------------------------------------------------------------------
+
+
+def parse_timezone(text: str) -> tzinfo:
+    """``local``, ``UTC``, an offset (``+08:00``, ``-0530``) or an IANA zone name (``Asia/Shanghai``)."""
+    value = text.strip()
+    if value.lower() == "local":
+        zone = datetime.now().astimezone().tzinfo
+        assert zone is not None
+        return zone
+    if value.upper() in ("UTC", "Z"):
+        return UTC
+    if value[:1] in "+-" and len(value) > 1:
+        digits = value[1:].replace(":", "")
+        if digits.isdigit() and len(digits) in (2, 4):
+            hours, minutes = int(digits[:2]), int(digits[2:] or 0)
+            if hours <= 23 and minutes <= 59:
+                sign = -1 if value[0] == "-" else 1
+                return timezone(sign * timedelta(hours=hours, minutes=minutes))
+        raise ValueError(f"{text!r} is not a UTC offset like +08:00")
+    try:
+        return ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"{text!r} is not 'local', 'UTC', an offset like +08:00 or a known zone name") from None
+
+
+def _zone(ctx: click.Context, param: click.Parameter, value: str) -> tzinfo:
+    try:
+        return parse_timezone(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> NodeSelector:
+    try:
+        return parse_node_selector(value or "")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _scheduler_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if not value:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise click.BadParameter(f"{value!r} is not an http:// or https:// URL of a scheduler's endpoint")
+    return value.rstrip("/")
+
+
+def _moment(text: str, zone: tzinfo) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a time like 2026-11-30T12:00:00+08:00",
+                                 param_hint="'--at'") from None
+    return moment.replace(tzinfo=zone) if moment.tzinfo is None else moment.astimezone(zone)
+
+
+def _read_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, "rb") as stream:
+            raw = stream.read(64 * 1024 * 1024)
+    except FileNotFoundError:
+        raise click.UsageError(f"{path}: not found") from None
+    except IsADirectoryError:
+        raise click.UsageError(f"{path}: not readable: it is a directory") from None
+    except OSError as exc:
+        raise click.UsageError(f"{path}: not readable: {exc.strerror or exc}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise click.UsageError(f"{path}: not a Node: not UTF-8 text") from None
+
+
+def _quantities_as_text(obj: dict[str, Any]) -> dict[str, Any]:
+    """YAML written by hand may leave a count unquoted (``nvidia.com/gpu: 8``): a quantity is text."""
+    status = obj.get("status")
+    allocatable = status.get("allocatable") if isinstance(status, dict) else None
+    if isinstance(allocatable, dict):
+        fixed = {k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+                 for k, v in allocatable.items()}
+        obj = {**obj, "status": {**status, "allocatable": fixed}}  # type: ignore[dict-item]
+    return obj
+
+
+def load_node_file(path: str, name: str | None = None) -> NodeSnapshot:
+    """The Node in a file exported by ``kubectl get node X -o yaml`` (or ``-o json``; ``-`` is stdin).
+
+    A List of Nodes (``kubectl get nodes -o yaml``) works too: ``name`` picks one (needed when there are
+    several). Anything else is a ``click.UsageError`` naming the file and what was wrong.
+    """
+    text = _read_text(path)
+    path = "standard input" if path == "-" else path
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise click.UsageError(f"{path}: not a Node: not valid YAML or JSON{where} ({problem})") from None
+    except RecursionError:
+        raise click.UsageError(f"{path}: not a Node: nested too deeply") from None
+    if data is None:
+        raise click.UsageError(f"{path}: not a Node: the file is empty")
+    if not isinstance(data, dict):
+        raise click.UsageError(f"{path}: not a Node: it holds a YAML {type(data).__name__}, not an object")
+    kind = data.get("kind")
+    if kind in ("List", "NodeList"):
+        items = [i for i in data.get("items") or []
+                 if isinstance(i, dict) and i.get("kind", "Node") == "Node"]
+        names = [str((i.get("metadata") or {}).get("name")) for i in items]
+        if name is not None:
+            if name not in names:
+                raise click.UsageError(f"{path}: no Node {name!r} in the list (it holds {len(items)} Nodes)")
+            data = items[names.index(name)]
+        elif len(items) == 1:
+            data = items[0]
+        else:
+            raise click.UsageError(f"{path}: a list of {len(items)} Nodes: name the one to examine")
+    elif kind != "Node":
+        shown = f"a {kind}" if isinstance(kind, str) and kind else "an object without a kind"
+        raise click.UsageError(f"{path}: not a Node: it holds {shown}")
+    try:
+        node = node_snapshot(_quantities_as_text(data))
+    except ClusterError as exc:
+        raise click.UsageError(f"{path}: not a Node: {exc}") from None
+    if name is not None and node.name != name:
+        raise click.UsageError(f"{path}: holds Node {node.name!r}, not {name!r}")
+    return node
+
+
+# --- the Lease ------------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class LeaseFacts:
+    """Who holds the scheduler's leader Lease, as far as one GET tells."""
+
+    namespace: str
+    name: str
+    found: bool = False
+    holder: str | None = None
+    renewed_at: datetime | None = None
+    duration: timedelta | None = None
+    #: The Lease could not be read (permission, network): why.
+    error: str | None = None
+
+    def valid_until(self) -> datetime | None:
+        if self.renewed_at is None or self.duration is None:
+            return None
+        return self.renewed_at + self.duration
+
+    def describe(self, now: datetime) -> str:
+        where = f"Lease {self.namespace}/{self.name}"
+        if self.error is not None:
+            return f"{where}: cannot be read: {self.error}"
+        if not self.found:
+            return (f"{where}: not found: no scheduler with leader election has run here (or it uses another "
+                    "--lease-namespace/--lease-name)")
+        if not self.holder:
+            return f"{where}: released: no replica holds it (a leader that stopped hands it over this way)"
+        until = self.valid_until()
+        if until is None:
+            return f"{where}: held by {self.holder} (no renew time or duration recorded)"
+        renewed = f"renewed {span(now - self.renewed_at)} ago" if self.renewed_at is not None else "renewed"
+        if until > now:
+            return f"{where}: held by {self.holder}, {renewed}, valid until {_clock(until, now)}"
+        return (f"{where}: held by {self.holder} but expired {span(now - until)} ago ({renewed}): no replica "
+                "is leading now, so nothing is written")
+
+
+def lease_facts(cluster: Cluster, namespace: str, name: str) -> LeaseFacts:
+    """Read the Lease; a failure is a fact to show, not a reason to stop."""
+    try:
+        lease: Lease = cluster.get_lease(namespace, name)
+    except NotFound:
+        return LeaseFacts(namespace=namespace, name=name)
+    except Forbidden as exc:
+        return LeaseFacts(namespace=namespace, name=name, error=describe_error(exc))
+    except ClusterError as exc:
+        return LeaseFacts(namespace=namespace, name=name, error=str(exc))
+    duration = timedelta(seconds=lease.lease_duration_seconds) if lease.lease_duration_seconds else None
+    return LeaseFacts(namespace=namespace, name=name, found=True, holder=lease.holder_identity,
+                      renewed_at=lease.renew_time or lease.acquire_time, duration=duration)
+
+
+def _lease_json(facts: LeaseFacts, now: datetime) -> dict[str, Any]:
+    until = facts.valid_until()
+    return {
+        "namespace": facts.namespace,
+        "name": facts.name,
+        "found": facts.found,
+        "holder": facts.holder,
+        "renewed_at": facts.renewed_at.astimezone(now.tzinfo).isoformat() if facts.renewed_at else None,
+        "valid_until": until.astimezone(now.tzinfo).isoformat() if until else None,
+        "held": bool(facts.holder) and until is not None and until > now,
+        "error": facts.error,
+        "summary": facts.describe(now),
+    }
+
+
+# --- a scheduler's view ---------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class VendorAgreement:
+    vendor_key: str
+    #: ``None`` when the scheduler does not run this driver.
+    agrees: bool | None
+    scheduler_state: str | None = None
+    scheduler_write: str | None = None
+    doctor_state: str
+    doctor_write: str
+    #: Why they differ, in words (``None`` when they agree).
+    why: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SchedulerAgreement:
+    """Whether a scheduler's ``/cache/<node>`` agrees with the doctor, vendor by vendor."""
+
+    url: str
+    #: Why the view could not be had (unreachable, 404, not the view); ``None`` when it was read.
+    error: str | None = None
+    identity: str | None = None
+    leader: bool | None = None
+    writes: bool | None = None
+    resource_version: str | None = None
+    vendors: tuple[VendorAgreement, ...] = ()
+
+    @property
+    def agrees(self) -> bool | None:
+        """``None`` when there was nothing to compare."""
+        compared = [v.agrees for v in self.vendors if v.agrees is not None]
+        if self.error is not None or not compared:
+            return None
+        return all(compared)
+
+
+def fetch_scheduler_view(url: str, node: str) -> dict[str, Any] | str:
+    """``GET <url>/cache/<node>``: the view, or why there is none (one line)."""
+    target = f"{url}/cache/{quote(node, safe='')}"
+    try:
+        with urllib.request.urlopen(target, timeout=SCHEDULER_TIMEOUT) as response:
+            raw = response.read()
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return f"the scheduler at {url} watches no Node {node!r} (not seen yet, or another cluster)"
+        return f"{target} answered HTTP {exc.code}"
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return f"the scheduler at {url} is not reachable: {reason}"
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return f"{target} did not answer with a scheduler's view (not JSON)"
+    if not isinstance(body, dict) or not isinstance(body.get("vendors"), dict):
+        return f"{target} did not answer with a scheduler's view (no vendors; an older hami-core?)"
+    return body
+
+
+def _differs_why(mine: VendorExplanation, theirs: Mapping[str, Any], view: Mapping[str, Any],
+                 explanation: NodeExplanation) -> str:
+    state = theirs.get("state")
+    if view.get("resource_version") != explanation.resource_version:
+        return (f"the scheduler judged resourceVersion {view.get('resource_version')}, the doctor read "
+                f"{explanation.resource_version}: a change on its way to the scheduler's watch (or since)")
+    if view.get("selected") != explanation.selected:
+        return (f"the scheduler's node selector is {view.get('selector') or 'empty'!r}, the doctor's "
+                f"{explanation.selector or 'empty'!r}: give the doctor the scheduler's --node-selector")
+    awaiting = VendorState.AWAITING_SIGN_OF_LIFE
+    if state == awaiting.value and mine.state is not awaiting:
+        return (f"the scheduler remembers cleaning {mine.vendor_key} up here and waits for a sign of "
+                "life; the doctor has no memory of earlier evaluations: the scheduler's view is the one that "
+                "counts")
+    if state in (VendorState.REGISTERED.value, VendorState.DEGRADED.value) and mine.state is awaiting:
+        return (f"the scheduler has {mine.vendor_key} in its cache from earlier evaluations; the doctor, "
+                "with no memory of them, finds it dead before it ever registered: the scheduler's view is "
+                "the one that counts")
+    return (f"judged at different moments (scheduler {view.get('judged_at')}, doctor "
+            f"{explanation.now.isoformat()}) or with different settings (window, time zone)")
+
+
+def compare_with_scheduler(explanation: NodeExplanation, url: str, view: Mapping[str, Any] | str
+                           ) -> SchedulerAgreement:
+    """Compare the doctor's explanation with a scheduler's ``/cache/<node>`` view (or why there is none)."""
+    if isinstance(view, str):
+        return SchedulerAgreement(url=url, error=view)
+    theirs_all = view.get("vendors") or {}
+    vendors = []
+    for mine in explanation.vendors:
+        theirs = theirs_all.get(mine.vendor_key)
+        doctor_state, doctor_write = mine.state.value, mine.next.write.value
+        if not isinstance(theirs, dict):
+            vendors.append(VendorAgreement(
+                vendor_key=mine.vendor_key, agrees=None, doctor_state=doctor_state, doctor_write=doctor_write,
+                why=f"the scheduler does not run the driver of {mine.vendor_key}"))
+            continue
+        state = theirs.get("state")
+        write = (theirs.get("next") or {}).get("write")
+        agrees = (state, write) == (doctor_state, doctor_write)
+        vendors.append(VendorAgreement(
+            vendor_key=mine.vendor_key, agrees=agrees, scheduler_state=state, scheduler_write=write,
+            doctor_state=doctor_state, doctor_write=doctor_write,
+            why=None if agrees else _differs_why(mine, theirs, view, explanation)))
+    return SchedulerAgreement(
+        url=url, identity=view.get("identity"), leader=view.get("leader"),
+        writes=view.get("this_replica_writes"), resource_version=view.get("resource_version"),
+        vendors=tuple(vendors))
+
+
+def _agreement_json(agreement: SchedulerAgreement) -> dict[str, Any]:
+    return {
+        "url": agreement.url,
+        "error": agreement.error,
+        "identity": agreement.identity,
+        "leader": agreement.leader,
+        "this_replica_writes": agreement.writes,
+        "resource_version": agreement.resource_version,
+        "agrees": agreement.agrees,
+        "vendors": {
+            v.vendor_key: {
+                "agrees": v.agrees,
+                "scheduler": {"state": v.scheduler_state, "write": v.scheduler_write},
+                "doctor": {"state": v.doctor_state, "write": v.doctor_write},
+                "why": v.why,
+            }
+            for v in agreement.vendors
+        },
+    }
+
+
+# --- output ---------------------------------------------------------------------------------------------
+
+
+def _clock(moment: datetime, now: datetime) -> str:
+    """A moment in the doctor's zone, ``YYYY-MM-DD HH:MM:SS +HH:MM``."""
+    return moment.astimezone(now.tzinfo).strftime("%Y-%m-%d %H:%M:%S %z").replace("+0000", "UTC")
+
+
+def _register_cell(e: VendorExplanation) -> str:
+    r = e.register
+    if not r.present:
+        return "absent"
+    if r.error is not None:
+        return "does not decode"
+    return f"{r.devices} device" + ("" if r.devices == 1 else "s")
+
+
+def _handshake_cell(e: VendorExplanation) -> str:
+    h = e.handshake
+    if h.annotation is None:
+        return "none (no handshake)"
+    if h.kind == "stamp" and h.age is not None:
+        when = f"{span(h.age)} old" if h.age >= timedelta(0) else f"{span(h.age)} ahead"
+        return f"stamp, {when} ({h.standing})"
+    return h.kind
+
+
+def _allocatable_cell(e: VendorExplanation) -> str:
+    a = e.allocatable
+    shown = "absent" if a.raw is None else a.raw if not a.invalid else f"{a.raw!r} (not a quantity)"
+    return f"{a.resource}={shown}"
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def _wrapped(label: str, text: str) -> list[str]:
+    head = f"  {label:<11} "
+    return textwrap.wrap(text, width=_WIDTH, initial_indent=head, subsequent_indent=" " * len(head),
+                         break_on_hyphens=False, break_long_words=False) or [head.rstrip()]
+
+
+def _vendor_details(e: VendorExplanation, now: datetime) -> list[str]:
+    lines = textwrap.wrap(f"{e.vendor_key}: {e.summary}", width=_WIDTH, subsequent_indent="  ",
+                          break_on_hyphens=False, break_long_words=False)
+    if e.state is VendorState.NOT_PRESENT and not e.register.present and e.handshake.value is None \
+            and not e.notes:
+        return lines
+    r = e.register
+    if not r.present:
+        register = f"{r.annotation}: absent"
+    elif r.error is not None:
+        register = f"{r.annotation} ({r.size} bytes) does not decode: {r.error}"
+    else:
+        register = f"{r.annotation} ({r.size} bytes): {_register_cell(e)}"
+    lines += _wrapped("register", register)
+    h = e.handshake
+    if h.annotation is None:
+        handshake = "the vendor has no handshake annotation"
+    elif h.value is None:
+        handshake = f"{h.annotation}: absent"
+    else:
+        handshake = f"{h.annotation} = {shorten(h.value)}: {_handshake_cell(e)}"
+        if h.time is not None:
+            handshake += f", stamped {_clock(h.time, now)}"
+        if h.error is not None:
+            handshake += f"; {h.error}"
+    lines += _wrapped("handshake", handshake)
+    lines += _wrapped("allocatable", _allocatable_cell(e))
+    lines += _wrapped("verdict", f"{e.verdict.value} (liveness rule {e.liveness}); reason {e.reason.value}")
+    lines += _wrapped("next", e.next.why)
+    if e.next.deadline is not None:
+        left = e.next.deadline - now
+        deadline = f"{_clock(e.next.deadline, now)} (in {span(left)}): {e.next.at_deadline}"
+        lines += _wrapped("deadline", deadline)
+    for note in e.notes:
+        lines += _wrapped("note", note.text)
+    return lines
+
+
+def render_text(explanation: NodeExplanation, *, source: str, lease: LeaseFacts | None,
+                agreement: SchedulerAgreement | None) -> str:
+    e = explanation
+    now = e.now
+    lines = [f"Node {e.node} ({source}; uid {e.uid or '-'}, resourceVersion {e.resource_version or '-'})"]
+    if not e.selector:
+        selected = "no node selector: every node is judged"
+    else:
+        selected = f"{'matches' if e.selected else 'does NOT match'} the node selector {e.selector}"
+    lines.append(f"judged at {_clock(now, now)}, handshake window {span(e.window)}; {selected}")
+    if lease is not None:
+        lines.append(lease.describe(now))
+    lines.append("no memory of earlier evaluations: judged as a scheduler that has just started would")
+    lines.append("")
+    header = ("VENDOR", "STATE", "REGISTER", "HANDSHAKE", "ALLOCATABLE", "VERDICT", "NEXT WRITE")
+    rows = [header] + [
+        (v.vendor_key, v.state.value, _register_cell(v), _handshake_cell(v), _allocatable_cell(v),
+         v.verdict.value, v.next.write.value)
+        for v in e.vendors
+    ]
+    lines += _table(rows)
+    for vendor in e.vendors:
+        lines.append("")
+        lines += _vendor_details(vendor, now)
+    if agreement is not None:
+        lines.append("")
+        lines += _agreement_text(agreement)
+    return "\n".join(lines)
+
+
+def _agreement_text(agreement: SchedulerAgreement) -> list[str]:
+    if agreement.error is not None:
+        return [f"Scheduler {agreement.url}: no view to compare: {agreement.error}"]
+    role = "leader" if agreement.leader else "not the leader"
+    writes = "sends its writes" if agreement.writes else "sends no writes (shows what a leader would send)"
+    verdict = {True: "agrees", False: "DIFFERS", None: "nothing to compare"}[agreement.agrees]
+    lines = [f"Scheduler {agreement.url} ({agreement.identity}, {role}, {writes}; resourceVersion "
+             f"{agreement.resource_version}): {verdict}"]
+    for v in agreement.vendors:
+        if v.agrees is None:
+            lines += _wrapped(v.vendor_key, v.why or "")
+        elif v.agrees:
+            lines += _wrapped(v.vendor_key, f"agrees: {v.doctor_state}, next write {v.doctor_write}")
+        else:
+            lines += _wrapped(v.vendor_key, (
+                f"differs: scheduler {v.scheduler_state}, next write {v.scheduler_write}; doctor "
+                f"{v.doctor_state}, next write {v.doctor_write}: {v.why}"))
+    return lines
+
+
+def render_json(explanation: NodeExplanation, *, source: dict[str, Any], lease: LeaseFacts | None,
+                agreement: SchedulerAgreement | None) -> str:
+    body = explanation_json(explanation)
+    body["source"] = source
+    body["lease"] = _lease_json(lease, explanation.now) if lease is not None else None
+    body["scheduler"] = _agreement_json(agreement) if agreement is not None else None
+    return json.dumps(body, indent=2, sort_keys=False)
+
+
+# --- the command ----------------------------------------------------------------------------------------
+
+
+@click.group("doctor")
+def doctor() -> None:
+    """Explain what the scheduler sees and does, from the cluster or an exported object; writes nothing."""
+
+
+@doctor.command("node")
+@click.argument("name", required=False)
+@click.option("--from-file", "from_file", metavar="FILE",
+              help="Examine a Node exported with 'kubectl get node NAME -o yaml' (or -o json; '-' reads "
+                   "stdin) instead of reading it from the cluster. A list of Nodes works too: NAME picks "
+                   "one.")
+@cluster_options
+@driver_options
+@click.option("--node-selector", envvar="HAMI_NODE_SELECTOR", callback=_selector, metavar="K=V,...",
+              help="The scheduler's node selector. Env: HAMI_NODE_SELECTOR.")
+@click.option("--handshake-window", envvar="HAMI_HANDSHAKE_WINDOW", type=DURATION, default="60s",
+              show_default=True, help="The scheduler's handshake window. Env: HAMI_HANDSHAKE_WINDOW.")
+@click.option("--timezone", "zone", envvar="HAMI_DOCTOR_TIMEZONE", default="local", show_default=True,
+              callback=_zone, metavar="ZONE",
+              help="The scheduler's time zone, in which stamps without a zone are read: 'local', 'UTC', an "
+                   "offset (+08:00) or a zone name (Asia/Shanghai). Env: HAMI_DOCTOR_TIMEZONE.")
+@click.option("--at", "at", metavar="TIME",
+              help="Judge as of TIME (e.g. 2026-11-30T12:00:00+08:00; without an offset, in --timezone) "
+                   "instead of now: for a Node exported earlier.")
+@click.option("--lease-namespace", envvar="HAMI_LEASE_NAMESPACE", default="kube-system", show_default=True,
+              help="Namespace of the scheduler's leader Lease. Env: HAMI_LEASE_NAMESPACE.")
+@click.option("--lease-name", envvar="HAMI_LEASE_NAME", default="hami-scheduler", show_default=True,
+              help="Name of the scheduler's leader Lease. Env: HAMI_LEASE_NAME.")
+@click.option("--scheduler-url", callback=_scheduler_url, metavar="URL",
+              help="A scheduler's status endpoint (e.g. http://127.0.0.1:9395): compare its /cache/NAME view "
+                   "with the doctor's.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+def node(
+    name: str | None,
+    from_file: str | None,
+    kubeconfig: str | None,
+    context: str | None,
+    vendors: str | None,
+    count_resources: tuple[str, ...],
+    node_selector: NodeSelector,
+    handshake_window: float,
+    zone: tzinfo,
+    at: str | None,
+    lease_namespace: str,
+    lease_name: str,
+    scheduler_url: str | None,
+    as_json: bool,
+) -> None:
+    """Explain one Node: for each selected driver, the register annotation (present, decodes, devices, or
+    the decode error and where), the handshake (value, kind, age), the allocatable count, the verdict, the
+    state, and what the scheduler will do next and why. From the cluster it also says who holds the leader
+    Lease and, with --scheduler-url, whether that scheduler's /cache view agrees.
+
+    Exit status: 0 when the Node was examined, 1 when the cluster could not be read, 2 for bad usage or a
+    file that does not hold a Node.
+    """
+    if name is None and from_file is None:
+        raise click.UsageError("give a Node NAME, or --from-file FILE")
+    if from_file is not None and scheduler_url is not None:
+        raise click.UsageError("--scheduler-url compares with the live Node: leave out --from-file")
+    if name is not None and not is_dns_subdomain(name):
+        raise click.BadParameter(f"{name!r} is not a Node name (a lower-case DNS subdomain)",
+                                 param_hint="'NAME'")
+    _, drivers = drivers_from_options(vendors, count_resources)
+    now = _moment(at, zone) if at is not None else SYSTEM.now().astimezone(zone)
+    lease: LeaseFacts | None = None
+    if from_file is not None:
+        snapshot = load_node_file(from_file, name)
+        source: dict[str, Any] = {"kind": "file", "file": from_file}
+        shown_source = f"from {from_file}"
+    else:
+        assert name is not None
+        cluster = connect(kubeconfig, context, request_timeout=REQUEST_TIMEOUT)
+        snapshot = _get_node(cluster, name)
+        lease = lease_facts(cluster, lease_namespace, lease_name)
+        source = {"kind": "cluster", "file": None}
+        shown_source = "from the cluster"
+    window = timedelta(seconds=handshake_window)
+    explanation = explain_node(snapshot.name, snapshot, [d.rules() for d in drivers], None,
+                               selector=node_selector, now=now, window=window)
+    agreement = None
+    if scheduler_url is not None:
+        agreement = compare_with_scheduler(explanation, scheduler_url,
+                                           fetch_scheduler_view(scheduler_url, snapshot.name))
+    if as_json:
+        click.echo(render_json(explanation, source=source, lease=lease, agreement=agreement))
+    else:
+        click.echo(render_text(explanation, source=shown_source, lease=lease, agreement=agreement))
+
+
+def _get_node(cluster: Cluster, name: str) -> NodeSnapshot:
+    """One GET; what went wrong is one line, exit 1."""
+    try:
+        return cluster.get_node(name)
+    except NotFound:
+        raise click.ClickException(f"node {name!r} not found in the cluster") from None
+    except Forbidden as exc:
+        raise click.ClickException(describe_error(exc)) from None
+    except Unavailable as exc:
+        raise click.ClickException(f"cannot reach the API server: {exc}") from None
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None

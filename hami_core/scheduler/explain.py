@@ -1,0 +1,789 @@
+"""Why each vendor on a Node is in the state it is in, and what the scheduler does next, in plain words.
+
+``explain_node`` reads one Node snapshot the way the scheduler does (``scheduler/observe.py``) and runs the
+scheduler's own decision core on it (``protocol/evaluate.evaluate``: the driver's codec and liveness rule,
+then ``decide``), with what the scheduler remembers of each vendor, or with nothing remembered (``hami
+doctor``, which has no memory of earlier evaluations). Everything shown comes from that one decision and
+from the Node's own values, so the explanation and the scheduler cannot disagree. Nothing here does I/O or
+reads a clock: ``now`` is given.
+
+For each vendor it gives the facts (the register annotation: present, decodes, how many devices, or the
+decode error with its position; the handshake: value, kind, age; the allocatable count), the decision's
+verdict and reason, the state the vendor is in once the scheduler has judged the Node as it is now, the
+write a leader sends now (a stamp, a delete of the handshake, or nothing) and why, the next deadline, and
+notes where HAMi's own scheduler reads the same annotations differently.
+
+States:
+
+``registered``
+    in the device cache with its devices.
+``degraded``
+    the register value does not decode (the cache keeps the last good list), or the driver's liveness rule
+    failed (nothing is judged).
+``awaiting-sign-of-life``
+    cleaned up (or found dead before it ever registered): kept out until the plugin reports, the
+    allocatable count is above 0, or the register value changes (spec 4.2).
+``no-devices``
+    the register annotation decodes to no devices.
+``not-present``
+    the node carries no register annotation of the vendor (perhaps a handshake alone).
+``not-selected``
+    the node does not match the scheduler's node selector: nothing of it is kept.
+``node-deleted``
+    the Node is gone.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import attrs
+
+from hami_core.kube.port import NodeSnapshot
+from hami_core.protocol.decide import (
+    Decision,
+    Observation,
+    Reason,
+    VendorMemory,
+    VendorRules,
+    Verdict,
+    vendor_absent,
+)
+from hami_core.protocol.errors import shorten
+from hami_core.protocol.evaluate import evaluate, read_register
+from hami_core.protocol.handshake import (
+    DEFAULT_WINDOW,
+    Handshake,
+    HandshakeKind,
+    StampStanding,
+    classify,
+    stamp_standing,
+)
+from hami_core.scheduler.observe import observe
+from hami_core.scheduler.selector import NodeSelector
+
+__all__ = [
+    "AllocatableFacts",
+    "HandshakeFacts",
+    "NextStep",
+    "NodeExplanation",
+    "Note",
+    "RegisterFacts",
+    "VendorExplanation",
+    "VendorState",
+    "WriteKind",
+    "explain_node",
+    "explanation_json",
+    "vendor_json",
+    "write_kind",
+]
+
+_NOTHING_KNOWN = VendorMemory()
+
+
+class VendorState(enum.Enum):
+    """Where a vendor stands on a node once the scheduler has judged the node as it is now."""
+
+    REGISTERED = "registered"
+    DEGRADED = "degraded"
+    AWAITING_SIGN_OF_LIFE = "awaiting-sign-of-life"
+    NO_DEVICES = "no-devices"
+    NOT_PRESENT = "not-present"
+    NOT_SELECTED = "not-selected"
+    NODE_DELETED = "node-deleted"
+
+
+class WriteKind(enum.Enum):
+    """The handshake write a leader sends now."""
+
+    STAMP = "stamp"
+    DELETE = "delete"
+    NOTHING = "nothing"
+
+
+@attrs.frozen(kw_only=True)
+class RegisterFacts:
+    """The vendor's register annotation on the node."""
+
+    annotation: str
+    present: bool
+    #: The value's size in bytes (0 when absent).
+    size: int = 0
+    #: How many devices it decodes to; ``None`` when absent or when it does not decode.
+    devices: int | None = None
+    #: Why it does not decode (the codec's message, naming the position and the bad text).
+    error: str | None = None
+
+    @property
+    def decodes(self) -> bool | None:
+        """``None`` when absent."""
+        return None if not self.present else self.error is None
+
+
+@attrs.frozen(kw_only=True)
+class HandshakeFacts:
+    """The vendor's handshake annotation on the node."""
+
+    #: ``None`` for a vendor without a handshake annotation.
+    annotation: str | None
+    value: str | None
+    #: ``stamp``, ``report``, ``bad-stamp`` or ``absent`` (also for a vendor without a handshake).
+    kind: str
+    #: A stamp's time, in the scheduler's zone; only for ``stamp``.
+    time: datetime | None = None
+    #: ``now`` minus the stamp's time (negative: in the future); only for ``stamp``.
+    age: timedelta | None = None
+    #: ``fresh``, ``expired`` or ``missing`` (no usable stamp: absent, not a stamp, unparseable, far ahead).
+    standing: str = StampStanding.MISSING.value
+    #: Why a ``bad-stamp`` is unreadable.
+    error: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AllocatableFacts:
+    """``status.allocatable[<count resource>]``."""
+
+    resource: str
+    #: As the Node holds it (``None``: absent).
+    raw: str | None
+    #: As the decision counts it (absent or not a quantity: 0).
+    count: int
+    #: The raw value is not a quantity.
+    invalid: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class NextStep:
+    """The write a leader sends now, and the next moment the decision changes by itself."""
+
+    write: WriteKind
+    #: The handshake annotation written or deleted (``None`` for nothing).
+    annotation: str | None = None
+    #: The stamp written (``None`` for a delete or nothing).
+    value: str | None = None
+    #: Why, in plain words.
+    why: str
+    #: When the scheduler judges the vendor again because a stamp expires then, in the scheduler's zone
+    #: (``None``: no such moment).
+    deadline: datetime | None = None
+    #: What happens at ``deadline`` unless something changes before.
+    at_deadline: str | None = None
+
+
+@attrs.frozen
+class Note:
+    """Something an operator should know: where HAMi reads the node differently, or a caveat."""
+
+    #: A short stable code (``hami-stamp-without-vendor``, ``hami-cannot-parse``, ``hami-far-future``,
+    #: ``hami-flapping``, ``hami-deleted-mark``, ``no-memory``, ``allocatable-invalid``).
+    code: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class VendorExplanation:
+    vendor_key: str
+    state: VendorState
+    #: One sentence on the state.
+    summary: str
+    #: The error while degraded (decode error, or the liveness rule's failure).
+    error: str | None
+    register: RegisterFacts
+    handshake: HandshakeFacts
+    allocatable: AllocatableFacts
+    #: The name of the vendor's liveness rule.
+    liveness: str
+    next: NextStep
+    notes: tuple[Note, ...]
+    #: The decision core's own answer, exactly as the scheduler gets it.
+    decision: Decision
+
+    @property
+    def reason(self) -> Reason:
+        return self.decision.reason
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.decision.verdict
+
+
+@attrs.frozen(kw_only=True)
+class NodeExplanation:
+    node: str
+    #: False when there is no Node (deleted).
+    present: bool
+    uid: str
+    resource_version: str
+    selected: bool
+    #: The node selector, as ``k=v,...`` (empty: every node).
+    selector: str
+    now: datetime
+    window: timedelta
+    #: Judged with the scheduler's memory of earlier evaluations (False: with none, as ``hami doctor``).
+    remembered: bool
+    vendors: tuple[VendorExplanation, ...]
+
+    def vendor(self, vendor_key: str) -> VendorExplanation:
+        for explanation in self.vendors:
+            if explanation.vendor_key == vendor_key:
+                return explanation
+        raise KeyError(vendor_key)
+
+
+# --- words ------------------------------------------------------------------------------------------------
+
+
+def span(delta: timedelta) -> str:
+    """A duration in words an operator reads at a glance: ``45 s``, ``3 min 5 s``, ``2 h 10 min``, ``3 d``."""
+    seconds = abs(delta.total_seconds())
+    if seconds < 10:
+        text = f"{seconds:.1f}".rstrip("0").rstrip(".")
+        return f"{text} s"
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+def _devices(count: int) -> str:
+    return f"{count} device" if count == 1 else f"{count} devices"
+
+
+#: The layout HAMi v2.10 parses (Go's ``time.DateTime``, optional fraction); anything else it cannot read.
+_HAMI_LAYOUT = re.compile(r"\d{4}-\d{2}-\d{2} +\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?", re.ASCII)
+
+
+def _stamp_layout(value: str) -> str | None:
+    """The name of a parsed stamp's layout when HAMi cannot parse it, else ``None``."""
+    text = value.partition("_")[2]
+    if _HAMI_LAYOUT.fullmatch(text):
+        return None
+    if re.match(r"\d{4}\.", text):
+        return "the dotted layout of HAMi up to v2.4 ('YYYY.MM.DD HH:MM:SS')"
+    return "Go's Time.String() layout (with a zone, perhaps a monotonic clock reading)"
+
+
+# --- the explanation --------------------------------------------------------------------------------------
+
+MemorySource = Mapping[str, VendorMemory] | Callable[[str], VendorMemory] | None
+
+
+def _memory_of(source: MemorySource, vendor_key: str) -> VendorMemory:
+    if source is None:
+        return _NOTHING_KNOWN
+    if callable(source):
+        return source(vendor_key)
+    return source.get(vendor_key, _NOTHING_KNOWN)
+
+
+def explain_node(
+    name: str,
+    node: NodeSnapshot | None,
+    vendors: Sequence[VendorRules],
+    memory: MemorySource,
+    *,
+    selector: NodeSelector,
+    now: datetime,
+    window: timedelta = DEFAULT_WINDOW,
+) -> NodeExplanation:
+    """Explain every vendor of ``vendors`` on the Node ``name`` as shown (``node=None``: deleted).
+
+    ``memory`` is what the scheduler remembers of each vendor on this node (by vendor key, or a function
+    of the vendor key); ``None`` explains with nothing remembered, as a scheduler that has just started
+    would judge, and says where that matters. ``now`` is the scheduler's clock (aware, in its zone: stamps
+    without a zone are read in it).
+    """
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError(f"explain_node: now must be an aware datetime in the scheduler's zone, got {now!r}")
+    selected = node is not None and selector.matches(node.labels)
+    explained = tuple(
+        _explain_vendor(name, node, rules, _memory_of(memory, rules.vendor_key),
+                        remembered=memory is not None, selected=selected, selector=selector, now=now,
+                        window=window)
+        for rules in vendors
+    )
+    return NodeExplanation(
+        node=name,
+        present=node is not None,
+        uid=node.uid if node else "",
+        resource_version=node.resource_version if node else "",
+        selected=selected,
+        selector=str(selector),
+        now=now,
+        window=window,
+        remembered=memory is not None,
+        vendors=explained,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class _Case:
+    """Everything one vendor's explanation is made of."""
+
+    rules: VendorRules
+    obs: Observation
+    memory: VendorMemory
+    decision: Decision
+    handshake: Handshake
+    standing: StampStanding
+    register: RegisterFacts
+    allocatable: AllocatableFacts
+    now: datetime
+    window: timedelta
+    selector: NodeSelector
+
+    @property
+    def vendor(self) -> str:
+        return self.rules.vendor_key
+
+    @property
+    def hs(self) -> str:
+        return self.rules.handshake_annotation or "(no handshake annotation)"
+
+    @property
+    def res(self) -> str:
+        return self.rules.count_resource
+
+    @property
+    def age(self) -> timedelta | None:
+        return self.now - self.handshake.time if self.handshake.time is not None else None
+
+    def signs(self) -> str:
+        """The signs of life that readmit the vendor (spec 4.2)."""
+        handshake = self.rules.handshake_annotation
+        report = f"the plugin reports in {handshake}, " if handshake else ""
+        return f"{report}allocatable {self.res} is above 0, or the register value changes"
+
+
+def _explain_vendor(
+    name: str,
+    node: NodeSnapshot | None,
+    rules: VendorRules,
+    memory: VendorMemory,
+    *,
+    remembered: bool,
+    selected: bool,
+    selector: NodeSelector,
+    now: datetime,
+    window: timedelta,
+) -> VendorExplanation:
+    seen = observe(name, node, rules, selected=selected)
+    obs = seen.observation
+    decision = evaluate(obs, memory, now=now, rules=rules, window=window)  # the scheduler's own call
+    tz = now.tzinfo
+    assert tz is not None
+    observed = obs.handshake if rules.handshake_annotation else None
+    handshake = classify(observed, tz=tz)
+    standing = stamp_standing(handshake, now=now, window=window)
+    case = _Case(
+        rules=rules, obs=obs, memory=memory, decision=decision, handshake=handshake, standing=standing,
+        register=_register_facts(obs, memory, decision, rules),
+        allocatable=AllocatableFacts(resource=rules.count_resource, raw=seen.allocatable_raw,
+                                     count=obs.allocatable, invalid=seen.allocatable_invalid),
+        now=now, window=window, selector=selector,
+    )
+    state = _state(decision)
+    notes = _notes(case, state, remembered=remembered)
+    summary = _summary(case, state, remembered=remembered)
+    return VendorExplanation(
+        vendor_key=rules.vendor_key,
+        state=state,
+        summary=summary,
+        error=decision.error,
+        register=case.register,
+        handshake=HandshakeFacts(
+            annotation=rules.handshake_annotation,
+            value=observed,
+            kind=handshake.kind.value,
+            time=handshake.time.astimezone(tz) if handshake.time is not None else None,
+            age=case.age,
+            standing=standing.value,
+            error=handshake.error,
+        ),
+        allocatable=case.allocatable,
+        liveness=rules.liveness.name,
+        next=_next_step(case),
+        notes=notes,
+        decision=decision,
+    )
+
+
+def _register_facts(
+    obs: Observation, memory: VendorMemory, decision: Decision, rules: VendorRules
+) -> RegisterFacts:
+    """The register value's facts, from what the scheduler already read of it where it can."""
+    annotation = rules.register_annotation
+    value = obs.register
+    if value is None:
+        return RegisterFacts(annotation=annotation, present=False)
+    size = len(value.encode("utf-8", "surrogatepass"))
+    for known in (decision.memory, memory):
+        if known.register == value:
+            return RegisterFacts(annotation=annotation, present=True, size=size,
+                                 devices=len(known.devices or ()))
+        if known.degraded_value == value and known.degraded is not None:
+            return RegisterFacts(annotation=annotation, present=True, size=size, error=known.degraded)
+    # Not applied by the decision (not judged, or judged dead): read it as the scheduler would on readmission.
+    decoded = read_register(value, rules, obs.node)
+    if isinstance(decoded, str):
+        return RegisterFacts(annotation=annotation, present=True, size=size, error=decoded)
+    return RegisterFacts(annotation=annotation, present=True, size=size, devices=len(decoded))
+
+
+def _state(decision: Decision) -> VendorState:
+    reason = decision.reason
+    if reason is Reason.NODE_DELETED:
+        return VendorState.NODE_DELETED
+    if reason is Reason.NOT_SELECTED:
+        return VendorState.NOT_SELECTED
+    if reason in (Reason.CLEANED_UP, Reason.AWAITING_SIGN_OF_LIFE):
+        return VendorState.AWAITING_SIGN_OF_LIFE
+    if reason is Reason.DEGRADED:
+        return VendorState.DEGRADED
+    if reason is Reason.UNREGISTERED_EMPTY:
+        return VendorState.NO_DEVICES
+    if reason in (Reason.NO_VENDOR, Reason.UNREGISTERED_ABSENT):
+        return VendorState.NOT_PRESENT
+    return VendorState.REGISTERED
+
+
+def _summary(case: _Case, state: VendorState, *, remembered: bool) -> str:
+    d = case.decision
+    vendor = case.vendor
+    if state is VendorState.REGISTERED:
+        count = len(d.memory.devices or ())
+        what = {Reason.REGISTERED: "registers now", Reason.UPDATED: "takes the new register value"}.get(
+            d.reason) if remembered else None
+        return f"registered with {_devices(count)}" + (f" (the scheduler {what})" if what else "")
+    if state is VendorState.DEGRADED:
+        kept = len(d.memory.devices or ())
+        if d.verdict is Verdict.RULE_FAILED:
+            return "degraded: the driver's liveness rule failed, so nothing is judged (see error)"
+        keep = f"the cache keeps the last good list ({_devices(kept)})" if d.memory.registered \
+            else "nothing to schedule on"
+        return f"degraded: the register value does not decode (see register); {keep}"
+    if state is VendorState.AWAITING_SIGN_OF_LIFE:
+        if d.reason is Reason.CLEANED_UP:
+            return f"cleaned up now; {vendor} then waits for a sign of life"
+        if d.verdict is Verdict.DEAD:
+            return "found dead before it ever registered here; waiting for a sign of life"
+        return "cleaned up earlier; waiting for a sign of life"
+    if state is VendorState.NO_DEVICES:
+        return "not registered: its register annotation lists no devices"
+    if state is VendorState.NOT_PRESENT:
+        if d.reason is Reason.UNREGISTERED_ABSENT:
+            return "unregistered: its register annotation is gone"
+        if case.obs.handshake is not None and case.rules.handshake_annotation:
+            return f"not on this node: a {case.hs} annotation, but no {case.register.annotation}"
+        return "not on this node"
+    if state is VendorState.NOT_SELECTED:
+        return f"the node is outside the node selector {case.selector}: the scheduler keeps nothing of it"
+    return "the Node is deleted: everything about it is forgotten"
+
+
+def _dead_why(case: _Case) -> str:
+    """Why the liveness rule says dead, in words."""
+    rule = case.rules.liveness.name
+    age = case.age
+    if rule == "allocatable" and case.memory.allocatable_seen and case.obs.allocatable == 0:
+        return (f"allocatable {case.res} was above 0 and is now 0 (the allocatable rule: once the count has "
+                "been seen, liveness is the count)")
+    if rule in ("handshake", "allocatable") and case.standing is StampStanding.EXPIRED and age is not None:
+        return f"its stamp expired {span(age - case.window)} ago and allocatable {case.res} is 0"
+    stamp = {StampStanding.FRESH: "fresh", StampStanding.EXPIRED: "expired"}.get(case.standing, "missing")
+    return (f"the liveness rule '{rule}' says dead (stamp {stamp}, allocatable {case.res} "
+            f"{case.obs.allocatable})")
+
+
+def _sign_of_life(case: _Case) -> str:
+    """Which sign of life readmitted a vendor (spec 4.2)."""
+    if case.obs.allocatable > 0:
+        return f"allocatable {case.res} is {case.obs.allocatable}"
+    if case.handshake.kind is HandshakeKind.REPORT and case.obs.handshake != case.memory.handshake_at_cleanup:
+        return f"the plugin's report {shorten(case.obs.handshake or '')}"
+    return "a register value other than the one seen at cleanup"
+
+
+def _stamp_why(case: _Case) -> str:
+    """Why a stamp is written now."""
+    if case.memory.awaiting_sign_of_life:
+        return (f"{_sign_of_life(case)} is a sign of life after the cleanup: {case.vendor} is readmitted "
+                "and a fresh window starts")
+    h = case.handshake
+    value = shorten(h.value or "")
+    if h.kind is HandshakeKind.ABSENT:
+        return f"the node carries {case.vendor}'s register annotation and no stamp"
+    if h.kind is HandshakeKind.REPORT:
+        if (h.value or "").startswith("Deleted"):
+            return f"{value} is the cleanup mark of HAMi up to v2.9, not a stamp"
+        return f"the plugin's report {value} is answered with a stamp"
+    if h.kind is HandshakeKind.BAD_STAMP:
+        return f"{value} names no time that can be read ({h.error}): it counts as no stamp"
+    age = case.age
+    if age is not None and age < timedelta(0):
+        return f"the stamp {value} lies {span(age)} ahead, more than a window: it counts as no stamp"
+    return f"the handshake {value} is no usable stamp"
+
+
+def _alive_why(case: _Case) -> str:
+    """Why the vendor is alive (the verdicts that keep it)."""
+    d = case.decision
+    age = case.age
+    if d.verdict is Verdict.FRESH and age is not None:
+        left = case.window - age
+        return f"the stamp is fresh ({span(age)} old, {span(left)} left)" if age >= timedelta(0) \
+            else f"the stamp is fresh (it names a moment {span(age)} ahead)"
+    if d.verdict is Verdict.KEPT_BY_ALLOCATABLE and age is not None:
+        return (f"the stamp expired {span(age - case.window)} ago, but allocatable {case.res} is "
+                f"{case.obs.allocatable}, which keeps {case.vendor} alive")
+    if d.verdict is Verdict.NO_HANDSHAKE:
+        return (f"{case.vendor} has no handshake annotation; its liveness rule '{case.rules.liveness.name}' "
+                f"keeps it (allocatable {case.res} {case.obs.allocatable})")
+    return f"the liveness verdict is {d.verdict.value}"
+
+
+def _at_deadline(case: _Case) -> str:
+    keeps = f"the plugin reports in {case.hs} or allocatable {case.res} is above 0 before then"
+    if case.decision.memory.registered:
+        return f"the stamp expires: unless {keeps}, {case.vendor} is cleaned up (the handshake deleted)"
+    return (f"the stamp expires: unless {keeps}, {case.vendor} is judged dead; there is nothing to clean, "
+            "and from then on it registers here only on a sign of life")
+
+
+def _next_step(case: _Case) -> NextStep:
+    d = case.decision
+    write = d.write
+    deadline = d.recheck_at.astimezone(case.now.tzinfo) if d.recheck_at is not None else None
+    at_deadline = _at_deadline(case) if deadline is not None else None
+    if write is not None and write.value is not None:
+        return NextStep(write=WriteKind.STAMP, annotation=write.annotation, value=write.value,
+                        why=f"stamp {write.annotation} now: {_stamp_why(case)}", deadline=deadline,
+                        at_deadline=at_deadline)
+    if write is not None:
+        if d.reason is Reason.CLEANED_UP:
+            why = (f"delete {write.annotation} now: {case.vendor} is cleaned up: {_dead_why(case)}; its "
+                   f"devices leave the cache, and it comes back only when {case.signs()}")
+        else:
+            why = (f"delete {write.annotation} now: {case.vendor} was cleaned up and the node still shows "
+                   f"{shorten(case.obs.handshake or '')}, the value judged then (the delete was not sent, or "
+                   "has not landed)")
+        return NextStep(write=WriteKind.DELETE, annotation=write.annotation, why=why)
+    return NextStep(write=WriteKind.NOTHING, why="nothing to write: " + _nothing_why(case), deadline=deadline,
+                    at_deadline=at_deadline)
+
+
+def _nothing_why(case: _Case) -> str:
+    d = case.decision
+    vendor = case.vendor
+    if d.reason is Reason.NODE_DELETED:
+        return "the Node is deleted"
+    if d.reason is Reason.NOT_SELECTED:
+        return f"the node does not match the node selector {case.selector}"
+    if d.verdict is Verdict.RULE_FAILED:
+        return f"the liveness rule failed, so nothing is judged: {d.error}"
+    if d.reason is Reason.AWAITING_SIGN_OF_LIFE and d.verdict is Verdict.DEAD:
+        return (f"{_dead_why(case)}, but {vendor} never got into the cache here: there is nothing to clean "
+                f"and the stamp is left as it is; it registers when {case.signs()}")
+    if d.reason is Reason.AWAITING_SIGN_OF_LIFE:
+        return (f"{vendor} was cleaned up and has shown no sign of life since; a stamp is not one, so none "
+                f"is written; it comes back when {case.signs()}")
+    if d.verdict is Verdict.UNSTAMPED:
+        return f"the node carries neither {case.register.annotation} nor {case.hs}"
+    why = _alive_why(case)
+    if d.verdict is Verdict.KEPT_BY_ALLOCATABLE:
+        why += f"; it is cleaned up once allocatable {case.res} drops to 0"
+    elif d.verdict is Verdict.FRESH and d.recheck_at is None and case.obs.allocatable > 0:
+        why += f"; when it expires, allocatable {case.res} ({case.obs.allocatable}) keeps {vendor}"
+    if d.reason is Reason.NO_VENDOR:
+        why += f"; the node carries no {case.register.annotation}, so there is nothing to register"
+    return why
+
+
+def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, ...]:
+    notes: list[Note] = []
+    h = case.handshake
+    value = shorten(h.value or "")
+    vendor = case.vendor
+    present = case.obs.present and case.obs.selected
+    if case.allocatable.invalid:
+        raw = shorten(case.allocatable.raw or "")
+        notes.append(Note("allocatable-invalid",
+                          f"allocatable {case.res}={raw} is not a quantity: it counts as 0"))
+    if not present or case.rules.handshake_annotation is None:
+        return tuple(notes)
+    is_stamp = h.kind in (HandshakeKind.STAMP, HandshakeKind.BAD_STAMP)
+    if is_stamp and case.obs.register is None and not case.decision.memory.registered:
+        notes.append(Note("hami-stamp-without-vendor", (
+            f"{case.hs} holds a scheduler stamp ({value}), but the node has no {case.register.annotation}: "
+            "HAMi's scheduler stamps every node for every vendor, CPU-only ones included. The stamp says "
+            f"nothing about {vendor} here; without its register annotation nothing is registered")))
+    if h.kind is HandshakeKind.STAMP and h.value is not None:
+        layout = _stamp_layout(h.value)
+        if layout is not None:
+            notes.append(Note("hami-cannot-parse", (
+                f"{value} is in {layout}, which HAMi v2.10 cannot parse: HAMi counts it as healthy forever "
+                f"and never cleans {vendor} up through it; hami-core reads it as a stamp that expires")))
+        elif case.age is not None and case.standing is StampStanding.MISSING:
+            notes.append(Note("hami-far-future", (
+                f"{value} lies {span(case.age)} ahead: HAMi counts it as healthy until then; hami-core "
+                "counts a stamp more than a window ahead as no stamp and stamps again")))
+    if h.kind is HandshakeKind.BAD_STAMP:
+        notes.append(Note("hami-cannot-parse", (
+            f"{value} is a Requesting value without a readable time: HAMi counts it as healthy forever and "
+            f"never cleans {vendor} up through it; hami-core counts it as no stamp and stamps again")))
+    if h.kind is HandshakeKind.REPORT and (h.value or "").startswith("Deleted"):
+        notes.append(Note("hami-deleted-mark", (
+            f"{value} is the mark HAMi up to v2.9 wrote on cleanup; HAMi v2.10 and hami-core both count it "
+            "as no stamp")))
+    memory = case.memory
+    if (remembered and memory.awaiting_sign_of_life and h.kind is HandshakeKind.STAMP
+            and h.value != memory.handshake_at_cleanup):
+        age = f", {span(case.age)} old" if case.age is not None and case.age >= timedelta(0) else ""
+        notes.append(Note("hami-flapping", (
+            f"{vendor} was cleaned up here and has shown no sign of life since, yet the node carries a "
+            f"stamp hami-core did not write ({value}{age}): HAMi's scheduler stamps a vendor again after "
+            "cleaning it up and re-adds its devices, then cleans it again a window later (its flapping). A "
+            f"stamp is not a sign of life: hami-core keeps {vendor} out until {case.signs()}")))
+    if not remembered:
+        notes.extend(_without_memory(case, state))
+    return tuple(notes)
+
+
+#: The states in which the vendor is in the device cache.
+_IN_CACHE = (VendorState.REGISTERED, VendorState.DEGRADED)
+
+
+def _without_memory(case: _Case, state: VendorState) -> list[Note]:
+    """What a scheduler with a past on this node would do differently: one that has the vendor registered,
+    or one that cleaned it up when the node looked as it does now and waits for a sign of life."""
+    obs = case.obs
+    if state in (VendorState.NOT_SELECTED, VendorState.NODE_DELETED) or vendor_absent(obs, _NOTHING_KNOWN):
+        return []
+    pasts: list[tuple[str, VendorMemory]] = []
+    if obs.register is not None:
+        decoded = read_register(obs.register, case.rules, obs.node)
+        if not isinstance(decoded, str) and decoded:
+            pasts.append((f"has {case.vendor} registered here", VendorMemory(devices=decoded,
+                                                                             register=obs.register)))
+    report = obs.handshake if case.handshake.kind is HandshakeKind.REPORT else None
+    pasts.append((f"cleaned {case.vendor} up here when the node looked as it does now",
+                  VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=obs.register,
+                               handshake_at_cleanup=report)))
+    actual = (state in _IN_CACHE, write_kind(case.decision))
+    others = []
+    for who, memory in pasts:
+        then = evaluate(obs, memory, now=case.now, rules=case.rules, window=case.window)
+        if (_state(then) in _IN_CACHE, write_kind(then)) != actual:
+            others.append(f"a scheduler that {who} would {_would(case, then)}")
+    if not others:
+        return []
+    return [Note("no-memory", (
+        "hami doctor has no memory of earlier evaluations and judges as a scheduler that has just started: "
+        + "; ".join(others) + f". A running scheduler's /cache/{obs.node} view knows which applies"))]
+
+
+def write_kind(decision: Decision) -> WriteKind:
+    """The kind of handshake write a decision makes."""
+    if decision.write is None:
+        return WriteKind.NOTHING
+    return WriteKind.STAMP if decision.write.value is not None else WriteKind.DELETE
+
+
+def _would(case: _Case, then: Decision) -> str:
+    """What another decision does, as the end of "a scheduler that ... would ..."."""
+    kind = write_kind(then)
+    if kind is WriteKind.DELETE:
+        return f"clean it up now (delete {case.hs})"
+    state = _state(then)
+    if kind is WriteKind.STAMP:
+        return f"stamp {case.hs} now"
+    if state is VendorState.AWAITING_SIGN_OF_LIFE:
+        alone = " (a stamp alone, such as HAMi's, does not readmit it)" \
+            if case.handshake.kind is HandshakeKind.STAMP else ""
+        return f"keep it out and write nothing until {case.signs()}{alone}"
+    return f"write nothing and show it {state.value}"
+
+
+# --- JSON -------------------------------------------------------------------------------------------------
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+def _seconds(delta: timedelta | None) -> float | None:
+    return round(delta.total_seconds(), 3) if delta is not None else None
+
+
+def vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
+    """One vendor's explanation as JSON (``/cache/<node>`` and ``hami doctor --json``)."""
+    e = explanation
+    return {
+        "vendor": e.vendor_key,
+        "state": e.state.value,
+        "summary": e.summary,
+        "reason": e.reason.value,
+        "verdict": e.verdict.value,
+        "error": e.error,
+        "liveness": e.liveness,
+        "register": {
+            "annotation": e.register.annotation,
+            "present": e.register.present,
+            "bytes": e.register.size,
+            "decodes": e.register.decodes,
+            "devices": e.register.devices,
+            "error": e.register.error,
+        },
+        "handshake": {
+            "annotation": e.handshake.annotation,
+            "value": e.handshake.value,
+            "kind": e.handshake.kind,
+            "time": _iso(e.handshake.time),
+            "age_seconds": _seconds(e.handshake.age),
+            "standing": e.handshake.standing,
+            "error": e.handshake.error,
+        },
+        "allocatable": {
+            "resource": e.allocatable.resource,
+            "value": e.allocatable.raw,
+            "count": e.allocatable.count,
+            "invalid": e.allocatable.invalid,
+        },
+        "next": {
+            "write": e.next.write.value,
+            "annotation": e.next.annotation,
+            "value": e.next.value,
+            "why": e.next.why,
+            "deadline": _iso(e.next.deadline),
+            "at_deadline": e.next.at_deadline,
+        },
+        "notes": [{"code": n.code, "text": n.text} for n in e.notes],
+    }
+
+
+def explanation_json(explanation: NodeExplanation) -> dict[str, Any]:
+    """A node's explanation as JSON; ``vendors`` is keyed by vendor key."""
+    e = explanation
+    return {
+        "node": e.node,
+        "present": e.present,
+        "uid": e.uid,
+        "resource_version": e.resource_version,
+        "selected": e.selected,
+        "selector": e.selector,
+        "judged_at": e.now.isoformat(),
+        "window_seconds": e.window.total_seconds(),
+        "remembered": e.remembered,
+        "vendors": {v.vendor_key: vendor_json(v) for v in e.vendors},
+    }

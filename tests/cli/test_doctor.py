@@ -1,0 +1,367 @@
+"""``hami doctor node``: from an exported Node (offline) and live against the real API server, alone and
+next to a running scheduler whose ``/cache/<node>`` view it compares with its own."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import rbac
+from harness.fixtures import unique_node_name
+from harness.scheduler_world import World, real_world  # noqa: F401  (the fixture)
+
+from hami_core.cli import logs, run
+from hami_core.kube.client import KubeCluster
+from hami_core.kube.port import Lease
+from hami_core.protocol.handshake import format_report, format_stamp
+
+HAMI = str(Path(sys.executable).with_name("hami"))
+DCU_VALUE = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
+DCU_REG, DCU_HS = "hami.io/node-dcu-register", "hami.io/node-handshake-dcu"
+MLU_REG, MLU_HS = "hami.io/node-mlu-register", "hami.io/node-handshake-mlu"
+AT = "2026-11-30T12:00:00+08:00"
+
+
+def hami_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``hami`` command, in its own process."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HAMI_") and k != "KUBECONFIG"}
+    return subprocess.run([HAMI, *args], capture_output=True, text=True, timeout=60, env=env,
+                          stdin=subprocess.DEVNULL)
+
+
+def hami(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``hami`` run in this process, exactly as the entry point runs it (a process costs seconds here)."""
+    patch = pytest.MonkeyPatch()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        for key in [k for k in os.environ if k.startswith("HAMI_") or k == "KUBECONFIG"]:
+            patch.delenv(key)
+        patch.setattr(logs, "_active", None)  # as in a new process: no log format configured yet
+        patch.setattr(sys, "argv", ["hami", *args])
+        patch.setattr(sys, "stdin", io.StringIO(stdin or ""))
+        patch.setattr(sys, "stdout", out)
+        patch.setattr(sys, "stderr", err)
+        try:
+            run()
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else 1
+    finally:
+        patch.undo()
+    return subprocess.CompletedProcess(["hami", *args], code, out.getvalue(), err.getvalue())
+
+
+def one_error(result: subprocess.CompletedProcess[str], code: int) -> str:
+    assert result.returncode == code, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert result.stdout == "", result.stdout
+    return lines[0]
+
+
+def doctor_json(*args: str, stdin: str | None = None) -> dict[str, Any]:
+    result = hami("doctor", "node", *args, "--json", stdin=stdin)
+    assert result.returncode == 0, result
+    body: dict[str, Any] = json.loads(result.stdout)
+    return body
+
+
+def exported_node(name: str = "gpu-1") -> dict[str, Any]:
+    """What ``kubectl get node gpu-1 -o json`` prints, give or take the fields the protocol ignores."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "uid": "0b7c6d1e-0000-4000-8000-000000000001",
+            "resourceVersion": "12345",
+            "creationTimestamp": "2026-11-01T00:00:00Z",
+            "labels": {"kubernetes.io/hostname": name},
+            "annotations": {
+                DCU_REG: DCU_VALUE,
+                DCU_HS: "Requesting_2026.11.30 11:59:50",  # HAMi <= v2.4's dotted stamp, 10 s old
+                MLU_REG: "MLU-1,10:",  # truncated: does not decode
+                "hami.io/node-handshake": "Requesting_2026-11-30 11:59:30",  # HAMi's stamp, no NVIDIA here
+                "node.alpha.kubernetes.io/ttl": "0",
+            },
+        },
+        "spec": {"podCIDR": "10.0.0.0/24"},
+        "status": {"allocatable": {"cpu": "32", "memory": "131072Mi", "hygon.com/dcunum": "0"},
+                   "capacity": {"cpu": "32"}},
+    }
+
+
+YAML_EXPORT = """\
+apiVersion: v1
+kind: Node
+metadata:
+  annotations:
+    hami.io/node-dcu-register: 'DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:'
+    hami.io/node-handshake-dcu: Requesting_2026.11.30 11:59:50
+    hami.io/node-handshake: Requesting_2026-11-30 11:59:30
+    hami.io/node-mlu-register: 'MLU-1,10:'
+  creationTimestamp: "2026-11-01T00:00:00Z"
+  labels:
+    kubernetes.io/hostname: gpu-1
+  name: gpu-1
+  resourceVersion: "12345"
+  uid: 0b7c6d1e-0000-4000-8000-000000000001
+spec: {}
+status:
+  allocatable:
+    cpu: "32"
+    hygon.com/dcunum: "0"
+"""
+
+
+# --- offline: an exported Node --------------------------------------------------------------------------
+
+
+def test_an_exported_node_in_yaml_as_a_table(tmp_path: Path) -> None:
+    path = tmp_path / "node.yaml"
+    path.write_text(YAML_EXPORT)
+    result = hami_process("doctor", "node", "--from-file", str(path), "--at", AT, "--timezone", "+08:00")
+    assert result.returncode == 0 and result.stderr == "", result
+    out = result.stdout
+    assert out.startswith(f"Node gpu-1 (from {path}; uid 0b7c6d1e-0000-4000-8000-000000000001, "
+                          "resourceVersion 12345)")
+    assert "judged at 2026-11-30 12:00:00 +0800, handshake window 1 min" in out
+    assert "no memory of earlier evaluations" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[4:9] if line.strip()}
+    assert rows["VENDOR"][:3] == ["VENDOR", "STATE", "REGISTER"]
+    assert rows["DCU"][1:3] == ["registered", "1"] and rows["DCU"][-1] == "nothing"
+    assert rows["MLU"][1] == "degraded" and rows["MLU"][-1] == "stamp"
+    assert rows["NVIDIA"][1] == "not-present" and rows["XPU"][1] == "not-present"
+    flat = " ".join(out.split())  # the details are wrapped
+    assert "which HAMi v2.10 cannot parse" in flat  # the dotted DCU stamp
+    assert "HAMi's scheduler stamps every node for every vendor" in flat  # NVIDIA's stamp, no NVIDIA
+    assert "segment 1 (offset 0)" in flat  # where the MLU value goes wrong
+
+
+def test_an_exported_node_in_json_as_json(tmp_path: Path) -> None:
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(exported_node()))
+    body = doctor_json("--from-file", str(path), "--at", AT, "--timezone", "+08:00", "--vendors", "dcu,mlu")
+    assert (body["node"], body["resource_version"], body["judged_at"]) == ("gpu-1", "12345", AT)
+    assert body["source"] == {"kind": "file", "file": str(path)}
+    assert body["lease"] is None and body["scheduler"] is None and body["remembered"] is False
+    assert set(body["vendors"]) == {"DCU", "MLU"}
+    dcu = body["vendors"]["DCU"]
+    assert (dcu["state"], dcu["register"]["devices"], dcu["handshake"]["kind"]) == ("registered", 1, "stamp")
+    assert dcu["handshake"]["age_seconds"] == 10.0 and dcu["next"]["write"] == "nothing"
+    assert dcu["next"]["deadline"] == "2026-11-30T12:00:50+08:00"
+    assert {n["code"] for n in dcu["notes"]} == {"hami-cannot-parse", "no-memory"}
+    mlu = body["vendors"]["MLU"]
+    assert mlu["state"] == "degraded" and mlu["register"]["decodes"] is False
+    assert "segment 1" in mlu["register"]["error"] and mlu["next"]["write"] == "stamp"
+    assert mlu["next"]["value"] == "Requesting_2026-11-30 12:00:00"
+    # the same moment in another zone: the dotted stamp is read in the scheduler's zone (UTC here)
+    utc = doctor_json("--from-file", str(path), "--at", "2026-11-30T11:59:59Z", "--timezone", "UTC",
+                      "--vendors", "dcu")
+    assert utc["vendors"]["DCU"]["handshake"]["age_seconds"] == 9.0
+
+
+def test_a_later_moment_and_a_selector(tmp_path: Path) -> None:
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(exported_node()))
+    later = doctor_json("--from-file", str(path), "--at", "2026-11-30T12:05:00+08:00", "--timezone", "+08:00",
+                        "--vendors", "dcu")
+    dcu = later["vendors"]["DCU"]
+    assert dcu["state"] == "awaiting-sign-of-life" and dcu["next"]["write"] == "nothing"
+    assert any("has DCU registered here would clean it up now" in n["text"] for n in dcu["notes"])
+    outside = doctor_json("--from-file", str(path), "--at", AT, "--node-selector", "pool=gpu",
+                          "--vendors", "dcu")
+    assert outside["selected"] is False and outside["vendors"]["DCU"]["state"] == "not-selected"
+
+
+def test_a_list_of_nodes_and_standard_input(tmp_path: Path) -> None:
+    listed = {"apiVersion": "v1", "kind": "List", "items": [exported_node("gpu-1"), exported_node("gpu-2")]}
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(listed))
+    assert doctor_json("gpu-2", "--from-file", str(path), "--at", AT, "--vendors", "dcu")["node"] == "gpu-2"
+    line = one_error(hami("doctor", "node", "--from-file", str(path)), 2)
+    assert line.endswith(f"{path}: a list of 2 Nodes: name the one to examine")
+    body = doctor_json("--from-file", "-", "--at", AT, "--vendors", "dcu", stdin=json.dumps(exported_node()))
+    assert body["node"] == "gpu-1" and body["source"]["file"] == "-"
+
+
+@pytest.mark.parametrize(("content", "args", "message"), [
+    (None, (), "{path}: not found"),
+    ("", (), "{path}: not a Node: the file is empty"),
+    ("kind: Pod\nmetadata: {name: p}\n", (), "{path}: not a Node: it holds a Pod"),
+    ("metadata: {name: n}\n", (), "{path}: not a Node: it holds an object without a kind"),
+    ("- a\n- b\n", (), "{path}: not a Node: it holds a YAML list, not an object"),
+    ("kind: Node\nmetadata: [\n", (), "{path}: not a Node: not valid YAML or JSON at line 3"),
+    ("kind: Node\nmetadata: {}\n", (), "{path}: not a Node: malformed Node: metadata.name is None"),
+    ("kind: Node\nmetadata: {name: n, annotations: {a: [1]}}\n", (),
+     "{path}: not a Node: malformed Node 'n' metadata.annotations['a']: expected a string, got list"),
+    (YAML_EXPORT, ("gpu-2",), "{path}: holds Node 'gpu-1', not 'gpu-2'"),
+    (YAML_EXPORT, ("--vendors", "nosuch"), "unknown vendor driver 'nosuch'"),
+    (YAML_EXPORT, ("--timezone", "Mars/Base"), "Invalid value for '--timezone': 'Mars/Base' is not"),
+    (YAML_EXPORT, ("--at", "yesterday"), "Invalid value for '--at': 'yesterday' is not a time"),
+    (YAML_EXPORT, ("--handshake-window", "0s"), "Invalid value for '--handshake-window'"),
+    (YAML_EXPORT, ("--node-selector", "a=b=c"), "Invalid value for '--node-selector'"),
+    (YAML_EXPORT, ("--scheduler-url", "http://127.0.0.1:1"), "--scheduler-url compares with the live Node"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content: str | None, args: tuple[str, ...],
+                                          message: str) -> None:
+    path = tmp_path / "node.yaml"
+    if content is not None:
+        path.write_text(content)
+    line = one_error(hami("doctor", "node", "--from-file", str(path), *args), 2)
+    assert message.format(path=path) in line, line
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ((), "give a Node NAME, or --from-file FILE"),
+    (("Not_A_Name",), "Invalid value for 'NAME': 'Not_A_Name' is not a Node name"),
+    (("gpu-1", "--scheduler-url", "ftp://host"), "Invalid value for '--scheduler-url': 'ftp://host' is not"),
+    (("gpu-1", "--kubeconfig", "/nonexistent/kubeconfig"), "kubeconfig /nonexistent/kubeconfig: not found"),
+])
+def test_bad_usage_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
+    line = one_error(hami("doctor", "node", *args), 2)
+    assert message in line, line
+
+
+def test_a_directory_is_not_a_node_file(tmp_path: Path) -> None:
+    line = one_error(hami("doctor", "node", "--from-file", str(tmp_path)), 2)
+    assert line.endswith(f"{tmp_path}: not readable: it is a directory")
+
+
+# --- live: the real API server --------------------------------------------------------------------------
+
+
+def _identity(apiserver: Any, name: str, rules: list[dict[str, Any]] | None) -> str:
+    """A client-certificate user bound to a ClusterRole of ``rules`` (``None``: no rights at all)."""
+    user = str(apiserver.add_identity(f"hami-doctor-{name}-{uuid.uuid4().hex[:6]}"))
+    if rules is not None:
+        role = {"apiVersion": rbac.RBAC_V1, "kind": "ClusterRole", "metadata": {"name": user}, "rules": rules}
+        for path, body in (("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
+                           ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                            rbac.binding(user, "User", user))):
+            status, answer = apiserver.request("POST", path, body)
+            assert status == 201, answer
+    return user
+
+
+#: What the doctor needs: get on Nodes, get on Leases; nothing else.
+READ_ONLY = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
+             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get"]}]
+
+
+def test_live_node_lease_and_no_write(apiserver: Any, apiserver_namespace: str) -> None:
+    admin = KubeCluster.from_kubeconfig(apiserver.kubeconfig("admin"))
+    name = unique_node_name("doctor")
+    now = datetime.now().astimezone()
+    expired = format_stamp(now - timedelta(seconds=90))
+    admin.create_node(name, annotations={DCU_REG: DCU_VALUE, DCU_HS: expired})
+    admin.patch_node_status(name, {"hygon.com/dcunum": "4"})
+    reader = apiserver.kubeconfig(_identity(apiserver, "reader", READ_ONLY))
+    before = admin.get_node(name).resource_version
+    args = ("--kubeconfig", reader, "--lease-namespace", apiserver_namespace, "--vendors", "dcu,mlu")
+
+    body = doctor_json(name, *args)
+    assert body["source"]["kind"] == "cluster" and body["resource_version"] == before
+    dcu = body["vendors"]["DCU"]
+    assert (dcu["state"], dcu["verdict"]) == ("registered", "kept-by-allocatable")
+    assert dcu["next"]["write"] == "nothing"
+    assert dcu["allocatable"] == {"resource": "hygon.com/dcunum", "value": "4", "count": 4, "invalid": False}
+    assert body["vendors"]["MLU"]["state"] == "not-present"
+    assert body["lease"]["found"] is False and "not found" in body["lease"]["summary"]
+
+    renewed = datetime.now(UTC)
+    admin.create_lease(Lease(name="hami-scheduler", namespace=apiserver_namespace,
+                             holder_identity="replica-7", lease_duration_seconds=3600, acquire_time=renewed,
+                             renew_time=renewed))
+    result = hami("doctor", "node", name, *args)
+    assert result.returncode == 0, result
+    assert f"Lease {apiserver_namespace}/hami-scheduler: held by replica-7, renewed" in result.stdout
+    assert "kept-by-allocatable" in result.stdout
+    lease = doctor_json(name, *args)["lease"]
+    assert (lease["holder"], lease["held"]) == ("replica-7", True)
+    assert admin.get_node(name).resource_version == before  # the doctor wrote nothing
+    admin.delete_node(name)
+
+
+def test_live_failures_are_one_line_and_exit_1(apiserver: Any, apiserver_namespace: str,
+                                               tmp_path: Path) -> None:
+    admin = apiserver.kubeconfig("admin")
+    line = one_error(hami("doctor", "node", unique_node_name("missing"), "--kubeconfig", admin), 1)
+    assert "not found in the cluster" in line
+    nobody = apiserver.kubeconfig(_identity(apiserver, "nobody", None))
+    line = one_error(hami("doctor", "node", "some-node", "--kubeconfig", nobody), 1)
+    assert "may not get nodes cluster-wide" in line and "charts/hami-core" in line
+    # a Lease it may not read is shown, not fatal
+    name = unique_node_name("doctor")
+    apiserver.request("POST", "/api/v1/nodes", {"metadata": {"name": name}})
+    nodes_only = apiserver.kubeconfig(_identity(apiserver, "nodes", READ_ONLY[:1]))
+    body = doctor_json(name, "--kubeconfig", nodes_only, "--lease-namespace", apiserver_namespace)
+    assert "may not get leases" in body["lease"]["error"]
+    apiserver.request("DELETE", f"/api/v1/nodes/{name}")
+    # an API server that is not there
+    config = json.loads(Path(admin).read_text())
+    config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
+    gone = tmp_path / "gone.kubeconfig"
+    gone.write_text(json.dumps(config))
+    line = one_error(hami("doctor", "node", "some-node", "--kubeconfig", str(gone)), 1)
+    assert line.startswith("error: cannot reach the API server: ") and "Connection refused" in line
+
+
+def test_live_next_to_a_running_scheduler(real_world: World) -> None:  # noqa: F811
+    """The doctor and a scheduler's /cache view agree where the scheduler's past does not matter, and
+    say why they differ where it does (a cleanup the doctor cannot know of)."""
+    world = real_world
+    registered = world.node("reg", {DCU_REG: DCU_VALUE}, {"hygon.com/dcunum": "4"})
+    cpu = world.node("cpu")
+    degraded = world.node("bad", {MLU_REG: "MLU-1,10:"})
+    dead = world.node("dead", {DCU_REG: DCU_VALUE})
+    replica = world.scheduler("dcu", "mlu", identity="doctor-test-leader")
+    world.run_until("ready", replica.ready)
+    world.run_until("dead node cleaned up", lambda: replica.cache.vendor(dead, "DCU") is None)
+    world.admin.patch_node_annotations(dead, {DCU_HS: format_stamp(world.clock.now())})  # HAMi re-stamps
+    world.settle()
+    address = replica.http_address
+    assert address is not None
+    now = world.clock.now()  # the scheduler's fake clock stands still while the doctor runs
+    args = ("--kubeconfig", world.server.kubeconfig("admin"),  # type: ignore[attr-defined]
+            "--lease-namespace", world.namespace, "--vendors", "dcu,mlu",
+            "--node-selector", ",".join(f"{k}={v}" for k, v in world.label.items()),
+            "--at", now.isoformat(), "--timezone", now.strftime("%z"),
+            "--scheduler-url", f"http://127.0.0.1:{address[1]}")
+
+    for name in (registered, cpu, degraded):
+        body = doctor_json(name, *args)
+        scheduler = body["scheduler"]
+        assert scheduler["error"] is None and scheduler["agrees"] is True, scheduler
+        assert scheduler["identity"] == "doctor-test-leader" and scheduler["leader"] is True
+        assert body["lease"]["holder"] == "doctor-test-leader" and body["lease"]["held"] is True
+
+    body = doctor_json(dead, *args)
+    assert body["vendors"]["DCU"]["state"] == "registered"  # no memory: a fresh stamp, a register value
+    scheduler = body["scheduler"]
+    assert scheduler["agrees"] is False
+    dcu = scheduler["vendors"]["DCU"]
+    assert dcu["scheduler"] == {"state": "awaiting-sign-of-life", "write": "nothing"}
+    assert "remembers cleaning DCU up here" in dcu["why"]
+    assert scheduler["vendors"]["MLU"]["agrees"] is True
+    text = hami("doctor", "node", dead, *args).stdout
+    assert "doctor-test-leader, leader, sends its writes" in text and "DIFFERS" in text
+
+    # once the plugin reports, both say registered
+    world.admin.patch_node_annotations(dead, {DCU_HS: format_report(world.clock.now())})
+    world.run_until("readmitted", lambda: replica.cache.vendor(dead, "DCU") is not None)
+    world.settle()
+    now = world.clock.now()
+    moved = [*args[:-6], "--at", now.isoformat(), *args[-4:]]
+    assert doctor_json(dead, *moved)["scheduler"]["agrees"] is True
+
+    # a scheduler that is not there: said, not fatal
+    body = doctor_json(cpu, *args[:-1], "http://127.0.0.1:1")
+    assert body["scheduler"]["agrees"] is None and "not reachable" in body["scheduler"]["error"]
