@@ -487,11 +487,19 @@ class Scheduler:
         with self._lock:
             synced_term = self._synced_term
         listed = self.reflector.has_synced
+        would: dict[tuple[str, str], int] | None = None
+        if self.config.read_only:
+            vendor_of = {v.handshake_annotation: v.vendor_key for v in self.registrar.vendors}
+            would = {}
+            for patch in self.would_writes().values():
+                for annotation, value in patch.items():
+                    pair = (vendor_of.get(annotation, "?"), "stamp" if value is not None else "delete")
+                    would[pair] = would.get(pair, 0) + 1
         return LiveState(
             leader=leader, ready=self.ready(), term=self.elector.term,
             cache_synced=listed and (not leader or synced_term == self.elector.term),
             nodes_watched=len(self.reflector.names()), queue_depth=len(self.queue),
-            queue_delayed=self.queue.delayed(), vendors=vendors,
+            queue_delayed=self.queue.delayed(), vendors=vendors, would_write=would,
         )
 
 

@@ -24,6 +24,7 @@
 | ``hami_scheduler_devices`` | gauge | vendor | devices in the device cache |
 | ``hami_scheduler_work_queue_depth`` | gauge | | node keys ready for the worker |
 | ``hami_scheduler_work_queue_delayed`` | gauge | | keys waiting for a later time (stamp expiries, retries, the resync) |
+| ``hami_scheduler_read_only_pending_writes`` | gauge | vendor, kind | read-only mode: nodes a leader would write to now (``stamp``, ``delete``) |
 
 plus ``hami_build_info`` and the process metrics. Every labelled series the daemon can produce exists at
 0 from the start: one per selected vendor (and state), per API call the daemon makes, per Event reason.
@@ -103,6 +104,8 @@ class LiveState:
     queue_delayed: int
     #: vendor key -> counts; a selected vendor missing here counts 0.
     vendors: Mapping[str, VendorCounts] = attrs.field(factory=dict)
+    #: Read-only mode: (vendor key, "stamp" or "delete") -> nodes a leader would write that to now.
+    would_write: Mapping[tuple[str, str], int] | None = None
 
 
 class _LiveCollector(Collector):
@@ -156,6 +159,14 @@ class _LiveCollector(Collector):
                 devices.add_metric([vendor], counts.devices)
         yield nodes
         yield devices
+        would = gauge("hami_scheduler_read_only_pending_writes",
+                      "Read-only mode: nodes a leader would write to now, by vendor and kind (stamp, "
+                      "delete); no series unless --read-only.", 0, ("vendor", "kind"))
+        if s is not None and s.would_write is not None:
+            for vendor in self._vendors:
+                for kind in ("stamp", "delete"):
+                    would.add_metric([vendor, kind], s.would_write.get((vendor, kind), 0))
+        yield would
 
 
 def total(counter: Counter, **labels: str) -> float:

@@ -104,6 +104,12 @@ def test_read_only_decides_as_a_leader_would_and_writes_nothing(
     assert would[cluster_state["dotted"]] == {}  # a real, fresh-enough stamp here (HAMi cannot parse it)
     assert would[cluster_state["registered"]] == {}
     assert observer.cache.vendor(cluster_state["null"], "NVIDIA").state == "degraded"
+    pending = {(sample.labels["vendor"], sample.labels["kind"]): sample.value
+               for family in text_string_to_metric_families(observer.metrics_text())
+               if family.name == "hami_scheduler_read_only_pending_writes" for sample in family.samples}
+    assert pending[("MLU", "stamp")] == sum(
+        1 for patch in would.values() if "hami.io/node-handshake-mlu" in patch)
+    assert pending[("MLU", "stamp")] >= 1 and pending[("DCU", "delete")] == 0
 
     # HAMi's scheduler and plugins keep writing for a while: reports, stamps, cleanups, bad values.
     for second in range(30):
@@ -120,7 +126,7 @@ def test_read_only_decides_as_a_leader_would_and_writes_nothing(
     world.settle()
     calls: Counter[str] = cluster.calls
     assert sum(calls[name] for name in WRITES) == 0, calls
-    assert observer.events.posted == 0
+    assert observer.status()["counters"]["events_posted"] == 0
     assert observer.cache.vendor(cluster_state["registered"], "NVIDIA").state == "degraded"
     if world.kind == "apiserver":
         assert _refused_writes(world) == refused_before  # nothing was even tried
