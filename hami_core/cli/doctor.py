@@ -36,6 +36,7 @@ from hami_core.kube.access import describe_error
 from hami_core.kube.port import Cluster, ClusterError, Forbidden, Lease, NodeSnapshot, NotFound, Unavailable
 from hami_core.kube.wire import node_snapshot
 from hami_core.protocol.errors import shorten
+from hami_core.scheduler.config import DEFAULT_LEASE_NAME
 from hami_core.scheduler.explain import (
     NodeExplanation,
     VendorExplanation,
@@ -567,7 +568,7 @@ def doctor() -> None:
                    "instead of now: for a Node exported earlier.")
 @click.option("--lease-namespace", envvar="HAMI_LEASE_NAMESPACE", default="kube-system", show_default=True,
               help="Namespace of the scheduler's leader Lease. Env: HAMI_LEASE_NAMESPACE.")
-@click.option("--lease-name", envvar="HAMI_LEASE_NAME", default="hami-scheduler", show_default=True,
+@click.option("--lease-name", envvar="HAMI_LEASE_NAME", default=DEFAULT_LEASE_NAME, show_default=True,
               help="Name of the scheduler's leader Lease. Env: HAMI_LEASE_NAME.")
 @click.option("--scheduler-url", callback=_scheduler_url, metavar="URL",
               help="A scheduler's status endpoint (e.g. http://127.0.0.1:9395): compare its /cache/NAME view "

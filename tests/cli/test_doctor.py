@@ -22,6 +22,7 @@ from hami_core.cli import logs, run
 from hami_core.kube.client import KubeCluster
 from hami_core.kube.port import Lease
 from hami_core.protocol.handshake import format_report, format_stamp
+from hami_core.scheduler.config import DEFAULT_LEASE_NAME
 
 HAMI = str(Path(sys.executable).with_name("hami"))
 DCU_VALUE = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
@@ -245,7 +246,7 @@ def _identity(apiserver: Any, name: str, rules: list[dict[str, Any]] | None) -> 
         role = {"apiVersion": rbac.RBAC_V1, "kind": "ClusterRole", "metadata": {"name": user}, "rules": rules}
         for path, body in (("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
                            ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-                            rbac.binding(user, "User", user))):
+                            rbac.binding(user, rbac.user(user)))):
             status, answer = apiserver.request("POST", path, body)
             assert status == 201, answer
     return user
@@ -277,12 +278,12 @@ def test_live_node_lease_and_no_write(apiserver: Any, apiserver_namespace: str) 
     assert body["lease"]["found"] is False and "not found" in body["lease"]["summary"]
 
     renewed = datetime.now(UTC)
-    admin.create_lease(Lease(name="hami-scheduler", namespace=apiserver_namespace,
+    admin.create_lease(Lease(name=DEFAULT_LEASE_NAME, namespace=apiserver_namespace,
                              holder_identity="replica-7", lease_duration_seconds=3600, acquire_time=renewed,
                              renew_time=renewed))
     result = hami("doctor", "node", name, *args)
     assert result.returncode == 0, result
-    assert f"Lease {apiserver_namespace}/hami-scheduler: held by replica-7, renewed" in result.stdout
+    assert f"Lease {apiserver_namespace}/{DEFAULT_LEASE_NAME}: held by replica-7, renewed" in result.stdout
     assert "kept-by-allocatable" in result.stdout
     lease = doctor_json(name, *args)["lease"]
     assert (lease["holder"], lease["held"]) == ("replica-7", True)

@@ -86,6 +86,11 @@ def reporter_cluster_role() -> JSON:
     }
 
 
+def user(name: str) -> JSON:
+    """An RBAC subject: the user ``name``."""
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name}
+
+
 def binding(role: str, subject: JSON) -> JSON:
     """A ClusterRoleBinding of ``role`` to one subject."""
     return {

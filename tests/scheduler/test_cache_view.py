@@ -16,6 +16,7 @@ from harness.scheduler_world import World
 
 from hami_core.kube.port import Lease
 from hami_core.protocol.handshake import format_report, format_stamp
+from hami_core.scheduler.config import DEFAULT_LEASE_NAME
 from hami_core.scheduler.daemon import Scheduler
 
 DCU_VALUE = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
@@ -103,8 +104,9 @@ def test_every_watched_node_answers_with_each_vendors_state(world: World) -> Non
 
 def test_a_replica_that_does_not_write_shows_the_write_a_leader_would_send(world: World) -> None:
     now = world.clock.now()
-    world.admin.create_lease(Lease(name="hami-scheduler", namespace=world.namespace, holder_identity="other",
-                                   lease_duration_seconds=3600, acquire_time=now, renew_time=now))
+    world.admin.create_lease(Lease(name=DEFAULT_LEASE_NAME, namespace=world.namespace,
+                                   holder_identity="other", lease_duration_seconds=3600, acquire_time=now,
+                                   renew_time=now))
     node = world.node("new", {DCU_REG: DCU_VALUE})
     follower = world.scheduler("dcu", identity="follower")
     world.run_until("warm", lambda: follower.cache.vendor(node, "DCU") is not None)

@@ -24,7 +24,7 @@ def identity(server: Any, name: str, rules: list[dict[str, Any]]) -> str:
     role = {"apiVersion": rbac.RBAC_V1, "kind": "ClusterRole", "metadata": {"name": user}, "rules": rules}
     for path, body in (("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
                        ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-                        rbac.binding(user, "User", user))):
+                        rbac.binding(user, rbac.user(user)))):
         status, answer = server.request("POST", path, body)
         assert status == 201, answer
     return user
