@@ -5,6 +5,9 @@ The rules are the chart's: every rule list and the reporter admission policy's b
 scheduler and the reporters work with exactly what a production install grants them
 (``tests/install/test_rbac_source.py`` checks the rendered chart against this module).
 
+A read-only scheduler (``hami scheduler run --read-only``) gets ``scheduler-nodes-read-only`` alone; the
+tests that run one bind :func:`read_only_scheduler_rules` to an identity of their own.
+
 What differs is only the binding. The chart binds the scheduler's Lease rules in its own namespace and
 its Event rules in ``default``; here every test runs in a namespace of its own, so the harness binds
 the same rules cluster-wide to the token user ``hami-scheduler``. Reporters are what a DaemonSet's pods
@@ -64,6 +67,11 @@ def scheduler_rules() -> list[JSON]:
         *chart_file("scheduler-leases"),
         *chart_file("scheduler-events"),
     ]
+
+
+def read_only_scheduler_rules() -> list[JSON]:
+    """Every rule the chart grants a read-only scheduler (``scheduler.readOnly``): reading Nodes."""
+    return list(chart_file("scheduler-nodes-read-only"))
 
 
 def scheduler_cluster_role() -> JSON:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sysconfig
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,9 +15,13 @@ from typing import Any
 import pytest
 import yaml
 from harness.apiserver import REPO_ROOT
+from harness.scheduler_world import wait_for
 from harness.tools import ToolError, find_tool
+from prometheus_client.parser import text_string_to_metric_families
 
 CHART = REPO_ROOT / "charts" / "hami-core"
+MERGE_PATCH = "application/merge-patch+json"
+WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY")
 
 
 def tool_or_fail(tool: str) -> Path:
@@ -99,3 +106,55 @@ def dependencies_only(target: Path) -> Path:
             continue
         (target / entry.name).symlink_to(entry)
     return target
+
+
+def create_node(apiserver: Any, name: str, **metadata: Any) -> None:
+    status, body = apiserver.request("POST", "/api/v1/nodes", {"metadata": {"name": name, **metadata}})
+    assert status == 201, body
+
+
+def patch_node(apiserver: Any, node: str, body: dict[str, Any], identity: str) -> tuple[int, str]:
+    """A merge patch of ``node`` as ``identity``: (status, the refusal's message or '')."""
+    status, answer = apiserver.request(
+        "PATCH", f"/api/v1/nodes/{node}", body, identity=identity, content_type=MERGE_PATCH
+    )
+    return status, answer.get("message", "") if isinstance(answer, dict) else str(answer)
+
+
+def http_status(port: int, path: str) -> int:
+    """What a local daemon's endpoint answers for ``path`` (0: no answer), as a kubelet probe sees it."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as err:
+        return int(err.code)
+    except OSError:
+        return 0
+
+
+def listening_port(log: Path, timeout: float = 20) -> int:
+    """The port a daemon started with ``--http-listen=127.0.0.1:0`` logged that it serves on."""
+    found = wait_for(
+        f"the endpoint's address in {log.name}",
+        lambda: re.search(r"http://127\.0\.0\.1:(\d+)", log.read_text()),
+        timeout=timeout,
+        interval=0.05,
+    )
+    return int(found.group(1))
+
+
+def refused_writes(apiserver: Any) -> float:
+    """Write requests the API server refused with 403, by its own count (``apiserver_request_total``):
+    a write tried by an identity that may only read is one of them."""
+    status, text = apiserver.request("GET", "/metrics")
+    assert status == 200, text
+    total = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if (
+                sample.name == "apiserver_request_total"
+                and sample.labels.get("code") == "403"
+                and sample.labels.get("verb") in WRITE_VERBS
+            ):
+                total += sample.value
+    return total

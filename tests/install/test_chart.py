@@ -43,7 +43,7 @@ def container(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_lint_is_clean_with_default_and_with_every_option_on(helm: Path) -> None:
-    for extra in ([], EVERYTHING_ON):
+    for extra in ([], EVERYTHING_ON, [*EVERYTHING_ON, "--set", "scheduler.readOnly=true"]):
         done = run([helm, "lint", "--strict", CHART, *extra])
         assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout
 
@@ -206,6 +206,86 @@ def test_non_default_values_reach_the_objects(helm: Path, tmp_path: Path) -> Non
     ]
 
 
+READ_ONLY_KINDS = sorted(
+    ["ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"]
+)
+READ_VERBS = {"get", "list", "watch"}
+
+
+def test_read_only_runs_the_observer_and_grants_no_write(helm: Path) -> None:
+    objects = template(helm, "--set", "scheduler.readOnly=true", namespace="gpu-system")
+    assert kinds(objects) == READ_ONLY_KINDS
+    main = container(find(objects, "Deployment", "hami-core-scheduler"))
+    # No Lease options and no look for HAMi's Lease: a read-only replica takes no Lease.
+    assert main["args"] == [
+        "scheduler", "run", "--log-format=json", "--log-level=info", "--read-only", "--http-listen=:9396",
+    ]  # fmt: skip
+    # Every read-only replica is ready once its cache is synced: /readyz is the readiness.
+    assert main["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "http"}
+    assert main["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    # Nothing the chart renders grants a write: no Lease or Event Role, no HAMi-Lease get, no node patch.
+    roles = [o for o in objects if o["kind"] in ("ClusterRole", "Role")]
+    assert [(o["kind"], o["metadata"]["name"]) for o in roles] == [("ClusterRole", "hami-core-scheduler")]
+    assert roles[0]["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}
+    ]
+    granted = {verb for role in roles for rule in role["rules"] for verb in rule["verbs"]}
+    assert granted <= READ_VERBS, granted - READ_VERBS
+    (binding,) = [o for o in objects if o["kind"] in ("ClusterRoleBinding", "RoleBinding")]
+    assert binding["roleRef"]["name"] == "hami-core-scheduler"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "hami-core-scheduler", "namespace": "gpu-system"}
+    ]
+    # The rest of a scheduler install stays: two replicas, anti-affinity, the PodDisruptionBudget.
+    deployment = find(objects, "Deployment")
+    assert deployment["spec"]["replicas"] == 2
+    assert "podAntiAffinity" in deployment["spec"]["template"]["spec"]["affinity"]
+    assert find(objects, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
+
+
+def test_read_only_ignores_the_lease_values_and_keeps_the_others(helm: Path) -> None:
+    main = container(
+        find(
+            template(
+                helm, "--set", "scheduler.readOnly=true",
+                "--set", "scheduler.leaderElection.leaseName=registrar",
+                "--set", "scheduler.leaderElection.leaseDuration=30s",
+                "--set", "scheduler.checkHamiLease=hami/hami-scheduler",
+                "--set", "scheduler.handshakeWindow=90s", "--set", "scheduler.resync=30s",
+                "--set", "scheduler.nodeSelectorLabels.gpu=yes", "--set", "scheduler.readinessPath=/livez",
+                "--set-json", 'vendors=["dcu"]',
+            ),
+            "Deployment",
+        )
+    )  # fmt: skip
+    assert main["args"] == [
+        "scheduler", "run", "--vendors=dcu", "--log-format=json", "--log-level=info", "--read-only",
+        "--handshake-window=90s", "--resync=30s", "--node-selector=gpu=yes", "--http-listen=:9396",
+    ]  # fmt: skip
+    assert main["readinessProbe"]["httpGet"]["path"] == "/livez"  # an explicit choice wins
+
+
+def test_read_only_alerts_on_no_ready_replica_not_on_leadership(helm: Path) -> None:
+    objects = template(
+        helm, "--set", "scheduler.readOnly=true", "--set", "scheduler.prometheusRule.enabled=true"
+    )
+    rules = find(objects, "PrometheusRule")["spec"]["groups"][0]["rules"]
+    assert [r["alert"] for r in rules] == ["HamiCoreSchedulerReadOnlyNotReady"]
+    job = 'job="hami-core-scheduler", namespace="hami-core"'
+    assert rules[0]["expr"] == f"sum(hami_scheduler_ready{{{job}}}) < 1"
+
+
+def test_read_only_with_the_reporter_keeps_the_reporters_access(helm: Path) -> None:
+    """Read-only is the scheduler's mode: a reporter turned on still publishes its own Node."""
+    objects = template(helm, "--set", "scheduler.readOnly=true", "--set", "reporter.enabled=true")
+    assert find(objects, "ClusterRole", "hami-core-reporter")["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}
+    ]
+    assert find(objects, "ValidatingAdmissionPolicy")
+    scheduler = find(objects, "ClusterRole", "hami-core-scheduler")
+    assert {v for rule in scheduler["rules"] for v in rule["verbs"]} == READ_VERBS
+
+
 def test_reporter_probes_and_endpoint_can_be_turned_off(helm: Path) -> None:
     no_probes = container(
         find(template(helm, "--set", "reporter.enabled=true", "--set", "reporter.probes.enabled=false"),
@@ -236,6 +316,7 @@ def test_reporter_probes_and_endpoint_can_be_turned_off(helm: Path) -> None:
         (["--set", "log.level=loud"], "/log/level"),
         (["--set", "scheduler.replica=2"], "additional properties 'replica' not allowed"),
         (["--set", "reporter.enabled=yes"], "/reporter/enabled"),
+        (["--set", "scheduler.readOnly=yes"], "/scheduler/readOnly"),
         (["--set", "scheduler.leaderElection.leaseDuration=soon"], "/scheduler/leaderElection/leaseDuration"),
     ],
 )

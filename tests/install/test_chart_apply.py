@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,14 +22,23 @@ import yaml
 from harness.apiserver import ApiServer
 from harness.fixtures import unique_node_name
 from harness.scheduler_world import wait_for
-from install.kit import CHART, allowed, find, run
+from install.kit import (
+    CHART,
+    MERGE_PATCH,
+    allowed,
+    create_node,
+    find,
+    http_status,
+    listening_port,
+    patch_node,
+    run,
+)
 
 from hami_core.kube.client import KubeCluster
 from hami_core.kube.port import Lease
 from hami_core.protocol.codecs import decode_any
 
 HAMI = str(Path(sys.executable).with_name("hami"))
-MERGE_PATCH = "application/merge-patch+json"
 DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
 DEVICES = {"mlu": [{"id": "MLU-0", "count": 10, "devmem": 23308, "type": "MLU-370", "health": True}]}
 
@@ -71,18 +78,6 @@ def reporter_identity(apiserver: ApiServer, installed: Installed, node: str) -> 
             name, apiserver.token_request(installed.namespace, installed.reporter, pod=pod)
         )
     return name
-
-
-def create_node(apiserver: ApiServer, name: str, **metadata: Any) -> None:
-    status, body = apiserver.request("POST", "/api/v1/nodes", {"metadata": {"name": name, **metadata}})
-    assert status == 201, body
-
-
-def patch_node(apiserver: ApiServer, node: str, body: dict[str, Any], identity: str) -> tuple[int, str]:
-    status, answer = apiserver.request(
-        "PATCH", f"/api/v1/nodes/{node}", body, identity=identity, content_type=MERGE_PATCH
-    )
-    return status, answer.get("message", "") if isinstance(answer, dict) else str(answer)
 
 
 @pytest.fixture(scope="module")
@@ -263,9 +258,8 @@ def test_the_scheduler_runs_with_the_charts_arguments_and_access(
         assert stamp
         lease = admin.get_lease(installed.namespace, "hami-core-scheduler")
         assert str(lease.holder_identity).startswith(f"{installed.scheduler}-0_")
-        port = int(wait_for("the status port", lambda: re.search(r"http://[\d.]+:(\d+)", log.read_text()),
-                            timeout=10).group(1))  # fmt: skip
-        wait_for("ready", lambda: _status(port, "/readyz") == 200, timeout=30)
+        port = listening_port(log)
+        wait_for("ready", lambda: http_status(port, "/readyz") == 200, timeout=30)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
     finally:
@@ -281,45 +275,56 @@ def test_the_scheduler_runs_with_the_charts_arguments_and_access(
     assert not [entry for entry in lines if "forbidden" in json.dumps(entry).lower()], log.read_text()
 
 
-def _status(port: int, path: str) -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
-            return int(response.status)
-    except OSError:
-        return 0
-
-
-def _reporter_http_listen(args: list[str]) -> list[str]:
-    """The chart passes --http-listen to the reporter; keep it on a free local port when this hami has the
-    option, drop it when it does not."""
-    help_text = run([HAMI, "reporter", "run", "--help"]).stdout
-    kept = [a for a in args if not a.startswith("--http-listen=")]
-    return [*kept, "--http-listen=127.0.0.1:0"] if "--http-listen" in help_text else kept
-
-
-def test_the_reporter_publishes_its_own_node_with_the_charts_arguments_and_access(
+def test_the_reporter_runs_with_the_charts_arguments_access_and_probes(
     installed: Installed, apiserver: ApiServer, tmp_path: Path
 ) -> None:
+    """The DaemonSet's container as the kubelet would run it: its arguments (with --http-listen), a token
+    bound to a Pod on the node, and its probes asked on the paths and port the DaemonSet names."""
+    (container,) = find(installed.objects, "DaemonSet")["spec"]["template"]["spec"]["containers"]
+    (http,) = [p for p in container["ports"] if p["name"] == "http"]
+    args = list(container["args"])
+    assert args[:2] == ["reporter", "run"] and "--node-name=$(NODE_NAME)" in args
+    # The probes ask the port the reporter serves on, on paths it serves.
+    assert f"--http-listen=:{http['containerPort']}" in args
+    probes = {kind: container[kind]["httpGet"] for kind in ("livenessProbe", "readinessProbe")}
+    assert probes == {
+        "livenessProbe": {"path": "/livez", "port": "http"},
+        "readinessProbe": {"path": "/readyz", "port": "http"},
+    }
     node = unique_node_name("chart-reporter")
     create_node(apiserver, node)
     devices = tmp_path / "devices.json"
     devices.write_text(json.dumps(DEVICES))
-    args = _reporter_http_listen(installed.container_args("DaemonSet"))
-    assert args[:2] == ["reporter", "run"] and "--node-name=$(NODE_NAME)" in args
-    args = [a.replace("$(NODE_NAME)", node) for a in args]
+    # Local stand-ins for what only a pod has: a free port, the node name, the mounted token.
+    args = [a.replace("$(NODE_NAME)", node) for a in args if not a.startswith("--http-listen=")]
     kubeconfig = apiserver.kubeconfig(reporter_identity(apiserver, installed, node))
+    log = tmp_path / "reporter.log"
     env = {**os.environ, "HAMI_FAKE_DEVICES": str(devices)}
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [HAMI, *args, "--http-listen=127.0.0.1:0", "--vendors", "mlu", "--kubeconfig", kubeconfig],
+            stdout=out, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
     try:
-        done = subprocess.run([HAMI, *args, "--once", "--vendors", "mlu", "--kubeconfig", kubeconfig],
-                              capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
-        assert done.returncode == 0, done.stderr
+        port = listening_port(log)
+        readiness, liveness = probes["readinessProbe"]["path"], probes["livenessProbe"]["path"]
+        wait_for("the readiness probe to pass", lambda: http_status(port, readiness) == 200, timeout=60)
+        assert http_status(port, liveness) == 200
+        assert http_status(port, "/metrics") == 200
+        assert http_status(port, "/not-served") == 404  # an answer of 200 means the path is served
         status, stored = apiserver.request("GET", f"/api/v1/nodes/{node}")
         assert status == 200, stored
         annotations = stored["metadata"]["annotations"]
         assert [d.id for d in decode_any(annotations["hami.io/node-mlu-register"])] == ["MLU-0"]
         assert annotations["hami.io/node-handshake-mlu"].startswith("Reported_")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0, log.read_text()
     finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
         apiserver.request("DELETE", f"/api/v1/nodes/{node}")
+    assert "forbidden" not in log.read_text().lower(), log.read_text()
 
 
 def test_the_reporter_policy_allows_only_its_own_nodes_hami_annotations(

@@ -64,3 +64,62 @@ def test_install_upgrade_and_uninstall(apiserver: ApiServer, helm: Path, tmp_pat
     assert f'release "{release}" uninstalled' in uninstalled.stdout
     assert [status_of(path) for path in (deployment, reporter, policy, *cluster_scoped)] == [404] * 7
     apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")
+
+
+def test_a_read_only_release_becomes_the_registrar_by_one_upgrade(
+    apiserver: ApiServer, helm: Path, tmp_path: Path
+) -> None:
+    """docs/operations.md, "Moving to hami-core as the registrar", step 3: `helm upgrade --reuse-values
+    --set scheduler.readOnly=false` turns a read-only release into one that writes, Roles and all."""
+    env = {
+        **os.environ,
+        "KUBECONFIG": apiserver.kubeconfig(),
+        "HELM_CACHE_HOME": str(tmp_path / "cache"),
+        "HELM_CONFIG_HOME": str(tmp_path / "config"),
+        "HELM_DATA_HOME": str(tmp_path / "data"),
+    }
+    namespace, release = f"h-{uuid.uuid4().hex[:10]}", f"h{uuid.uuid4().hex[:6]}"
+    name = f"{release}-hami-core-scheduler"
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    deployment = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+    roles = [
+        f"{rbac}/namespaces/{namespace}/roles/{name}-leases",
+        f"{rbac}/namespaces/default/roles/{name}-events",
+        f"{rbac}/namespaces/kube-system/roles/{name}-check-hami",
+    ]
+
+    def args() -> list[str]:
+        status, body = apiserver.request("GET", deployment)
+        assert status == 200, body
+        return list(body["spec"]["template"]["spec"]["containers"][0]["args"])
+
+    def verbs() -> list[str]:
+        status, body = apiserver.request("GET", f"{rbac}/clusterroles/{name}")
+        assert status == 200, body
+        return [verb for rule in body["rules"] for verb in rule["verbs"]]
+
+    installed = run(
+        [helm, "install", release, CHART, "--namespace", namespace, "--create-namespace",
+         "--set", "scheduler.readOnly=true"],
+        env=env,
+    )  # fmt: skip
+    notes = installed.stdout.split("NOTES:", 1)[1]
+    assert "The scheduler is READ-ONLY" in notes
+    assert "do NOT run `hami cleanup`" in notes and "hami cleanup --all" not in notes
+    assert "--read-only" in args()
+    assert verbs() == ["get", "list", "watch"]
+    assert [apiserver.request("GET", path)[0] for path in roles] == [404] * 3
+
+    upgraded = run(
+        [helm, "upgrade", release, CHART, "--namespace", namespace, "--reuse-values",
+         "--set", "scheduler.readOnly=false"],
+        env=env,
+    )  # fmt: skip
+    notes = upgraded.stdout.split("NOTES:", 1)[1]
+    assert "READ-ONLY" not in notes and "never run both at once" in notes
+    assert "--read-only" not in args() and "--lease-name=hami-core-scheduler" in args()
+    assert verbs() == ["list", "watch", "patch"]
+    assert [apiserver.request("GET", path)[0] for path in roles] == [200] * 3
+
+    run([helm, "uninstall", release, "--namespace", namespace], env=env)
+    apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")

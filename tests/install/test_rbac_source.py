@@ -8,7 +8,10 @@ from pathlib import Path
 from harness import rbac
 from install.kit import find, template
 
-RULE_FILES = {"scheduler-nodes", "scheduler-leases", "scheduler-events", "reporter-nodes", "reporter-policy"}
+RULE_FILES = {
+    "scheduler-nodes", "scheduler-leases", "scheduler-events", "scheduler-nodes-read-only",
+    "reporter-nodes", "reporter-policy",
+}  # fmt: skip
 
 
 def test_the_rule_files_are_the_ones_in_use() -> None:
@@ -35,6 +38,22 @@ def test_the_harness_grants_the_scheduler_exactly_the_charts_rules(helm: Path) -
     objects = template(helm, "--set", "scheduler.checkHamiLease=off")
     charted = [rule for o in objects if o["kind"] in ("ClusterRole", "Role") for rule in o["rules"]]
     assert sorted(map(repr, charted)) == sorted(map(repr, rbac.scheduler_cluster_role()["rules"]))
+
+
+def test_a_read_only_install_grants_exactly_the_read_only_file(helm: Path) -> None:
+    """scheduler.readOnly: the chart renders the read-only rules and nothing else for the scheduler (also
+    not the get on HAMi's Lease), and they are what the harness grants its read-only schedulers."""
+    objects = template(helm, "--set", "scheduler.readOnly=true", release="gpu", namespace="accel")
+    roles = [o for o in objects if o["kind"] in ("ClusterRole", "Role")]
+    names = [(o["kind"], o["metadata"]["name"]) for o in roles]
+    assert names == [("ClusterRole", "gpu-hami-core-scheduler")]
+    assert roles[0]["rules"] == rbac.chart_file("scheduler-nodes-read-only")
+    assert roles[0]["rules"] == rbac.read_only_scheduler_rules()
+    # The read-only rules are the read part of the full ones, on the same resource.
+    (full,) = rbac.chart_file("scheduler-nodes")
+    (read,) = rbac.read_only_scheduler_rules()
+    assert (read["apiGroups"], read["resources"]) == (full["apiGroups"], full["resources"])
+    assert set(read["verbs"]) == {"get", "list", "watch"}
 
 
 def test_the_harness_policy_differs_from_the_charts_only_in_whom_it_matches() -> None:

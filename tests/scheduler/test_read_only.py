@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from harness import rbac
 from harness.scheduler_world import CountingCluster, World
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -25,22 +26,23 @@ _PROVISIONED: set[str] = set()
 
 
 def _observer_cluster(world: World) -> CountingCluster:
-    """The read-only replica's way in: on the real server an identity that may only read Nodes."""
+    """The read-only replica's way in: on the real server an identity with the chart's read-only rules
+    (charts/hami-core/rbac/scheduler-nodes-read-only.yaml): it may only read Nodes."""
     if world.kind == "memory":
         return world.cluster()
     server: Any = world.server  # type: ignore[attr-defined]
     if server.url not in _PROVISIONED:
         server.add_identity(OBSERVER)
-        rbac = "/apis/rbac.authorization.k8s.io/v1"
+        rbac_api = "/apis/rbac.authorization.k8s.io/v1"
         role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                 "metadata": {"name": OBSERVER},
-                "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]}
+                "rules": rbac.read_only_scheduler_rules()}
         binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                    "metadata": {"name": OBSERVER},
                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                "name": OBSERVER},
                    "subjects": [{"kind": "User", "name": OBSERVER, "apiGroup": "rbac.authorization.k8s.io"}]}
-        for path, body in ((f"{rbac}/clusterroles", role), (f"{rbac}/clusterrolebindings", binding)):
+        for path, body in ((f"{rbac_api}/clusterroles", role), (f"{rbac_api}/clusterrolebindings", binding)):
             status, answer = server.request("POST", path, body)
             assert status in (201, 409), answer
         _PROVISIONED.add(server.url)

@@ -91,3 +91,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "hami-core.rbacFile" -}}
 {{- regexReplaceAll "(?m)^\\s*#.*\\n" (.root.Files.Get (printf "rbac/%s" .file)) "" | trim -}}
 {{- end -}}
+
+{{/* The scheduler's readiness path: scheduler.readinessPath, or when empty /readyz read-only (every
+     replica is ready once synced) and /livez under leader election (the follower stays Ready). */}}
+{{- define "hami-core.scheduler.readinessPath" -}}
+{{- .Values.scheduler.readinessPath | default (ternary "/readyz" "/livez" .Values.scheduler.readOnly) -}}
+{{- end -}}
