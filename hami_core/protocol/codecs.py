@@ -12,12 +12,11 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-# The codec modules read MAX_ANNOTATION_BYTES and check_size from here at call time, and this module
-# reads their functions at call time, so either side may be imported first.
 from hami_core.protocol import gojson as _gojson
 from hami_core.protocol import legacy as _legacy
 from hami_core.protocol.errors import DecodeError
 from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.size import MAX_ANNOTATION_BYTES, check_size
 
 __all__ = [
     "CODECS",
@@ -29,9 +28,6 @@ __all__ = [
     "decode_any",
     "detect_encoding",
 ]
-
-#: Kubernetes' limit for all annotations of one object together; a longer value is refused unparsed.
-MAX_ANNOTATION_BYTES = 256 * 1024
 
 #: What Go's encoding/json counts as whitespace; also what "blank" means for ``detect_encoding``.
 _JSON_BLANK = " \t\n\r"
@@ -51,20 +47,6 @@ class Codec(Protocol):
     def encode(self, devices: Sequence[DeviceInfo]) -> str:
         """Encode devices; raise ``EncodeError`` when they cannot be written in this encoding."""
         ...
-
-
-def check_size(value: str, encoding: str) -> None:
-    """Raise ``DecodeError`` when ``value`` is over ``MAX_ANNOTATION_BYTES`` in UTF-8 (checked unparsed)."""
-    if len(value) * 4 <= MAX_ANNOTATION_BYTES:  # no str of this length can be over, whatever it holds
-        return
-    try:
-        size = len(value.encode("utf-8", "surrogateescape"))
-    except UnicodeEncodeError:
-        size = len(_gojson.go_bytes(value))  # other lone surrogates too: count exactly as Go holds them
-    if size > MAX_ANNOTATION_BYTES:
-        raise DecodeError(
-            f"{encoding} value is {size} bytes, over the {MAX_ANNOTATION_BYTES}-byte annotation limit"
-        )
 
 
 @attrs.frozen

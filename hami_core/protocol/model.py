@@ -6,7 +6,7 @@ of that range raises ``ValueError``. Names follow HAMi's JSON keys, in snake cas
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -20,6 +20,7 @@ __all__ = [
     "IntRange",
     "MigPlacement",
     "MigProfile",
+    "trusted_device",
 ]
 
 
@@ -116,3 +117,30 @@ class DeviceInfo:
     devicevendor: str = attrs.field(default="", validator=_str)
     #: Free-form; read from JSON, never written by the scheduler-side encoder.
     custominfo: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
+
+
+_TrustedDevice = Callable[
+    [str, int, int, int, int, str, int, str, tuple[MigProfile, ...], bool, str, Mapping[str, Any] | None],
+    DeviceInfo,
+]
+
+
+def _trusted_device_factory() -> _TrustedDevice:
+    """``trusted_device``: sets the slots of a new DeviceInfo directly, in field order (see below)."""
+    names = [field.name for field in attrs.fields(DeviceInfo)]
+    setters = {f"_set_{name}": getattr(DeviceInfo, name).__set__ for name in names}
+    params = ", ".join(names)
+    body = "\n".join(f"    _set_{name}(self, {name})" for name in names)
+    source = f"def trusted_device({params}):\n    self = _new(_DeviceInfo)\n{body}\n    return self\n"
+    namespace: dict[str, Any] = {"_new": object.__new__, "_DeviceInfo": DeviceInfo, **setters}
+    exec(source, namespace)  # one generated function: no per-field loop, no keyword parsing
+    factory: _TrustedDevice = namespace["trusted_device"]
+    return factory
+
+
+#: ``trusted_device(id, index, count, devmem, devcore, type, numa, mode, mig_profiles, health,
+#: devicevendor, custominfo)``: a ``DeviceInfo`` built without its validators and converters, equal to
+#: ``DeviceInfo(...)`` with the same values. Only for callers that already guarantee what the validators
+#: check (every value of its field's type and Go range, ``mig_profiles`` a tuple of ``MigProfile``): the
+#: codecs' fast paths, which decode into range-checked types first. Everyone else calls ``DeviceInfo``.
+trusted_device = _trusted_device_factory()

@@ -1,0 +1,40 @@
+"""Kubernetes' annotation size limit, and the check every reader applies before parsing a value.
+
+Its own module so that the codecs (gojson, legacy) and the codec registry (codecs, which re-exports
+both names) can all import it without importing each other.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hami_core.protocol.errors import DecodeError
+
+__all__ = ["MAX_ANNOTATION_BYTES", "check_size", "go_size"]
+
+#: Kubernetes' limit for all annotations of one object together; a longer value is refused unparsed.
+MAX_ANNOTATION_BYTES = 256 * 1024
+
+#: U+DC80..U+DCFF: one invalid byte kept by ``errors="surrogateescape"``, which Go holds as that byte.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def go_size(value: str) -> int:
+    """How many bytes Go holds for ``value``: its UTF-8, each U+DC80..U+DCFF (``surrogateescape``) one
+    byte, any other lone surrogate its 3-byte form (as ``gojson.go_bytes`` writes them)."""
+    try:
+        return len(value.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:
+        escaped = len(_ESCAPED_BYTE.findall(value))
+        return len(value.encode("utf-8", "surrogatepass")) - 2 * escaped
+
+
+def check_size(value: str, encoding: str) -> None:
+    """Raise ``DecodeError`` when ``value`` is over ``MAX_ANNOTATION_BYTES`` in UTF-8 (checked unparsed)."""
+    if len(value) * 4 <= MAX_ANNOTATION_BYTES:  # no str of this length can be over, whatever it holds
+        return
+    size = go_size(value)
+    if size > MAX_ANNOTATION_BYTES:
+        raise DecodeError(
+            f"{encoding} value is {size} bytes, over the {MAX_ANNOTATION_BYTES}-byte annotation limit"
+        )
