@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NoReturn
 
@@ -355,7 +356,8 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 def _tree(text: str) -> Any:
     """Parse ``text`` as Go would; raise ``_Fail`` when it is not one valid JSON value."""
-    if _SURROGATE_ESCAPE.search(text) is None:
+    # The C parser nests no deeper than the recursion limit; above Go's limit it could accept too much.
+    if sys.getrecursionlimit() <= MAX_DEPTH and _SURROGATE_ESCAPE.search(text) is None:
         try:
             return _FAST.decode(text)
         except (ValueError, RecursionError, _Fail):
