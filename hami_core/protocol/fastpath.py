@@ -21,15 +21,15 @@ Go's parser does), and one too large for a float64 goes to the strict path, as d
 Go's limit. A lone surrogate (invalid UTF-8 to Go) is refused by msgspec.
 
 Legacy decode. Only values made of 9-field records each ending in ``:``, whose integer fields are JSON
-integer literals (a subset of Go's ``strconv`` spellings, with the same values) within int32, a
-non-negative index, and health ``true`` or ``false``. Anything else (7 fields, ``+1``, ``007``, ``T``,
-empty segments, int64 NUMA values) is the strict path's.
+integer literals (a subset of Go's ``strconv`` spellings, with the same values; msgspec reads them by
+column) within int32, a non-negative index, and health ``true`` or ``false``. Anything else (7 fields,
+``+1``, ``007``, ``T``, empty segments, int64 NUMA values) is the strict path's.
 
 Encoders. JSON: msgspec writes HAMi's key order and omits zero values like Go's ``omitempty``; the
 output is used only when it holds no backslash and none of ``< > & U+2028 U+2029`` (the characters Go
-escapes and msgspec does not), so every string in it is plain. Legacy: one format per device; used only
-when the commas and colons in the result are exactly the separators (no field holds one) and every index
-fits Go's int.
+escapes and msgspec does not), so every string in it is plain. Legacy: msgspec writes the fields as JSON rows,
+which become HAMi's text once the quotes and brackets go; used only when no string needed an escape and
+the commas and colons in the result are exactly the separators, and every index fits Go's int.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from hami_core.protocol.model import (
     MigPlacement,
     MigProfile,
     trusted_device,
+    trusted_plain_device,
 )
 
 __all__ = ["decode_json", "decode_legacy", "encode_json", "encode_legacy"]
@@ -225,9 +226,12 @@ def decode_json(text: str) -> list[DeviceInfo] | None:
 # Legacy decode
 # ---------------------------------------------------------------------------------------------------
 
-_LEGACY_INTEGERS = msgspec.json.Decoder(list[_Int32])
+#: The integer fields of a legacy value by column: count, devmem, devcore, numa, index.
+_LEGACY_INDEX = Annotated[int, Meta(ge=0, le=INT32.high)]
+_LEGACY_COLUMNS = msgspec.json.Decoder(
+    tuple[list[_Int32], list[_Int32], list[_Int32], list[_Int32], list[_LEGACY_INDEX]]
+)
 _BOOLS = {"true": True, "false": False}
-_JSON_BLANKS = (" ", "\t", "\n", "\r")
 
 
 def decode_legacy(value: str) -> list[DeviceInfo] | None:
@@ -240,28 +244,31 @@ def decode_legacy(value: str) -> list[DeviceInfo] | None:
     flat = value.replace(":", ",:,").split(",")
     if len(flat) != 10 * n + 1 or flat[9::10].count(":") != n:
         return None
-    numbers = ",".join(flat[1::10] + flat[2::10] + flat[3::10] + flat[5::10] + flat[7::10])
-    if any(blank in numbers for blank in _JSON_BLANKS):
+    columns = "],[".join([
+        ",".join(flat[1::10]), ",".join(flat[2::10]), ",".join(flat[3::10]), ",".join(flat[5::10]),
+        ",".join(flat[7::10]),
+    ])
+    # JSON's whitespace and brackets are the only things a field could hold that would still parse
+    # as integer lists: without them each field is exactly one JSON integer (or the parse fails).
+    # The four "],[" between the columns are the only brackets allowed.
+    if any(c in columns for c in _JSON_BLANKS) or columns.count("[") != 4 or columns.count("]") != 4:
         return None
     try:
-        ints = _LEGACY_INTEGERS.decode("[" + numbers + "]")
+        count, devmem, devcore, numa, index = _LEGACY_COLUMNS.decode("[[" + columns + "]]")
     except _REJECTED:
-        return None
-    if len(ints) != 5 * n:
-        return None
-    index = ints[4 * n :]
-    if min(index) < 0:
         return None
     health = flat[6::10]
     if health.count("true") + health.count("false") != n:
         return None
     return list(
         map(
-            trusted_device, flat[0::10], index, ints[:n], ints[n : 2 * n], ints[2 * n : 3 * n],
-            flat[4::10], ints[3 * n : 4 * n], flat[8::10], repeat((), n), map(_BOOLS.__getitem__, health),
-            repeat("", n), repeat(None, n),
+            trusted_plain_device, flat[0::10], index, count, devmem, devcore, flat[4::10], numa,
+            flat[8::10], map(_BOOLS.__getitem__, health),
         )
     )
+
+
+_JSON_BLANKS = (" ", "\t", "\n", "\r")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -319,19 +326,29 @@ def encode_json(devices: Sequence[DeviceInfo]) -> str | None:
     return text
 
 
-_LEGACY_FIELDS = attrgetter("id", "count", "devmem", "devcore", "type", "numa", "index", "mode")
-_LEGACY_FORMAT = ("%s,%d,%d,%d,%s,%d,false,%d,%s:", "%s,%d,%d,%d,%s,%d,true,%d,%s:")
 _index = attrgetter("index")
+_LEGACY_ROW = attrgetter("id", "count", "devmem", "devcore", "type", "numa", "health", "index", "mode")
 
 
 def encode_legacy(devices: Sequence[DeviceInfo]) -> str | None:
     """HAMi's ``EncodeNodeDevices`` output for ``devices``, or ``None`` when only the strict encoder can
-    tell (a field holding ``,`` or ``:``, an index over int64, something that is not a DeviceInfo)."""
+    tell (a field holding ``,`` ``:`` ``"`` ``\\`` or a control character, an index over int64, something
+    that is not a DeviceInfo).
+
+    msgspec writes the rows as JSON, ``[["id",1,2,3,"type",0,true,0,"mode"],...]``, with Go's
+    integers and ``true``/``false``; with no backslash in it no string holds a quote, so the quotes are
+    only string delimiters and ``"],["`` only a row boundary, and dropping them leaves HAMi's text."""
     if not devices:
         return ""
     if not _all_devices(devices) or max(map(_index, devices)) > INT64.high:
         return None
-    text = "".join([_LEGACY_FORMAT[d.health] % _LEGACY_FIELDS(d) for d in devices])
+    try:
+        rows = _ENCODER.encode(list(map(_LEGACY_ROW, devices))).decode("utf-8")
+    except _REJECTED:
+        return None
+    if "\\" in rows:
+        return None
+    text = rows[2:-2].replace('"],["', ":").replace('"', "") + ":"
     n = len(devices)
     if text.count(":") != n or text.count(",") != 8 * n:
         return None
