@@ -278,12 +278,15 @@ class Oracle:
         devices: Sequence[DeviceInfo] | None = None,
         min_seconds: float,
         repeat: int,
+        clock: str = "wall",
     ) -> list[float]:
         """Nanoseconds per call of one of HAMi's codec functions (``decode_legacy``, ``decode_json``,
         ``encode_legacy``, ``encode_json``), timed inside the Go process: ``repeat`` runs of an
-        iteration count that takes at least ``min_seconds``."""
+        iteration count that takes at least ``min_seconds``, on the ``wall`` clock or in ``cpu`` time
+        (the process's user and system time, all threads)."""
         message: dict[str, Any] = {
             "op": "bench", "function": function, "min_seconds": min_seconds, "repeat": repeat,
+            "clock": clock,
         }
         if value is not None:
             message["value_b64"] = base64.b64encode(value.encode("utf-8")).decode("ascii")
