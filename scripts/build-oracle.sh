@@ -22,6 +22,14 @@ MAIN=tests/oracle/main.go
 log() { printf '[build-oracle %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { printf 'build-oracle: error: %s\n' "$*" >&2; exit 1; }
 
+print_path=false
+case "${1:-}" in
+    --print-path) print_path=true ;;
+    "") ;;
+    *) printf "build-oracle: error: unknown argument '%s' (usage: build-oracle.sh [--print-path])\n" "$1" >&2
+       exit 2 ;;
+esac
+
 hami=${HAMI_SOURCE_DIR:-$repo/../shared/hami/v2.10.0}
 if [ ! -f "$hami/go.mod" ] || [ ! -f "$hami/pkg/device/devices.go" ]; then
     die "HAMi v2.10.0's source is not at $hami (expected shared/hami/v2.10.0 beside the clone, with go.mod and pkg/device); set HAMI_SOURCE_DIR to where it is"
@@ -40,11 +48,10 @@ key=$( { printf 'recipe %s\n' "$RECIPE"
 cache=${HAMI_ORACLE_CACHE:-${HOME:-/tmp}/.cache/hami-core/oracle}
 bin="$cache/$key/hami-oracle"
 
-case "${1:-}" in
-    --print-path) echo "$bin"; exit 0 ;;
-    "") ;;
-    *) die "unknown argument '$1' (usage: build-oracle.sh [--print-path])" ;;
-esac
+if $print_path; then
+    echo "$bin"
+    exit 0
+fi
 
 if [ -x "$bin" ]; then
     log "up to date: $bin"
