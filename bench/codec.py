@@ -3,7 +3,7 @@
 Run from the repository root (after ``bash scripts/build-oracle.sh``)::
 
     .venv/bin/python bench/codec.py            # prints a Markdown table
-    .venv/bin/python bench/codec.py --quick    # one measurement per cell
+    .venv/bin/python bench/codec.py --quick    # three runs per cell and side
     .venv/bin/python bench/codec.py --smoke    # a tiny run, for the test suite
 
 Each row is one operation on a value of 1, 8 or 64 typical NVIDIA devices. The Python column times this
@@ -13,7 +13,8 @@ HAMi's source) to time ``DecodeNodeDevices``, ``EncodeNodeDevices``, ``UnMarshal
 sides time runs of at least ``--min-seconds`` on the same clock: by default each process's CPU time
 (user and system; for Go every thread, its garbage collector included), which other work on a shared
 machine disturbs far less than the wall clock (``--clock wall`` for that). For each cell the two sides
-take turns, ``repeat`` runs each, and each keeps its best: the ratio compares like with like in one run.
+take turns, ``--repeat`` short runs each, and each keeps its best: the ratio compares like with like in
+one run, and many short turns give both sides the machine's quiet moments.
 ``decode_any`` (beyond HAMi: it reads either encoding) is set against HAMi's decoder for the value's
 encoding.
 """
@@ -175,16 +176,19 @@ def machine() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--quick", action="store_true", help="one run per cell instead of five")
+    parser.add_argument("--quick", action="store_true", help="three runs per cell and side")
     parser.add_argument("--smoke", action="store_true", help="a tiny run (1 device, 1 ms runs) for tests")
-    parser.add_argument("--min-seconds", type=float, default=0.2, help="each run lasts at least this long")
+    parser.add_argument("--repeat", type=int, default=11, help="runs per cell and side (each keeps its best)")
+    parser.add_argument("--min-seconds", type=float, default=0.05, help="each run lasts at least this long")
     parser.add_argument(
         "--clock", choices=("cpu", "wall"), default="cpu", help="each process's CPU time, or the wall clock"
     )
     args = parser.parse_args(argv)
     if args.min_seconds <= 0:
         parser.error(f"--min-seconds must be positive, got {args.min_seconds}")
-    repeat, min_seconds, counts = (1 if args.quick else 5), args.min_seconds, DEVICE_COUNTS
+    if args.repeat <= 0:
+        parser.error(f"--repeat must be positive, got {args.repeat}")
+    repeat, min_seconds, counts = (3 if args.quick else args.repeat), args.min_seconds, DEVICE_COUNTS
     if args.smoke:
         repeat, min_seconds, counts = 1, 0.001, (1,)
     try:

@@ -250,25 +250,19 @@ def decode_legacy(value: str) -> list[DeviceInfo] | None:
     ])
     # JSON's whitespace and brackets are the only things a field could hold that would still parse
     # as integer lists: without them each field is exactly one JSON integer (or the parse fails).
-    # The four "],[" between the columns are the only brackets allowed.
-    if any(c in columns for c in _JSON_BLANKS) or columns.count("[") != 4 or columns.count("]") != 4:
+    # isprintable() is false for \t \n \r; the four "],[" between the columns are the only brackets.
+    if " " in columns or not columns.isprintable() or columns.count("[") + columns.count("]") != 8:
         return None
     try:
         count, devmem, devcore, numa, index = _LEGACY_COLUMNS.decode("[[" + columns + "]]")
-    except _REJECTED:
-        return None
-    health = flat[6::10]
-    if health.count("true") + health.count("false") != n:
-        return None
-    return list(
-        map(
-            trusted_plain_device, flat[0::10], index, count, devmem, devcore, flat[4::10], numa,
-            flat[8::10], map(_BOOLS.__getitem__, health),
+        return list(
+            map(
+                trusted_plain_device, flat[0::10], index, count, devmem, devcore, flat[4::10], numa,
+                flat[8::10], map(_BOOLS.__getitem__, flat[6::10]),
+            )
         )
-    )
-
-
-_JSON_BLANKS = (" ", "\t", "\n", "\r")
+    except (*_REJECTED, KeyError):  # KeyError: a health field other than true or false
+        return None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -307,8 +301,12 @@ _ENCODER = msgspec.json.Encoder()
 _NOT_PLAIN = ("\\", "<", ">", "&", "\u2028", "\u2029")
 
 
+_ONLY_DEVICES = frozenset({DeviceInfo})
+_INDEX_MAX: Final = INT64.high  # HAMi writes the legacy index through a signed Go int
+
+
 def _all_devices(devices: Sequence[Any]) -> bool:
-    return set(map(type, devices)) <= {DeviceInfo}
+    return set(map(type, devices)) <= _ONLY_DEVICES
 
 
 def encode_json(devices: Sequence[DeviceInfo]) -> str | None:
@@ -340,7 +338,7 @@ def encode_legacy(devices: Sequence[DeviceInfo]) -> str | None:
     only string delimiters and ``"],["`` only a row boundary, and dropping them leaves HAMi's text."""
     if not devices:
         return ""
-    if not _all_devices(devices) or max(map(_index, devices)) > INT64.high:
+    if not _all_devices(devices) or max(map(_index, devices)) > _INDEX_MAX:
         return None
     try:
         rows = _ENCODER.encode(list(map(_LEGACY_ROW, devices))).decode("utf-8")
