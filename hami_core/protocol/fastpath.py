@@ -15,10 +15,11 @@ into the first one; msgspec would keep the last). A repeated scalar key is the l
 and ``null`` where Go would keep the old value is a type error here. msgspec's JSON grammar is Go's
 (same whitespace, no NaN, no leading zeros or ``+``, no trailing data or raw control characters), its
 integer types refuse ``1.0`` and ``1e2``, and the only integer it reads differently is ``-0``: a ``uint``
-field refuses it in Go, and in ``custominfo`` Go reads it as the float -0.0; both are checked. Go reads
-every number in ``custominfo`` as a float64; integers are turned into floats here (correctly rounded, as
-Go's parser does), and one too large for a float64 goes to the strict path, as does nesting deeper than
-Go's limit. A lone surrogate (invalid UTF-8 to Go) is refused by msgspec.
+field refuses it in Go (and Go fails the whole value on it even when a repeated key overwrites it
+later), and in ``custominfo`` Go reads it as the float -0.0; every such ``-0`` goes to the strict path.
+Go reads every number in ``custominfo`` as a float64; integers are turned into floats here (correctly
+rounded, as Go's parser does), and one too large for a float64 goes to the strict path, as does nesting
+deeper than Go's limit. A lone surrogate (invalid UTF-8 to Go) is refused by msgspec.
 
 Legacy decode. Only values made of 9-field records each ending in ``:``, whose integer fields are JSON
 integer literals (a subset of Go's ``strconv`` spellings, with the same values; msgspec reads them by
@@ -104,6 +105,11 @@ _REJECTED = (msgspec.MsgspecError, ValueError, OverflowError, RecursionError)
 _NEGATIVE_ZERO = re.compile(r"[\[:,][ \t\n\r]*-0")
 
 
+#: ``-0`` for the device index, which Go refuses (a uint) even where a later repeat of the key would
+#: overwrite it: Go keeps the first type error and fails the whole value.
+_NEGATIVE_INDEX = re.compile(r'"index"[ \t\n\r]*:[ \t\n\r]*-0')
+
+
 def _has_negative_zero(text: str) -> bool:
     return "-0" in text and _NEGATIVE_ZERO.search(text) is not None
 
@@ -187,7 +193,7 @@ def _tally_agrees(tally: _Tally, text: str) -> bool:
 def decode_json(text: str) -> list[DeviceInfo] | None:
     """HAMi's ``UnMarshalNodeDevices`` result for ``text`` (size already checked), or ``None`` when
     only the strict decoder can tell."""
-    if "\\" in text:
+    if "\\" in text or ("-0" in text and _NEGATIVE_INDEX.search(text) is not None):
         return None
     try:
         raw = _DECODER.decode(text)
@@ -200,7 +206,7 @@ def decode_json(text: str) -> list[DeviceInfo] | None:
     for item in raw:
         index = item.index
         if index <= 0:
-            if index == 0:  # present: "0" and "-0" look alike here, and Go refuses the latter
+            if index == 0:  # present as 0: leave it to the strict path rather than prove it was no "-0"
                 return None
             index = 0
         if item.mig_profiles is UNSET and item.custominfo is UNSET:
@@ -255,6 +261,9 @@ def decode_legacy(value: str) -> list[DeviceInfo] | None:
         return None
     try:
         count, devmem, devcore, numa, index = _LEGACY_COLUMNS.decode("[[" + columns + "]]")
+        # An empty field parses only when it is a column's only one ("[]"): then a column is short.
+        if len(count) + len(devmem) + len(devcore) + len(numa) + len(index) != 5 * n:
+            return None
         return list(
             map(
                 trusted_plain_device, flat[0::10], index, count, devmem, devcore, flat[4::10], numa,

@@ -675,7 +675,9 @@ JSON_CASES = [
     '[{"id":"a","id":null}]', '[{"count":5,"count":null}]', '[{"health":truee}]', '[{"id":"a"}]\x00',
     '[{"id":"a","health":true},{"id":"a","health":true}]', '[{"count":1}' + ',{"count":1}' * 50 + "]",
     # Shapes the fast path must leave to the strict one, or read exactly as Go does.
-    '[{"index":0}]', '[{"index": -0}]', '[{"index":9223372036854775808}]', '[{"custominfo":{"a":-0}}]',
+    '[{"index":0}]', '[{"index": -0}]', '[{"index":-0,"index":5}]', '[{"count":1.5,"count":5}]',
+    '[{"migProfiles":[{"sliceCount":-0,"sliceCount":1}]}]', '[{"custominfo":{"a":-0,"a":1}}]',
+    '[{"index":9223372036854775808}]', '[{"custominfo":{"a":-0}}]',
     '[{"custominfo":{"a":0,"b":[0,-0.0,1.5,"s",null,true,{"c":-1}]}}]', '[{"custominfo":{"n":1e308}}]',
     '[{"custominfo":{"n":123456789012345678901234567890}}]', '[{"custominfo":{"n":' + "9" * 400 + "}}]",
     '[{"migProfiles":[{"name":"a","placements":null}]}]', '[{"migProfiles":[{"placements":[{"start":-0}]}]}]',

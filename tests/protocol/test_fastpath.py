@@ -223,6 +223,9 @@ def json_values(draw: st.DrawFn) -> str:
 @SETTINGS
 @given(value=json_values())
 @example(value='[{"index":-0}]')
+@example(value='[{"index":-0,"index":5}]')
+@example(value='[{"migProfiles":[{"sliceCount":-0,"sliceCount":1}]}]')
+@example(value='[{"custominfo":{"a":-0,"a":1}}]')
 @example(value='[{"custominfo":{"a":-0}}]')
 @example(value='[{"migProfiles":[{"name":"a","core":1}],"migProfiles":[{"name":"b"}]}]')
 @example(value='[{"custominfo":{"a":1},"custominfo":{"b":2}}]')
@@ -340,6 +343,8 @@ def legacy_values(draw: st.DrawFn) -> str:
 @SETTINGS
 @given(value=legacy_values())
 @example(value="a,-0,-0,-0,b,-0,true,-0,m:")
+@example(value=",,,,,,,,:")
+@example(value="a,,2,3,b,0,true,0,m:")
 @example(value="a,1,2,3,b,0,true,0,m:a,1,2,3,b,0,true,0,m")
 @example(value="a,1 ,2,3,b,0,true,0,m:")
 def test_legacy_fast_path_agrees_with_strict(value: str) -> None:
@@ -428,7 +433,8 @@ def test_fast_encoders_take_plain_devices(devices: list[DeviceInfo]) -> None:
     "value",
     [
         "[null]", '[{"id":"a"},null]', '[{"ID":"a"}]', '[{"count":null}]', '[{"id":"a","id":null}]',
-        '[{"index":0}]', '[{"index":-0}]', '[{"count":1.0}]', '[{"count":1e2}]', '[{"count":2147483648}]',
+        '[{"index":0}]', '[{"index":-0}]', '[{"index" : -0,"index":5}]', '[{"count":1.0}]',
+        '[{"count":1e2}]', '[{"count":2147483648}]',
         '[{"index":18446744073709551615}]', '[{"id":"\\u0041"}]', '[{"id":"\ud800"}]',
         '[{"migtemplate":[]}]', '[{"custominfo":{"a":-0}}]', '[{"custominfo":{"a":1e400}}]',
         '[{"migProfiles":[],"migProfiles":[]}]', '[{"custominfo":{},"custominfo":{}}]',
@@ -476,7 +482,8 @@ def test_size_limit_comes_before_either_path() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["", ":", "::", "a,1,2,3,b,0,true:", "a,+1,2,3,b,0,true,0,m:", "a,007,2,3,b,0,true,0,m:",
+    ["", ":", "::", ",,,,,,,,:", "a,,2,3,b,0,true,0,m:", "a,1,2,3,b,0,true:", "a,+1,2,3,b,0,true,0,m:",
+     "a,007,2,3,b,0,true,0,m:",
      "a,1,2,3,b,0,T,0,m:", "a,1,2,3,b,0,true,0,m", "a,1,2,3,b,0,true,0,m::", "a, 1,2,3,b,0,true,0,m:",
      "a,1e2,2,3,b,0,true,0,m:", "a,1,2,3,b,0,true,-1,m:", "a,1,2,3,b,9999999999,true,0,m:"],
 )
