@@ -18,8 +18,10 @@ integer types refuse ``1.0`` and ``1e2``, and the only integer it reads differen
 field refuses it in Go (and Go fails the whole value on it even when a repeated key overwrites it
 later), and in ``custominfo`` Go reads it as the float -0.0; every such ``-0`` goes to the strict path.
 Go reads every number in ``custominfo`` as a float64; integers are turned into floats here (correctly
-rounded, as Go's parser does), and one too large for a float64 goes to the strict path, as does nesting
-deeper than Go's limit. A lone surrogate (invalid UTF-8 to Go) is refused by msgspec.
+rounded, as Go's parser does). Go fails a whole value on the first number it cannot hold even when a
+repeated key replaces it later, so an integer literal of 309 digits or more anywhere in the text sends
+a value with custominfo to the strict path, and so does any value while the recursion limit would let
+msgspec nest deeper than Go's 10000 levels. A lone surrogate (invalid UTF-8 to Go) is refused by msgspec.
 
 Legacy decode. Only values made of 9-field records each ending in ``:``, whose integer fields are JSON
 integer literals (a subset of Go's ``strconv`` spellings, with the same values; msgspec reads them by
@@ -39,6 +41,7 @@ import re
 from collections.abc import Sequence
 from itertools import repeat
 from operator import attrgetter
+from sys import getrecursionlimit
 from typing import Annotated, Any, Final
 
 import msgspec
@@ -108,6 +111,10 @@ _NEGATIVE_ZERO = re.compile(r"[\[:,][ \t\n\r]*-0")
 #: ``-0`` for the device index, which Go refuses (a uint) even where a later repeat of the key would
 #: overwrite it: Go keeps the first type error and fails the whole value.
 _NEGATIVE_INDEX = re.compile(r'"index"[ \t\n\r]*:[ \t\n\r]*-0')
+
+
+#: An integer literal too long for Go's float64 (custominfo numbers), or a string that looks like one.
+_LONG_DIGITS = re.compile(r"[0-9]{309}")
 
 
 def _has_negative_zero(text: str) -> bool:
@@ -187,6 +194,10 @@ def _tally_agrees(tally: _Tally, text: str) -> bool:
         or text.count('"custominfo"') != tally.custominfo
     ):
         return False
+    # Go fails the whole value on a number it cannot hold even where a repeated key later replaced it,
+    # so the text is searched, not only the values that survived.
+    if tally.custominfo and _LONG_DIGITS.search(text) is not None:
+        return False
     return not ((tally.uints or tally.zero) and _has_negative_zero(text))
 
 
@@ -194,6 +205,8 @@ def decode_json(text: str) -> list[DeviceInfo] | None:
     """HAMi's ``UnMarshalNodeDevices`` result for ``text`` (size already checked), or ``None`` when
     only the strict decoder can tell."""
     if "\\" in text or ("-0" in text and _NEGATIVE_INDEX.search(text) is not None):
+        return None
+    if getrecursionlimit() > _MAX_DEPTH:  # msgspec could then nest deeper than Go allows
         return None
     try:
         raw = _DECODER.decode(text)

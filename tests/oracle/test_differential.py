@@ -678,6 +678,7 @@ JSON_CASES = [
     '[{"index":0}]', '[{"index": -0}]', '[{"index":-0,"index":5}]', '[{"count":1.5,"count":5}]',
     '[{"migProfiles":[{"sliceCount":-0,"sliceCount":1}]}]', '[{"custominfo":{"a":-0,"a":1}}]',
     '[{"index":9223372036854775808}]', '[{"custominfo":{"a":-0}}]',
+    '[{"custominfo":{"a":{"b":' + "9" * 400 + '},"a":[]}}]', '[{"custominfo":{"a":1e400,"a":1}}]',
     '[{"custominfo":{"a":0,"b":[0,-0.0,1.5,"s",null,true,{"c":-1}]}}]', '[{"custominfo":{"n":1e308}}]',
     '[{"custominfo":{"n":123456789012345678901234567890}}]', '[{"custominfo":{"n":' + "9" * 400 + "}}]",
     '[{"migProfiles":[{"name":"a","placements":null}]}]', '[{"migProfiles":[{"placements":[{"start":-0}]}]}]',

@@ -226,6 +226,7 @@ def json_values(draw: st.DrawFn) -> str:
 @example(value='[{"index":-0,"index":5}]')
 @example(value='[{"migProfiles":[{"sliceCount":-0,"sliceCount":1}]}]')
 @example(value='[{"custominfo":{"a":-0,"a":1}}]')
+@example(value='[{"custominfo":{"":{"":0,"":' + "9" * 400 + '},"":[]}}]')
 @example(value='[{"custominfo":{"a":-0}}]')
 @example(value='[{"migProfiles":[{"name":"a","core":1}],"migProfiles":[{"name":"b"}]}]')
 @example(value='[{"custominfo":{"a":1},"custominfo":{"b":2}}]')
