@@ -1,46 +1,87 @@
 #!/usr/bin/env bash
-# Builds the Go conformance oracle (tests/oracle) that the differential codec tests talk to.
-# Idempotent: the binary is cached outside the clone, keyed by the oracle's sources and the Go toolchain,
-# at ${HAMI_ORACLE_CACHE:-$HOME/.cache/hami-core/oracle}/<key>/hami-oracle, and rebuilt only when the key
-# changes. tests/harness/oracle.py computes the same key to find it. Needs only Go (no cgo, no network:
-# the oracle uses the standard library alone).
+# Builds the Go oracle (tests/oracle/main.go) that the differential tests and bench/codec.py talk to: a
+# program that calls HAMi v2.10.0's real codec and handshake functions.
+#
+#   bash scripts/build-oracle.sh               build if needed, then print the binary's path
+#   bash scripts/build-oracle.sh --print-path  print where the binary is (or would be) only
+#
+# HAMi's source is not part of this repository: it is read from ../shared/hami/v2.10.0 beside the clone
+# (HAMI_SOURCE_DIR overrides). At build time its unmodified tree is copied into a staging directory
+# outside the clone, tests/oracle/main.go is added to that copy as cmd/hami-oracle/main.go, and the
+# program is built there with HAMi's own go.mod and go.sum (-mod=readonly: they pin every dependency;
+# the modules come from the Go module proxy on first use). The binary is cached outside the clone at
+# ${HAMI_ORACLE_CACHE:-~/.cache/hami-core/oracle}/<key>/hami-oracle, where <key> hashes this recipe,
+# main.go, every file of HAMi's tree and the Go toolchain, and is rebuilt only when one of them changes.
+# tests/harness/oracle.py asks this script (--print-path) where the binary is, so the key lives here only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-src=tests/oracle
+repo=$(pwd)
 
-if ! command -v go >/dev/null 2>&1; then
-    echo "build-oracle: error: 'go' is not on PATH; install Go (1.25 or newer) to build the oracle" >&2
-    exit 1
+RECIPE=2
+MAIN=tests/oracle/main.go
+log() { printf '[build-oracle %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die() { printf 'build-oracle: error: %s\n' "$*" >&2; exit 1; }
+
+print_path=false
+case "${1:-}" in
+    --print-path) print_path=true ;;
+    "") ;;
+    *) printf "build-oracle: error: unknown argument '%s' (usage: build-oracle.sh [--print-path])\n" "$1" >&2
+       exit 2 ;;
+esac
+
+hami=${HAMI_SOURCE_DIR:-$repo/../shared/hami/v2.10.0}
+if [ ! -f "$hami/go.mod" ] || [ ! -f "$hami/pkg/device/devices.go" ]; then
+    die "HAMi v2.10.0's source is not at $hami (expected shared/hami/v2.10.0 beside the clone, with go.mod and pkg/device); set HAMI_SOURCE_DIR to where it is"
 fi
+hami=$(cd "$hami" && pwd)
+grep -q '^module github.com/Project-HAMi/HAMi$' "$hami/go.mod" \
+    || die "$hami/go.mod is not HAMi's (module github.com/Project-HAMi/HAMi)"
+[ -f "$MAIN" ] || die "missing $MAIN"
+command -v go >/dev/null 2>&1 || die "'go' is not on PATH; install Go (1.26 or newer) to build the oracle"
 export GOTOOLCHAIN=local CGO_ENABLED=0
 
-# The cache key: each source file's name and bytes, then the toolchain (encoding/json and strconv belong
-# to it). Keep in step with oracle_key() in tests/harness/oracle.py.
-key=$(
-    cd "$src"
-    for f in go.mod go.sum main.go; do
-        printf '%s\n' "$f"
-        if [ -f "$f" ]; then cat "$f"; fi
-    done
-    go env GOVERSION GOOS GOARCH
-)
-key=$(printf '%s' "$key" | sha256sum | cut -c1-16)
+key=$( { printf 'recipe %s\n' "$RECIPE"
+         sha256sum "$MAIN" | cut -c1-64
+         (cd "$hami" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+         go env GOVERSION GOOS GOARCH; } | sha256sum | cut -c1-16)
 cache=${HAMI_ORACLE_CACHE:-${HOME:-/tmp}/.cache/hami-core/oracle}
 bin="$cache/$key/hami-oracle"
 
-if [ -x "$bin" ]; then
-    echo "== oracle: up to date ($bin)"
+if $print_path; then
+    echo "$bin"
     exit 0
 fi
 
-echo "== oracle: building $src with $(go env GOVERSION) -> $bin"
-mkdir -p "$cache/$key"
-tmp="$cache/$key/.hami-oracle.$$"
-trap 'rm -f "$tmp"' EXIT
-if ! (cd "$src" && go build -mod=readonly -trimpath -buildvcs=false -o "$tmp" .); then
-    echo "build-oracle: error: 'go build' of $src failed (see above); the differential tests need it" >&2
-    exit 1
+if [ -x "$bin" ]; then
+    log "up to date: $bin"
+    echo "$bin"
+    exit 0
 fi
-mv -f "$tmp" "$bin"
-trap - EXIT
-echo "== oracle: built $bin"
+
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+if command -v flock >/dev/null 2>&1; then
+    flock 9
+    rm -rf "$cache"/.stage.*  # left by a build that was killed; we hold the lock, so none is live
+fi
+if [ -x "$bin" ]; then
+    log "another build finished meanwhile: $bin"
+    echo "$bin"
+    exit 0
+fi
+
+stage=$(mktemp -d "$cache/.stage.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+cp -R "$hami/." "$stage/src"
+chmod -R u+w "$stage/src"  # shared/ may be laid read-only
+mkdir -p "$stage/src/cmd/hami-oracle"
+cp "$MAIN" "$stage/src/cmd/hami-oracle/main.go"
+log "building HAMi's codecs and CheckHealth from $hami with $(go env GOVERSION) (first build: a few minutes)"
+if ! (cd "$stage/src" && go build -mod=readonly -trimpath -buildvcs=false -o "$stage/hami-oracle" ./cmd/hami-oracle); then
+    die "'go build' of the oracle inside a copy of $hami failed (see above); the differential tests need it"
+fi
+mkdir -p "$cache/$key"
+mv -f "$stage/hami-oracle" "$bin"
+log "built $bin"
+echo "$bin"

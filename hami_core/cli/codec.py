@@ -76,10 +76,47 @@ def _device_objects(devices: list[DeviceInfo]) -> list[dict[str, Any]]:
 
 
 def _dump(value: Any) -> str:
+    """Compact ASCII JSON; a value nested deeper than ``json.dumps`` can recurse (custominfo may nest
+    as deep as Go's 10000 levels) is written by ``_dump_deep`` instead, with the same text."""
     try:
         return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
     except RecursionError:
-        raise _InputError("custominfo is nested too deeply to print as JSON") from None
+        return _dump_deep(value)
+
+
+class _Raw(str):
+    """Text ``_dump_deep`` writes as it is (brackets, commas, keys), told apart from string values."""
+
+    __slots__ = ()
+
+
+def _dump_deep(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=True, separators=(",", ":"))`` without recursion, for the JSON
+    types a decoded device holds (dict with str keys, list, tuple, str, int, float, bool, None)."""
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is _Raw:
+            out.append(item)
+        elif isinstance(item, dict):
+            out.append("{")
+            stack.append(_Raw("}"))
+            pairs = list(item.items())
+            for position in range(len(pairs) - 1, -1, -1):
+                key, member = pairs[position]
+                stack.append(member)
+                stack.append(_Raw(("," if position else "") + json.dumps(key) + ":"))
+        elif isinstance(item, list | tuple):
+            out.append("[")
+            stack.append(_Raw("]"))
+            for position in range(len(item) - 1, -1, -1):
+                stack.append(item[position])
+                if position:
+                    stack.append(_Raw(","))
+        else:
+            out.append(json.dumps(item))
+    return "".join(out)
 
 
 def _parse_devices(text: str, what: str) -> list[DeviceInfo]:

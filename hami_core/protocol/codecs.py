@@ -16,7 +16,7 @@ from hami_core.protocol import gojson as _gojson
 from hami_core.protocol import legacy as _legacy
 from hami_core.protocol.errors import DecodeError
 from hami_core.protocol.model import DeviceInfo
-from hami_core.protocol.size import MAX_ANNOTATION_BYTES, check_size  # re-exported: the codecs' size limit
+from hami_core.protocol.size import MAX_ANNOTATION_BYTES, check_size
 
 __all__ = [
     "CODECS",

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NoReturn
 
-from hami_core.protocol import size as _codecs  # the size check; the calls read _codecs.check_size
+from hami_core.protocol import fastpath as _fastpath
 from hami_core.protocol.errors import DecodeError, EncodeError, member_path, shorten
 from hami_core.protocol.model import (
     INT32,
@@ -32,12 +33,15 @@ from hami_core.protocol.model import (
     MigPlacement,
     MigProfile,
 )
+from hami_core.protocol.size import check_size
 
 __all__ = [
     "MAX_DEPTH",
     "JsonDecodeError",
     "decode_json",
+    "decode_json_strict",
     "encode_json",
+    "encode_json_strict",
     "encode_mig_profile",
     "go_bytes",
     "go_string",
@@ -165,7 +169,13 @@ def _encode_device(device: DeviceInfo) -> str:
 
 def encode_json(devices: Sequence[DeviceInfo]) -> str:
     """Encode as HAMi's ``MarshalNodeDevices``: compact, zero values omitted, no devicevendor or
-    custominfo, ``[]`` for no devices."""
+    custominfo, ``[]`` for no devices. Raises ``EncodeError`` for an item that is not a DeviceInfo."""
+    fast = _fastpath.encode_json(devices)
+    return fast if fast is not None else encode_json_strict(devices)
+
+
+def encode_json_strict(devices: Sequence[DeviceInfo]) -> str:
+    """``encode_json`` without the fast path (what the fast path is checked against)."""
     parts: list[str] = []
     for position, device in enumerate(devices):
         if not isinstance(device, DeviceInfo):
@@ -346,7 +356,8 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 def _tree(text: str) -> Any:
     """Parse ``text`` as Go would; raise ``_Fail`` when it is not one valid JSON value."""
-    if _SURROGATE_ESCAPE.search(text) is None:
+    # The C parser nests no deeper than the recursion limit; above Go's limit it could accept too much.
+    if sys.getrecursionlimit() <= MAX_DEPTH and _SURROGATE_ESCAPE.search(text) is None:
         try:
             return _FAST.decode(text)
         except (ValueError, RecursionError, _Fail):
@@ -825,7 +836,20 @@ def decode_json(value: str) -> list[DeviceInfo]:
     does not fit, or a character offset for a syntax error."""
     if not isinstance(value, str):
         raise DecodeError(f"JSON value must be a str, got {type(value).__name__}")
-    _codecs.check_size(value, "JSON")
+    check_size(value, "JSON")
+    fast = _fastpath.decode_json(value)
+    return fast if fast is not None else _decode_strict(value)
+
+
+def decode_json_strict(value: str) -> list[DeviceInfo]:
+    """``decode_json`` without the fast path (what the fast path is checked against)."""
+    if not isinstance(value, str):
+        raise DecodeError(f"JSON value must be a str, got {type(value).__name__}")
+    check_size(value, "JSON")
+    return _decode_strict(value)
+
+
+def _decode_strict(value: str) -> list[DeviceInfo]:
     text = go_text(value)
     try:
         tree = _tree(text)

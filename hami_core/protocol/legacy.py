@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hami_core.protocol import size as _codecs  # the size check; the calls read _codecs.check_size
+from hami_core.protocol import fastpath as _fastpath
 from hami_core.protocol.errors import DecodeError, EncodeError, shorten
 from hami_core.protocol.model import INT32, INT64, DeviceInfo, IntRange
+from hami_core.protocol.size import check_size
 
-__all__ = ["decode_legacy", "encode_legacy"]
+__all__ = ["decode_legacy", "decode_legacy_strict", "encode_legacy", "encode_legacy_strict"]
 
 #: Go ``strconv.ParseInt`` base 10: an optional sign, then ASCII digits only (leading zeros are fine).
 _GO_INT = re.compile(r"[+-]?[0-9]+")
@@ -75,7 +76,20 @@ def decode_legacy(value: str) -> list[DeviceInfo]:
     """Decode a legacy colon value as HAMi's ``DecodeNodeDevices`` does; raise ``DecodeError``."""
     if not isinstance(value, str):
         raise DecodeError(f"legacy value must be a str, got {type(value).__name__}")
-    _codecs.check_size(value, "legacy")
+    check_size(value, "legacy")
+    fast = _fastpath.decode_legacy(value)
+    return fast if fast is not None else _decode_strict(value)
+
+
+def decode_legacy_strict(value: str) -> list[DeviceInfo]:
+    """``decode_legacy`` without the fast path (what the fast path is checked against)."""
+    if not isinstance(value, str):
+        raise DecodeError(f"legacy value must be a str, got {type(value).__name__}")
+    check_size(value, "legacy")
+    return _decode_strict(value)
+
+
+def _decode_strict(value: str) -> list[DeviceInfo]:
     if ":" not in value:
         raise DecodeError(f"legacy value {shorten(value)} is missing the device separator ':'")
     devices: list[DeviceInfo] = []
@@ -102,6 +116,12 @@ def encode_legacy(devices: Sequence[DeviceInfo]) -> str:
     Beyond HAMi: a device whose id, type or mode holds ``,`` or ``:``, or whose index does not fit Go's
     signed int, is refused with ``EncodeError`` instead of being written as a value nobody can decode.
     """
+    fast = _fastpath.encode_legacy(devices)
+    return fast if fast is not None else encode_legacy_strict(devices)
+
+
+def encode_legacy_strict(devices: Sequence[DeviceInfo]) -> str:
+    """``encode_legacy`` without the fast path (what the fast path is checked against)."""
     parts: list[str] = []
     for position, device in enumerate(devices):
         where = f"device {position}"

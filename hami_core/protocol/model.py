@@ -6,7 +6,7 @@ of that range raises ``ValueError``. Names follow HAMi's JSON keys, in snake cas
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -20,6 +20,8 @@ __all__ = [
     "IntRange",
     "MigPlacement",
     "MigProfile",
+    "trusted_device",
+    "trusted_plain_device",
 ]
 
 
@@ -116,3 +118,47 @@ class DeviceInfo:
     devicevendor: str = attrs.field(default="", validator=_str)
     #: Free-form; read from JSON, never written by the scheduler-side encoder.
     custominfo: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
+
+
+_TrustedDevice = Callable[
+    [str, int, int, int, int, str, int, str, tuple[MigProfile, ...], bool, str, Mapping[str, Any] | None],
+    DeviceInfo,
+]
+_TrustedPlainDevice = Callable[[str, int, int, int, int, str, int, str, bool], DeviceInfo]
+
+
+def _trusted_factory(params: list[str], constants: dict[str, Any]) -> Any:
+    """A generated function that sets the slots of a new DeviceInfo directly: ``params`` from its
+    arguments, the other fields from ``constants``. One function, no per-field loop or keyword parsing."""
+    names = [field.name for field in attrs.fields(DeviceInfo)]
+    assert sorted(params + list(constants)) == sorted(names)
+    namespace: dict[str, Any] = {"_new": object.__new__, "_DeviceInfo": DeviceInfo}
+    lines = [f"def trusted({', '.join(params)}):", "    self = _new(_DeviceInfo)"]
+    for name in names:
+        namespace[f"_set_{name}"] = getattr(DeviceInfo, name).__set__
+        if name in constants:
+            namespace[f"_value_{name}"] = constants[name]
+            lines.append(f"    _set_{name}(self, _value_{name})")
+        else:
+            lines.append(f"    _set_{name}(self, {name})")
+    lines.append("    return self")
+    exec("\n".join(lines), namespace)
+    return namespace["trusted"]
+
+
+#: ``trusted_device(id, index, count, devmem, devcore, type, numa, mode, mig_profiles, health,
+#: devicevendor, custominfo)``: a ``DeviceInfo`` built without its validators and converters, equal to
+#: ``DeviceInfo(...)`` with the same values. Only for callers that already guarantee what the validators
+#: check (every value of its field's type and Go range, ``mig_profiles`` a tuple of ``MigProfile``): the
+#: codecs' fast paths, which decode into range-checked types first. Everyone else calls ``DeviceInfo``.
+trusted_device: _TrustedDevice = _trusted_factory(
+    ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "mig_profiles", "health",
+     "devicevendor", "custominfo"],
+    {},
+)
+#: ``trusted_plain_device(id, index, count, devmem, devcore, type, numa, mode, health)``: the same for a
+#: device without MIG profiles, vendor or custom info (what the legacy encoding carries).
+trusted_plain_device: _TrustedPlainDevice = _trusted_factory(
+    ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health"],
+    {"mig_profiles": (), "devicevendor": "", "custominfo": None},
+)

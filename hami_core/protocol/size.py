@@ -1,7 +1,7 @@
-"""Kubernetes' size limit for a Node's annotations, and the check every decoder runs first.
+"""Kubernetes' annotation size limit, and the check every reader applies before parsing a value.
 
-A module of its own so that the codecs (``codecs``, ``gojson``, ``legacy``) and ``evaluate`` can all
-use it without importing each other: it imports nothing of the protocol but its errors.
+Its own module so that the codecs (gojson, legacy) and the codec registry (codecs, which re-exports
+both names) can all import it without importing each other.
 """
 
 from __future__ import annotations
@@ -15,19 +15,18 @@ __all__ = ["MAX_ANNOTATION_BYTES", "check_size", "go_size"]
 #: Kubernetes' limit for all annotations of one object together; a longer value is refused unparsed.
 MAX_ANNOTATION_BYTES = 256 * 1024
 
-#: The lone surrogates that ``surrogateescape`` makes of invalid UTF-8 bytes: one raw byte each.
-_RAW_BYTE = re.compile("[\udc80-\udcff]")
+#: U+DC80..U+DCFF: one invalid byte kept by ``errors="surrogateescape"``, which Go holds as that byte.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
 def go_size(value: str) -> int:
-    """How many bytes Go holds for ``value``: its UTF-8, where U+DC80..U+DCFF stand for the single raw
-    bytes they were decoded from (``surrogateescape``) and any other lone surrogate takes 3 bytes.
-
-    The same count as ``len(gojson.go_bytes(value))``, without building the bytes of a long value."""
+    """How many bytes Go holds for ``value``: its UTF-8, each U+DC80..U+DCFF (``surrogateescape``) one
+    byte, any other lone surrogate its 3-byte form (as ``gojson.go_bytes`` writes them)."""
     try:
         return len(value.encode("utf-8", "surrogateescape"))
-    except UnicodeEncodeError:  # another lone surrogate: 3 bytes each, as are the raw-byte ones here
-        return len(value.encode("utf-8", "surrogatepass")) - 2 * len(_RAW_BYTE.findall(value))
+    except UnicodeEncodeError:
+        escaped = len(_ESCAPED_BYTE.findall(value))
+        return len(value.encode("utf-8", "surrogatepass")) - 2 * escaped
 
 
 def check_size(value: str, encoding: str) -> None:

@@ -1,23 +1,25 @@
-"""The Go conformance oracle (tests/oracle) as a Python object and a session fixture ``hami_oracle``.
+"""HAMi's own code as a Python object (the Go oracle, tests/oracle/main.go), and the fixture ``hami_oracle``.
 
-The oracle is a long-running process speaking JSON Lines: one request per line on its stdin, one response
-per line on its stdout. Values travel base64-encoded (``value_b64``) so their exact UTF-8 bytes reach Go;
-a Python string that is not valid Unicode (a lone surrogate) cannot be an annotation value and is
-refused here. Build the binary with ``bash scripts/build-oracle.sh``; ``HAMI_ORACLE_BIN`` overrides where
-it is looked for.
+The oracle is a long-running process built from HAMi v2.10.0's unmodified source; it speaks JSON Lines:
+one request per line on its stdin, one response per line on its stdout. Values travel base64-encoded
+(``value_b64``) so their exact UTF-8 bytes reach Go; a Python string that is not valid Unicode (a lone
+surrogate) cannot be an annotation value and is refused here. Build the binary with
+``bash scripts/build-oracle.sh``, which also says where it is (``--print-path``); ``HAMI_ORACLE_BIN``
+overrides that.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
-import shutil
+import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,8 @@ import pytest
 from hami_core.protocol.model import DeviceInfo, MigProfile
 
 __all__ = [
-    "ORACLE_SOURCES",
+    "BUILD_SCRIPT",
+    "HealthResult",
     "Oracle",
     "OracleError",
     "OracleResult",
@@ -35,10 +38,9 @@ __all__ = [
     "device_payload",
     "hami_oracle",
     "oracle_binary",
-    "oracle_key",
 ]
 
-ORACLE_SOURCES = Path(__file__).resolve().parents[1] / "oracle"
+BUILD_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "build-oracle.sh"
 BUILD_HINT = "build it with: bash scripts/build-oracle.sh"
 
 
@@ -63,6 +65,33 @@ class OracleResult:
         return not self.ok
 
 
+@attrs.frozen
+class HealthResult:
+    """What HAMi's ``device.CheckHealth`` answered for one Node, and what it did to it."""
+
+    #: CheckHealth's first result: the vendor's devices count as healthy.
+    healthy: bool
+    #: CheckHealth's second result: the handshake was (to be) stamped anew.
+    need_update: bool
+    #: The handshake annotation on the (fake) API server's Node afterwards; ``None``: absent.
+    handshake_after: str | None
+    #: The verbs HAMi sent to the API server, in order (``get``, ``patch``).
+    actions: tuple[str, ...]
+    #: The oracle's clock just before and just after the call (aware, the oracle's zone).
+    now_before: datetime
+    now_after: datetime
+    #: The oracle's ``time.Local`` (HAMi reads and writes stamps in it).
+    zone: str
+
+
+_GO_FRACTION = re.compile(r"(\.\d{6})\d+")
+
+
+def _go_time(text: str) -> datetime:
+    """A Go ``time.RFC3339Nano`` text as an aware datetime (nanoseconds cut to microseconds)."""
+    return datetime.fromisoformat(_GO_FRACTION.sub(r"\1", text).replace("Z", "+00:00"))
+
+
 #: Go nests JSON up to 10000 levels; parsing or comparing such a value in Python needs this much room.
 _DEEP_LIMIT = 25_000
 
@@ -78,35 +107,20 @@ def deep_recursion() -> Iterator[None]:
         sys.setrecursionlimit(before)
 
 
-def oracle_key(sources: Path = ORACLE_SOURCES, go: str = "go") -> str:
-    """The cache key scripts/build-oracle.sh uses: the sources' names and bytes, then the toolchain."""
-    stream = b""
-    for name in ("go.mod", "go.sum", "main.go"):
-        stream += name.encode() + b"\n"
-        path = sources / name
-        if path.is_file():
-            stream += path.read_bytes()
-    env = {**os.environ, "GOTOOLCHAIN": "local"}
-    stream += subprocess.run(
-        [go, "env", "GOVERSION", "GOOS", "GOARCH"], check=True, capture_output=True, env=env
-    ).stdout
-    return hashlib.sha256(stream.rstrip(b"\n")).hexdigest()[:16]
-
-
 def oracle_binary() -> Path:
-    """Where the built oracle is; raises ``FileNotFoundError`` saying how to build it."""
+    """Where the built oracle is; raises ``FileNotFoundError`` saying why not and how to build it."""
     override = os.environ.get("HAMI_ORACLE_BIN")
     if override:
         path = Path(override)
         if not os.access(path, os.X_OK):
             raise FileNotFoundError(f"HAMI_ORACLE_BIN={override} is not an executable file")
         return path
-    go = shutil.which("go")
-    if go is None:
-        raise FileNotFoundError(f"the Go oracle needs Go on PATH to locate its build; {BUILD_HINT}")
-    home = Path(os.environ.get("HOME", "/tmp"))
-    cache = Path(os.environ.get("HAMI_ORACLE_CACHE") or home / ".cache/hami-core/oracle")
-    path = cache / oracle_key(go=go) / "hami-oracle"
+    found = subprocess.run(
+        ["bash", str(BUILD_SCRIPT), "--print-path"], capture_output=True, text=True, check=False
+    )
+    if found.returncode != 0:
+        raise FileNotFoundError(" ".join(found.stderr.split()) or f"{BUILD_SCRIPT} --print-path failed")
+    path = Path(found.stdout.strip())
     if not os.access(path, os.X_OK):
         raise FileNotFoundError(f"the Go oracle is not built for the current sources ({path}); {BUILD_HINT}")
     return path
@@ -151,14 +165,16 @@ def device_payload(device: DeviceInfo | None) -> dict[str, Any] | None:
 class Oracle:
     """A running oracle process. Not thread-safe: one request at a time."""
 
-    def __init__(self, binary: Path) -> None:
+    def __init__(self, binary: Path, env: Mapping[str, str] | None = None) -> None:
         self.binary = binary
+        # HAMi logs through klog to stderr; a file never fills up and blocks it the way a pipe would.
+        self._stderr_file = tempfile.TemporaryFile()  # noqa: SIM115  (closed by close())
         self._proc = subprocess.Popen(
             [str(binary)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, "GOTRACEBACK": "single"},
+            stderr=self._stderr_file,
+            env={**os.environ, "GOTRACEBACK": "single", **(env or {})},
         )
 
     def request(self, message: Mapping[str, Any]) -> dict[str, Any]:
@@ -226,6 +242,61 @@ class Oracle:
         """HAMi's JSON encoder (``device.MarshalNodeDevices``)."""
         return self._encode("encode_json", devices)
 
+    def check_health(
+        self,
+        handshake: str | None,
+        *,
+        allocatable: str | None = None,
+        vendor: str = "NVIDIA",
+        handshake_key: str = "hami.io/node-handshake",
+        resource: str = "nvidia.com/gpu",
+    ) -> HealthResult:
+        """HAMi's ``device.CheckHealth(vendor, resource, node)`` on a Node whose handshake annotation
+        is ``handshake`` (``None``: absent) and whose allocatable count is ``allocatable`` (a quantity;
+        ``None``: absent), with HAMi's client pointed at a fake clientset holding that Node."""
+        raw = self.request(
+            {
+                "op": "check_health", "vendor": vendor, "handshake_key": handshake_key,
+                "handshake": handshake, "resource": resource, "allocatable": allocatable,
+            }
+        )
+        if not raw.get("ok"):
+            raise OracleError(f"check_health failed: {raw}")
+        health = raw["health"]
+        return HealthResult(
+            healthy=health["healthy"], need_update=health["need_update"],
+            handshake_after=health["handshake_after"], actions=tuple(health["actions"]),
+            now_before=_go_time(health["now_before"]), now_after=_go_time(health["now_after"]),
+            zone=health["zone"],
+        )
+
+    def bench(
+        self,
+        function: str,
+        *,
+        value: str | None = None,
+        devices: Sequence[DeviceInfo] | None = None,
+        min_seconds: float,
+        repeat: int,
+        clock: str = "wall",
+    ) -> list[float]:
+        """Nanoseconds per call of one of HAMi's codec functions (``decode_legacy``, ``decode_json``,
+        ``encode_legacy``, ``encode_json``), timed inside the Go process: ``repeat`` runs of an
+        iteration count that takes at least ``min_seconds``, on the ``wall`` clock or in ``cpu`` time
+        (the process's user and system time, all threads)."""
+        message: dict[str, Any] = {
+            "op": "bench", "function": function, "min_seconds": min_seconds, "repeat": repeat,
+            "clock": clock,
+        }
+        if value is not None:
+            message["value_b64"] = base64.b64encode(value.encode("utf-8")).decode("ascii")
+        if devices is not None:
+            message["devices"] = [device_payload(d) for d in devices]
+        raw = self.request(message)
+        if not raw.get("ok"):
+            raise OracleError(f"bench {function} failed: {raw}")
+        return [float(ns) for ns in raw["bench"]["ns_per_op"]]
+
     def close(self) -> None:
         """Close stdin, let the process finish, kill it if it does not within 5 s."""
         proc = self._proc
@@ -236,15 +307,15 @@ class Oracle:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        self._stderr_file.close()
 
     def _stderr(self) -> str:
-        proc = self._proc
-        if proc.stderr is None or proc.poll() is None:
+        if self._proc.poll() is None:
             return ""
-        text = proc.stderr.read().decode("utf-8", "replace").strip()
+        self._stderr_file.seek(0)
+        text = self._stderr_file.read().decode("utf-8", "replace").strip()
         return f"; its stderr: {text[-2000:]}" if text else ""
 
 

@@ -1,270 +1,141 @@
-// Command hami-oracle answers codec questions the way HAMi v2.10.0's scheduler-side codecs do, so the
-// Python test suite can compare its own codecs with Go's behaviour, value by value.
+// Command hami-oracle answers protocol questions with HAMi v2.10.0's own code, so the Python test suite
+// and benchmarks can compare this project with HAMi value by value.
 //
-// HAMi's module is not served by the module proxy this project can reach, so the four codec functions
-// are re-stated here from the protocol spec (shared/spec section 3, shared/notes sections 2-3)
-// on top of the same Go standard library HAMi uses: encoding/json for the JSON encoding (including its
-// case-folded key matching, duplicate keys, integer ranges and HTML-safe escaping) and strconv for the
-// legacy colon encoding. The record types carry exactly HAMi's field names, Go types and JSON tags,
-// because those decide how encoding/json treats every key.
+// This file is the project's; HAMi is not copied into the repository. scripts/build-oracle.sh copies
+// HAMi's unmodified tree (shared/hami/v2.10.0) into a cache directory outside the clone, puts this file
+// there as cmd/hami-oracle/main.go and builds it with HAMi's own go.mod and go.sum, so every call below
+// goes to HAMi's real functions in github.com/Project-HAMi/HAMi/pkg/device:
+//
+//	decode_legacy  device.DecodeNodeDevices
+//	decode_json    device.UnMarshalNodeDevices
+//	encode_legacy  device.EncodeNodeDevices
+//	encode_json    device.MarshalNodeDevices
+//	check_health   device.CheckHealth, against client-go's fake clientset holding the Node (as HAMi's
+//	               unit tests do), through HAMi's global client.KubeClient
+//	bench          one of the four codec functions timed in this process (no pipe, no process start)
 //
 // Protocol: JSON Lines. One request per stdin line, one response per stdout line, flushed each time.
 //
 //	{"op": "decode_legacy" | "decode_json", "value": "<str>"}          (or "value_b64": "<base64 bytes>")
 //	{"op": "encode_legacy" | "encode_json", "devices": [<device>|null, ...]}
+//	{"op": "check_health", "vendor": "<devType>", "handshake_key": "<annotation key>",
+//	 "handshake": "<value>" | null (absent), "resource": "<count resource>", "allocatable": "<quantity>" | null}
+//	{"op": "bench", "function": "decode_legacy" | ..., "value" | "devices": ..., "min_seconds": 0.2, "repeat": 5,
+//	 "clock": "wall" | "cpu"}
 //
-// Responses: {"ok": true, "devices": [...] | null} with every key written out (a nil list is null, an
-// empty one []), {"ok": true, "value": "<str>"} (or "value_b64" when the bytes are not valid UTF-8),
-// {"ok": false, "error": "<Go error text>"}, {"ok": false, "panic": "<recovered panic>"}, or
-// {"ok": false, "request_error": "..."} when the request itself is malformed.
+// Responses: {"ok": true, "devices": [...] | null} with every key written (a nil list is null, an empty
+// one []), {"ok": true, "value": "<str>"} (or "value_b64" when the bytes are not valid UTF-8),
+// {"ok": true, "health": {...}}, {"ok": true, "bench": {...}}, {"ok": false, "error": "<Go error text>"},
+// {"ok": false, "panic": "<recovered panic>"}, or {"ok": false, "request_error": "..."} when the request
+// itself is malformed.
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
+	"syscall"
+	"time"
 	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/Project-HAMi/HAMi/pkg/device"
+	"github.com/Project-HAMi/HAMi/pkg/util"
+	"github.com/Project-HAMi/HAMi/pkg/util/client"
 )
-
-// ---- HAMi's record shape (field names, Go types and JSON tags are the wire format) ----
-
-type MigPlacement struct {
-	Start uint32 `json:"start"`
-	Size  uint32 `json:"size"`
-}
-
-type MigProfile struct {
-	Name          string         `json:"name"`
-	MemoryMB      int32          `json:"memoryMB"`
-	Core          int32          `json:"core"`
-	SliceCount    uint32         `json:"sliceCount"`
-	Placements    []MigPlacement `json:"placements"`
-	InstanceCount uint32         `json:"-"`
-}
-
-// MigTemplate has no JSON tags in HAMi: its JSON keys are the Go field names.
-type MigTemplate struct {
-	Name   string
-	Core   int32
-	Memory int32
-	Count  int32
-}
-
-type DevicePairScore struct {
-	ID     string         `json:"uuid,omitempty"`
-	Scores map[string]int `json:"score,omitempty"`
-}
-
-type DeviceInfo struct {
-	ID              string          `json:"id,omitempty"`
-	Index           uint            `json:"index,omitempty"`
-	Count           int32           `json:"count,omitempty"`
-	Devmem          int32           `json:"devmem,omitempty"`
-	Devcore         int32           `json:"devcore,omitempty"`
-	Type            string          `json:"type,omitempty"`
-	Numa            int             `json:"numa,omitempty"`
-	Mode            string          `json:"mode,omitempty"`
-	MIGProfiles     []MigProfile    `json:"migProfiles,omitempty"`
-	MIGTemplate     [][]MigTemplate `json:"migtemplate,omitempty"`
-	Health          bool            `json:"health,omitempty"`
-	DeviceVendor    string          `json:"devicevendor,omitempty"`
-	CustomInfo      map[string]any  `json:"custominfo,omitempty"`
-	DevicePairScore DevicePairScore `json:"-"`
-}
-
-// ---- the four codec functions (HAMi v2.10.0 behaviour) ----
-
-const (
-	deviceSeparator = ":"
-	fieldSeparator  = ","
-)
-
-// decodeNodeDevices is the legacy colon decoder (HAMi's device.DecodeNodeDevices): strict since v2.10.0,
-// the first failure discards the whole value.
-func decodeNodeDevices(value string) ([]*DeviceInfo, error) {
-	if !strings.Contains(value, deviceSeparator) {
-		return nil, errors.New("node annotation missing device separator")
-	}
-	var out []*DeviceInfo
-	for _, segment := range strings.Split(value, deviceSeparator) {
-		if segment == "" {
-			continue
-		}
-		if !strings.Contains(segment, fieldSeparator) {
-			return nil, fmt.Errorf("malformed node annotation segment: %q", segment)
-		}
-		f := strings.Split(segment, fieldSeparator)
-		if len(f) != 7 && len(f) != 9 {
-			return nil, fmt.Errorf("unexpected field count %d in node annotation", len(f))
-		}
-		dev, err := legacyRecord(f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, dev)
-	}
-	return out, nil
-}
-
-// legacyRecord parses one 7- or 9-field record; the parse order (count, devmem, devcore, health, numa,
-// index) decides which error is reported.
-func legacyRecord(f []string) (*DeviceInfo, error) {
-	count, err := strconv.ParseInt(f[1], 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("invalid count field: %w", err)
-	}
-	devmem, err := strconv.ParseInt(f[2], 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("invalid memory field: %w", err)
-	}
-	devcore, err := strconv.ParseInt(f[3], 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("invalid core field: %w", err)
-	}
-	health, err := strconv.ParseBool(f[6])
-	if err != nil {
-		return nil, fmt.Errorf("invalid health field: %w", err)
-	}
-	numa, err := strconv.Atoi(f[5])
-	if err != nil {
-		return nil, fmt.Errorf("invalid numa field: %w", err)
-	}
-	dev := &DeviceInfo{
-		ID:      f[0],
-		Count:   int32(count),
-		Devmem:  int32(devmem),
-		Devcore: int32(devcore),
-		Type:    f[4],
-		Numa:    numa,
-		Health:  health,
-		Mode:    "hami-core",
-	}
-	if len(f) == 9 {
-		index, err := strconv.Atoi(f[7])
-		if err != nil {
-			return nil, fmt.Errorf("invalid index field: %w", err)
-		}
-		if index < 0 {
-			return nil, fmt.Errorf("index field must not be negative: %d", index)
-		}
-		dev.Index = uint(index)
-		dev.Mode = f[8]
-	}
-	return dev, nil
-}
-
-// encodeNodeDevices is the legacy colon encoder (HAMi's device.EncodeNodeDevices): 9 fields and a ':'
-// per device, nothing escaped, the index written as a signed Go int.
-func encodeNodeDevices(devices []*DeviceInfo) string {
-	var b strings.Builder
-	for _, d := range devices {
-		fields := []string{
-			d.ID,
-			strconv.FormatInt(int64(d.Count), 10),
-			strconv.Itoa(int(d.Devmem)),
-			strconv.Itoa(int(d.Devcore)),
-			d.Type,
-			strconv.Itoa(d.Numa),
-			strconv.FormatBool(d.Health),
-			strconv.Itoa(int(d.Index)),
-			d.Mode,
-		}
-		b.WriteString(strings.Join(fields, fieldSeparator))
-		b.WriteString(deviceSeparator)
-	}
-	return b.String()
-}
-
-// unMarshalNodeDevices is the JSON decoder (HAMi's device.UnMarshalNodeDevices): plain json.Unmarshal
-// into a list of record pointers.
-func unMarshalNodeDevices(value string) ([]*DeviceInfo, error) {
-	var devices []*DeviceInfo
-	err := json.Unmarshal([]byte(value), &devices)
-	return devices, err
-}
-
-// marshalNodeDevices is the JSON encoder (HAMi's device.MarshalNodeDevices): only the scheduler-visible
-// fields are copied into fresh records (no vendor, custom info, MIG template or pair score).
-func marshalNodeDevices(devices []*DeviceInfo) string {
-	visible := make([]*DeviceInfo, 0, len(devices))
-	for _, d := range devices {
-		visible = append(visible, &DeviceInfo{
-			ID:          d.ID,
-			Index:       d.Index,
-			Count:       d.Count,
-			Devmem:      d.Devmem,
-			Devcore:     d.Devcore,
-			Type:        d.Type,
-			Numa:        d.Numa,
-			Mode:        d.Mode,
-			MIGProfiles: d.MIGProfiles,
-			Health:      d.Health,
-		})
-	}
-	data, err := json.Marshal(visible)
-	if err != nil {
-		return ""
-	}
-	return string(data)
-}
-
-// ---- the line protocol ----
 
 // inDevice is a device as the Python side describes it, with the protocol's JSON keys.
 type inDevice struct {
-	ID           string         `json:"id"`
-	Index        uint           `json:"index"`
-	Count        int32          `json:"count"`
-	Devmem       int32          `json:"devmem"`
-	Devcore      int32          `json:"devcore"`
-	Type         string         `json:"type"`
-	Numa         int            `json:"numa"`
-	Mode         string         `json:"mode"`
-	Health       bool           `json:"health"`
-	MigProfiles  []MigProfile   `json:"migProfiles"`
-	DeviceVendor string         `json:"devicevendor"`
-	CustomInfo   map[string]any `json:"custominfo"`
+	ID           string              `json:"id"`
+	Index        uint                `json:"index"`
+	Count        int32               `json:"count"`
+	Devmem       int32               `json:"devmem"`
+	Devcore      int32               `json:"devcore"`
+	Type         string              `json:"type"`
+	Numa         int                 `json:"numa"`
+	Mode         string              `json:"mode"`
+	Health       bool                `json:"health"`
+	MigProfiles  []device.MigProfile `json:"migProfiles"`
+	DeviceVendor string              `json:"devicevendor"`
+	CustomInfo   map[string]any      `json:"custominfo"`
 }
 
 // outDevice is a decoded device with every key written out, zero values included.
 type outDevice struct {
-	ID           string          `json:"id"`
-	Index        uint            `json:"index"`
-	Count        int32           `json:"count"`
-	Devmem       int32           `json:"devmem"`
-	Devcore      int32           `json:"devcore"`
-	Type         string          `json:"type"`
-	Numa         int             `json:"numa"`
-	Mode         string          `json:"mode"`
-	MigProfiles  []MigProfile    `json:"migProfiles"`
-	MigTemplate  [][]MigTemplate `json:"migtemplate"`
-	Health       bool            `json:"health"`
-	DeviceVendor string          `json:"devicevendor"`
-	CustomInfo   map[string]any  `json:"custominfo"`
+	ID           string              `json:"id"`
+	Index        uint                `json:"index"`
+	Count        int32               `json:"count"`
+	Devmem       int32               `json:"devmem"`
+	Devcore      int32               `json:"devcore"`
+	Type         string              `json:"type"`
+	Numa         int                 `json:"numa"`
+	Mode         string              `json:"mode"`
+	MigProfiles  []device.MigProfile `json:"migProfiles"`
+	MigTemplate  []device.Geometry   `json:"migtemplate"`
+	Health       bool                `json:"health"`
+	DeviceVendor string              `json:"devicevendor"`
+	CustomInfo   map[string]any      `json:"custominfo"`
+}
+
+type healthRequest struct {
+	Vendor       string  `json:"vendor"`
+	HandshakeKey string  `json:"handshake_key"`
+	Handshake    *string `json:"handshake"`
+	Resource     string  `json:"resource"`
+	Allocatable  *string `json:"allocatable"`
+}
+
+type healthAnswer struct {
+	// CheckHealth's two results: the device is healthy; the handshake was (to be) re-stamped.
+	Healthy    bool `json:"healthy"`
+	NeedUpdate bool `json:"need_update"`
+	// The handshake annotation on the fake API server's Node after the call (null: absent).
+	HandshakeAfter *string `json:"handshake_after"`
+	// The verbs HAMi sent to the API server, in order ("get", "patch").
+	Actions []string `json:"actions"`
+	// The clock around the call, in this process's zone (HAMi reads time.Now() and time.Local).
+	NowBefore string `json:"now_before"`
+	NowAfter  string `json:"now_after"`
+	Zone      string `json:"zone"`
+}
+
+type benchAnswer struct {
+	Iterations int       `json:"iterations"`
+	NsPerOp    []float64 `json:"ns_per_op"`
 }
 
 type request struct {
-	Op       string      `json:"op"`
-	Value    *string     `json:"value"`
-	ValueB64 *string     `json:"value_b64"`
-	Devices  []*inDevice `json:"devices"`
+	Op         string      `json:"op"`
+	Value      *string     `json:"value"`
+	ValueB64   *string     `json:"value_b64"`
+	Devices    []*inDevice `json:"devices"`
+	Function   string      `json:"function"`
+	MinSeconds float64     `json:"min_seconds"`
+	Repeat     int         `json:"repeat"`
+	Clock      string      `json:"clock"`
+	healthRequest
 }
 
 type response struct {
-	OK           bool         `json:"ok"`
-	Devices      *[]outDevice `json:"devices,omitempty"`
-	Value        *string      `json:"value,omitempty"`
-	ValueB64     *string      `json:"value_b64,omitempty"`
-	Error        *string      `json:"error,omitempty"`
-	Panic        *string      `json:"panic,omitempty"`
-	RequestError *string      `json:"request_error,omitempty"`
+	OK           bool          `json:"ok"`
+	Devices      *[]outDevice  `json:"devices,omitempty"`
+	Value        *string       `json:"value,omitempty"`
+	ValueB64     *string       `json:"value_b64,omitempty"`
+	Health       *healthAnswer `json:"health,omitempty"`
+	Bench        *benchAnswer  `json:"bench,omitempty"`
+	Error        *string       `json:"error,omitempty"`
+	Panic        *string       `json:"panic,omitempty"`
+	RequestError *string       `json:"request_error,omitempty"`
 }
 
 func requestError(format string, args ...any) response {
@@ -274,7 +145,7 @@ func requestError(format string, args ...any) response {
 
 // describe turns decoded records into the response list. It dereferences every element, as every HAMi
 // caller of the decoders does (GetNodeDevices sets the vendor on each), so a nil element panics here.
-func describe(devices []*DeviceInfo) *[]outDevice {
+func describe(devices []*device.DeviceInfo) *[]outDevice {
 	var out []outDevice
 	if devices != nil {
 		out = make([]outDevice, 0, len(devices))
@@ -290,14 +161,14 @@ func describe(devices []*DeviceInfo) *[]outDevice {
 }
 
 // records builds HAMi records from the request's devices; a JSON null element stays a nil pointer.
-func records(devices []*inDevice) []*DeviceInfo {
-	out := make([]*DeviceInfo, 0, len(devices))
+func records(devices []*inDevice) []*device.DeviceInfo {
+	out := make([]*device.DeviceInfo, 0, len(devices))
 	for _, d := range devices {
 		if d == nil {
 			out = append(out, nil)
 			continue
 		}
-		out = append(out, &DeviceInfo{
+		out = append(out, &device.DeviceInfo{
 			ID: d.ID, Index: d.Index, Count: d.Count, Devmem: d.Devmem, Devcore: d.Devcore, Type: d.Type,
 			Numa: d.Numa, Mode: d.Mode, Health: d.Health, MIGProfiles: d.MigProfiles,
 			DeviceVendor: d.DeviceVendor, CustomInfo: d.CustomInfo,
@@ -314,7 +185,7 @@ func encoded(text string) response {
 	return response{OK: true, ValueB64: &b64}
 }
 
-func decoded(devices []*DeviceInfo, err error) response {
+func decoded(devices []*device.DeviceInfo, err error) response {
 	if err != nil {
 		text := err.Error()
 		return response{Error: &text}
@@ -338,7 +209,123 @@ func (q *request) text() (string, error) {
 	return "", errors.New("missing value (or value_b64)")
 }
 
-// answer runs one request; a panic inside the codec call is recovered into a "panic" response.
+// checkHealth runs device.CheckHealth on a Node built from the request, with HAMi's global client
+// pointed at a fake clientset that holds that Node.
+func checkHealth(q *request) response {
+	if q.Vendor == "" || q.HandshakeKey == "" || q.Resource == "" {
+		return requestError("check_health needs vendor, handshake_key and resource")
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "oracle-node", Annotations: map[string]string{}}}
+	if q.Handshake != nil {
+		node.Annotations[q.HandshakeKey] = *q.Handshake
+	}
+	if q.Allocatable != nil {
+		quantity, err := resource.ParseQuantity(*q.Allocatable)
+		if err != nil {
+			return requestError("allocatable: %v", err)
+		}
+		node.Status.Allocatable = corev1.ResourceList{corev1.ResourceName(q.Resource): quantity}
+	}
+	clientset := fake.NewClientset(node.DeepCopy())
+	client.KubeClient = clientset
+	util.HandshakeAnnos[q.Vendor] = q.HandshakeKey
+	defer delete(util.HandshakeAnnos, q.Vendor)
+
+	before := time.Now()
+	healthy, needUpdate := device.CheckHealth(q.Vendor, q.Resource, node)
+	after := time.Now()
+
+	answer := &healthAnswer{
+		Healthy: healthy, NeedUpdate: needUpdate, Actions: []string{},
+		NowBefore: before.Format(time.RFC3339Nano), NowAfter: after.Format(time.RFC3339Nano),
+		Zone: time.Local.String(),
+	}
+	for _, action := range clientset.Actions() {
+		answer.Actions = append(answer.Actions, action.GetVerb())
+	}
+	stored, err := clientset.CoreV1().Nodes().Get(context.Background(), node.Name, metav1.GetOptions{})
+	if err != nil {
+		return requestError("reading the node back: %v", err)
+	}
+	if value, ok := stored.Annotations[q.HandshakeKey]; ok {
+		answer.HandshakeAfter = &value
+	}
+	return response{OK: true, Health: answer}
+}
+
+// sink keeps the benchmarked results alive so the compiler cannot drop the calls.
+var sink any
+
+// cpuTime is the CPU time this process has used (user and system, every thread: Go's garbage collector
+// included), which a busy shared machine disturbs far less than the wall clock.
+func cpuTime() time.Duration {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		panic(fmt.Sprintf("getrusage: %v", err))
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
+}
+
+func wallTime() time.Duration {
+	return time.Duration(time.Now().UnixNano())
+}
+
+// bench times one codec function in this process: the iteration count doubles until one run takes
+// min_seconds, then that many iterations are timed repeat times, on the wall clock or in CPU time.
+func bench(q *request) response {
+	var call func()
+	switch q.Function {
+	case "decode_legacy", "decode_json":
+		value, err := q.text()
+		if err != nil {
+			return requestError("bench: %v", err)
+		}
+		if q.Function == "decode_legacy" {
+			call = func() { sink, _ = device.DecodeNodeDevices(value) }
+		} else {
+			call = func() { sink, _ = device.UnMarshalNodeDevices(value) }
+		}
+	case "encode_legacy", "encode_json":
+		devices := records(q.Devices)
+		if q.Function == "encode_legacy" {
+			call = func() { sink = device.EncodeNodeDevices(devices) }
+		} else {
+			call = func() { sink = device.MarshalNodeDevices(devices) }
+		}
+	default:
+		return requestError("bench: unknown function %q", q.Function)
+	}
+	if q.MinSeconds <= 0 || q.Repeat <= 0 {
+		return requestError("bench needs min_seconds > 0 and repeat > 0")
+	}
+	clock := wallTime
+	switch q.Clock {
+	case "cpu":
+		clock = cpuTime
+	case "wall", "":
+	default:
+		return requestError("bench: unknown clock %q (wall or cpu)", q.Clock)
+	}
+	minimum := time.Duration(q.MinSeconds * float64(time.Second))
+	timed := func(n int) time.Duration {
+		start := clock()
+		for i := 0; i < n; i++ {
+			call()
+		}
+		return clock() - start
+	}
+	n := 1
+	for timed(n) < minimum && n < 1<<30 {
+		n *= 2
+	}
+	answer := &benchAnswer{Iterations: n}
+	for r := 0; r < q.Repeat; r++ {
+		answer.NsPerOp = append(answer.NsPerOp, float64(timed(n).Nanoseconds())/float64(n))
+	}
+	return response{OK: true, Bench: answer}
+}
+
+// answer runs one request; a panic inside HAMi's code is recovered into a "panic" response.
 func answer(q *request) (r response) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -356,17 +343,21 @@ func answer(q *request) (r response) {
 			return requestError("%s: %v", q.Op, err)
 		}
 		if q.Op == "decode_legacy" {
-			return decoded(decodeNodeDevices(value))
+			return decoded(device.DecodeNodeDevices(value))
 		}
-		return decoded(unMarshalNodeDevices(value))
+		return decoded(device.UnMarshalNodeDevices(value))
 	case "encode_legacy", "encode_json":
 		if q.Value != nil || q.ValueB64 != nil {
 			return requestError("%s takes devices, not a value", q.Op)
 		}
 		if q.Op == "encode_legacy" {
-			return encoded(encodeNodeDevices(records(q.Devices)))
+			return encoded(device.EncodeNodeDevices(records(q.Devices)))
 		}
-		return encoded(marshalNodeDevices(records(q.Devices)))
+		return encoded(device.MarshalNodeDevices(records(q.Devices)))
+	case "check_health":
+		return checkHealth(q)
+	case "bench":
+		return bench(q)
 	}
 	return requestError("unknown op %q", q.Op)
 }
@@ -374,7 +365,6 @@ func answer(q *request) (r response) {
 func parse(line []byte) (*request, error) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	var q request
 	if err := dec.Decode(&q); err != nil {
 		return nil, err

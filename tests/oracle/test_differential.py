@@ -1,14 +1,17 @@
 """Differential tests: our codecs against the Go oracle (tests/oracle), value by value.
 
-The oracle runs HAMi v2.10.0's codec behaviour on Go's own encoding/json and strconv. For every value
-fed to both sides we require the same accept/reject decision, the same devices when accepted, and
-byte-identical encoder output. The only tolerated differences are the deliberate ones (**beyond
+The oracle calls HAMi v2.10.0's own codec functions (``DecodeNodeDevices``, ``UnMarshalNodeDevices``,
+``EncodeNodeDevices``, ``MarshalNodeDevices``), built from HAMi's source. For every value fed to both
+sides we require the same accept/reject decision, the same devices when accepted, and byte-identical
+encoder output. The only tolerated differences are the deliberate ones (**beyond
 HAMi**); each is listed in ``BEYOND_HAMI`` below with its reason and the spec section or issue behind
 it, and each test says which one it applies. Values travel to the oracle as base64 bytes; only valid
 Unicode is generated (an annotation value is a JSON string, so a lone surrogate can never be one).
 
-The oracle itself is first checked against HAMi's own unit-test cases (shared/vectors), so a
-mistake in the oracle shows up as a failure there rather than as a false difference here.
+The oracle's wiring is first checked against HAMi's own unit-test cases (shared/vectors), so a mistake
+in how it calls HAMi shows up as a failure there rather than as a false difference here. Our codecs are
+fast paths in front of strict ones: the curated cases run both the whole codec and its strict path
+alone against HAMi (tests/protocol/test_fastpath.py checks that the two agree on generated values).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from hypothesis import strategies as st
 
 from hami_core.protocol.codecs import decode_any
 from hami_core.protocol.errors import DecodeError, EncodeError
-from hami_core.protocol.gojson import decode_json, encode_json
-from hami_core.protocol.legacy import decode_legacy, encode_legacy
+from hami_core.protocol.gojson import decode_json, decode_json_strict, encode_json
+from hami_core.protocol.legacy import decode_legacy, decode_legacy_strict, encode_legacy
 from hami_core.protocol.model import (
     INT32,
     INT64,
@@ -615,6 +618,12 @@ LEGACY_CASES = [
     "a,1,2,3,b,0,true:\r", "a,1,2,3,b,0,true\r:", "a,1,2,3,b,0,true,0,\r:",
     "a,1,2,3,b,00000000000000000000000000001,true:",
     "a,1,2,3,b,-00000000000000000000000009223372036854775808,true:",
+    # Shapes the fast path must leave to the strict one, or read exactly as Go does.
+    "a,1,2,3,b,0,true,0,m:b,1,2,3,c,1,false,1,n:", "a,-0,-0,-0,b,-0,true,-0,m:", "a,[1],2,3,b,0,true,0,m:",
+    "a,1e2,2,3,b,0,true,0,m:", "a,1.0,2,3,b,0,true,0,m:", "a,null,2,3,b,0,true,0,m:",
+    'a,"1",2,3,b,0,true,0,m:', "a,1,2,3,b,2147483648,true,0,m:", "a,1,2,3,b,0,true,2147483648,m:",
+    "a,1,2,3,b,0,true,0,m:a,1,2,3,b,0,true,0,m", "a,[1,2,3],b,0,true,0,m:", "a,1,2,3,b,0,true,0,m::",
+    "a,1,2,3,b,0,1,0,m:", "a,1,2,3,b,-1,true,0,m:",
 ]
 
 JSON_CASES = [
@@ -665,6 +674,19 @@ JSON_CASES = [
     '[{"custominfo":{"k":1}, "cuſtominfo":{"j":2}}]', '[{"migtemplate":[[{"name":"a"}],null,[]]}]',
     '[{"id":"a","id":null}]', '[{"count":5,"count":null}]', '[{"health":truee}]', '[{"id":"a"}]\x00',
     '[{"id":"a","health":true},{"id":"a","health":true}]', '[{"count":1}' + ',{"count":1}' * 50 + "]",
+    # Shapes the fast path must leave to the strict one, or read exactly as Go does.
+    '[{"index":0}]', '[{"index": -0}]', '[{"index":-0,"index":5}]', '[{"count":1.5,"count":5}]',
+    '[{"migProfiles":[{"sliceCount":-0,"sliceCount":1}]}]', '[{"custominfo":{"a":-0,"a":1}}]',
+    '[{"index":9223372036854775808}]', '[{"custominfo":{"a":-0}}]',
+    '[{"custominfo":{"a":{"b":' + "9" * 400 + '},"a":[]}}]', '[{"custominfo":{"a":1e400,"a":1}}]',
+    '[{"custominfo":{"a":0,"b":[0,-0.0,1.5,"s",null,true,{"c":-1}]}}]', '[{"custominfo":{"n":1e308}}]',
+    '[{"custominfo":{"n":123456789012345678901234567890}}]', '[{"custominfo":{"n":' + "9" * 400 + "}}]",
+    '[{"migProfiles":[{"name":"a","placements":null}]}]', '[{"migProfiles":[{"placements":[{"start":-0}]}]}]',
+    '[{"migProfiles":[{"placements":null,"placements":[{"start":1}]}]}]',
+    '[{"migProfiles":[],"custominfo":{}}]', '[{"custominfo":{"migProfiles":1},"migProfiles":[{"name":"x"}]}]',
+    '[{"migProfiles":null,"migProfiles":null}]',
+    '[{"custominfo":null,"custominfo":{"a":1}}]', '[{"id":"GPU-0","count":-0,"numa":-0}]', '[{"id":"a:-0"}]',
+    '[{"devicevendor":"x","devicevendor":"y"}]', '[{"custominfo":{"a":{"b":{"c":[[[[]]]]}}}}]',
 ]
 
 
@@ -689,14 +711,20 @@ def test_json_decode_depth_limit(hami_oracle: Oracle, value: str) -> None:
     assert_same_decode(value, run_ours(decode_json, value), hami_oracle.decode_json(value))
 
 
+@pytest.mark.parametrize("decode", [decode_legacy, decode_legacy_strict], ids=["codec", "strict"])
 @pytest.mark.parametrize("value", LEGACY_CASES)
-def test_legacy_decode_curated(hami_oracle: Oracle, value: str) -> None:
-    assert_same_decode(value, run_ours(decode_legacy, value), hami_oracle.decode_legacy(value))
+def test_legacy_decode_curated(
+    hami_oracle: Oracle, value: str, decode: Callable[[str], list[DeviceInfo]]
+) -> None:
+    assert_same_decode(value, run_ours(decode, value), hami_oracle.decode_legacy(value))
 
 
+@pytest.mark.parametrize("decode", [decode_json, decode_json_strict], ids=["codec", "strict"])
 @pytest.mark.parametrize("value", JSON_CASES)
-def test_json_decode_curated(hami_oracle: Oracle, value: str) -> None:
-    assert_same_decode(value, run_ours(decode_json, value), hami_oracle.decode_json(value))
+def test_json_decode_curated(
+    hami_oracle: Oracle, value: str, decode: Callable[[str], list[DeviceInfo]]
+) -> None:
+    assert_same_decode(value, run_ours(decode, value), hami_oracle.decode_json(value))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -199,3 +199,51 @@ def test_a_closed_stdin_is_a_one_line_error() -> None:
     result = subprocess.run([str(HAMI), "codec", "decode"], stdin=subprocess.DEVNULL, capture_output=True,
                             timeout=60, preexec_fn=lambda: os.close(0))
     assert result.returncode == 1 and result.stderr == b"error: standard input is closed\n"
+
+
+# ---- values nested as deeply as HAMi accepts --------------------------------------------------------
+
+
+def _deep_custominfo(levels: int) -> str:
+    """A JSON register value whose custominfo nests ``levels`` arrays (Go's limit counts the outer array,
+    the device object and custominfo too: 9997 here is exactly HAMi's 10000)."""
+    return '[{"id":"deep","custominfo":{"k":' + "[" * levels + "1" + "]" * levels + "}}]"
+
+
+def _depth_of_k(device: dict[str, object]) -> int:
+    inner, depth = device["custominfo"]["k"], 0  # type: ignore[index]
+    while isinstance(inner, list):
+        inner, depth = inner[0], depth + 1
+    assert inner == 1.0
+    return depth
+
+
+@pytest.mark.parametrize("levels", [500, 9997])
+def test_decode_batch_prints_deeply_nested_custominfo(levels: int) -> None:
+    """Every value the decoder accepts is printed, however deep its custominfo (up to Go's limit)."""
+    line = json.dumps(_deep_custominfo(levels)).encode() + b"\n"
+    code, out, err = run(["decode", "--batch"], line + json.dumps(JSON_VALUE).encode() + b"\n")
+    assert (code, err) == (0, b"")
+    first, second = out.decode().splitlines()
+    text = first.removeprefix('{"devices":[').removesuffix("]}")
+    assert text.startswith('{"id":"deep",') and "error" not in first[:20]
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, 3 * levels))  # only to read it back here
+    try:
+        (device,) = json.loads(first)["devices"]
+    finally:
+        sys.setrecursionlimit(before)
+    assert device["id"] == "deep" and _depth_of_k(device) == levels
+    assert json.loads(second)["devices"][0]["id"] == "GPU-0"
+
+
+def test_decode_prints_deeply_nested_custominfo() -> None:
+    code, out, err = run(["decode", "--format", "json"], _deep_custominfo(2000).encode())
+    assert (code, err) == (0, b"")
+    assert out.startswith(b'[{"id":"deep",') and out.count(b"[") >= 2000
+
+
+def test_decode_batch_reports_nesting_beyond_go_as_an_error() -> None:
+    code, out, _ = run(["decode", "--batch"], json.dumps(_deep_custominfo(9998)).encode() + b"\n")
+    assert code == 0
+    assert "error" in json.loads(out) and "devices" not in json.loads(out)

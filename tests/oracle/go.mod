@@ -1,3 +1,0 @@
-module hami-core/tests/oracle
-
-go 1.25
