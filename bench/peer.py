@@ -101,6 +101,7 @@ class Running(Protocol):
 
     daemon: Daemon
     poll: float  # seconds between looks at its cache: cheap for hami-core, a metrics scrape for HAMi
+    change_poll: float  # the same while waiting for a changed register value
 
     def cached_nodes(self) -> int | None: ...
 
@@ -125,6 +126,7 @@ class HamiCoreRunning:
     daemon: Daemon
     url: str
     poll: float = 0.1
+    change_poll: float = 0.01
 
     def cached_nodes(self) -> int | None:
         status = get_json(self.url + "/status", timeout=10)
@@ -175,6 +177,7 @@ class HamiRunning:
     daemon: Daemon
     metrics_url: str
     poll: float = 0.5
+    change_poll: float = 0.2
 
     def cached_nodes(self) -> int | None:
         nodes = hami.overview(self.metrics_url)
@@ -335,7 +338,7 @@ def _phase(result: Run, running: Running, watch: AnnotationWatch, api: BenchClus
             if time.monotonic() - changed > CHANGE_TIMEOUT:
                 raise BenchError(f"{result.label}: a changed register value of {node} was not in the cache "
                                  f"after {CHANGE_TIMEOUT:.0f} s")
-            time.sleep(0.02)
+            time.sleep(running.change_poll)
         result.latencies.append(time.monotonic() - changed)
         # Wait a little between changes, differently each time, so they fall at varied points of a tick.
         time.sleep(min(max(0.0, end - time.monotonic()), 1.0 + (i * 3.7) % 5))
@@ -529,11 +532,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         source = hami.find_source(args.hami_src)
         config = hami.device_config(source, args.device_config)
+    except BenchError as exc:  # where HAMi is, or its device config, was given wrong: bad usage
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
         log(f"building HAMi's scheduler from {source} (cached after the first time)")
         binary = hami.build_scheduler(source)
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2 if "not found" in str(exc) or "--device-config" in str(exc) else 1
+        return 1
     if not hami_command().exists():
         print(f"error: {hami_command()} not found; run `bash scripts/bootstrap.sh` first", file=sys.stderr)
         return 2

@@ -19,13 +19,14 @@ CACHE_ROOT="${HAMI_SCHEDULER_CACHE:-${HOME:-/tmp}/.cache/hami-core/hami-schedule
 
 log() { printf '[build-hami-scheduler %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { printf 'build-hami-scheduler: error: %s\n' "$*" >&2; exit 1; }
+usage() { printf 'build-hami-scheduler: error: %s\n' "$*" >&2; exit 2; }
 
 src=""
 while [ $# -gt 0 ]; do
     case "$1" in
-        --src) [ $# -ge 2 ] || die "--src needs a directory"; src=$2; shift 2 ;;
+        --src) [ $# -ge 2 ] || usage "--src needs a directory"; src=$2; shift 2 ;;
         --src=*) src=${1#--src=}; shift ;;
-        *) die "unknown argument '$1' (usage: build-hami-scheduler.sh [--src DIR])" ;;
+        *) usage "unknown argument '$1' (usage: build-hami-scheduler.sh [--src DIR])" ;;
     esac
 done
 
@@ -44,8 +45,8 @@ SRC=""
 for c in "${candidates[@]}"; do
     if [ -f "$c/go.mod" ] && [ -d "$c/cmd/scheduler" ]; then SRC=$(cd "$c" && pwd); break; fi
 done
-[ -n "$SRC" ] || die "HAMi v2.10.0's source not found (looked in: ${candidates[*]}); pass --src DIR (a checkout of HAMi at v2.10.0) or set HAMI_SRC or HAMI_SHARED"
-grep -q '^module github.com/Project-HAMi/HAMi$' "$SRC/go.mod" || die "$SRC/go.mod is not HAMi's module"
+[ -n "$SRC" ] || usage "HAMi v2.10.0's source not found (looked in: ${candidates[*]}); pass --src DIR (a checkout of HAMi at v2.10.0) or set HAMI_SRC or HAMI_SHARED"
+grep -q '^module github.com/Project-HAMi/HAMi$' "$SRC/go.mod" || usage "$SRC/go.mod is not HAMi's module"
 
 command -v go >/dev/null || die "go is not on PATH; Go >= 1.26 is needed to build HAMi's scheduler"
 command -v cc >/dev/null || command -v gcc >/dev/null || die "no C compiler (cc/gcc) on PATH; HAMi's scheduler needs cgo"
