@@ -103,7 +103,8 @@ class Running(Protocol):
     poll: float  # seconds between looks at its cache: cheap for hami-core, a metrics scrape for HAMi
     change_poll: float  # the same while waiting for a changed register value
 
-    def cached_nodes(self) -> int | None: ...
+    def cache_complete(self, nodes: int) -> float | None:
+        """Seconds from the process start at which its cache first held ``nodes`` nodes (None: not yet)."""
 
     def first_gpu_memory(self, node: str) -> int | None: ...
 
@@ -128,9 +129,11 @@ class HamiCoreRunning:
     poll: float = 0.1
     change_poll: float = 0.01
 
-    def cached_nodes(self) -> int | None:
+    def cache_complete(self, nodes: int) -> float | None:
         status = get_json(self.url + "/status", timeout=10)
-        return None if status is None else int(status.get("nodes_registered", 0))
+        if status is None or int(status.get("nodes_registered", 0)) < nodes:
+            return None
+        return time.monotonic() - self.daemon.started
 
     def first_gpu_memory(self, node: str) -> int | None:
         entry = get_json(f"{self.url}/cache/{quote(node)}", timeout=10)
@@ -179,9 +182,12 @@ class HamiRunning:
     poll: float = 0.5
     change_poll: float = 0.2
 
-    def cached_nodes(self) -> int | None:
-        nodes = hami.overview(self.metrics_url)
-        return None if nodes is None else len(nodes)
+    def __post_init__(self) -> None:
+        self.added = hami.AddedNodes(self.daemon)
+
+    def cache_complete(self, nodes: int) -> float | None:
+        added = sorted(self.added.read().values())
+        return added[nodes - 1] if len(added) >= nodes else None
 
     def first_gpu_memory(self, node: str) -> int | None:
         nodes = hami.overview(self.metrics_url) or {}
@@ -303,9 +309,7 @@ def _cold_start(result: Run, running: Running, watch: AnnotationWatch, api: Benc
             stamped = all(values.get(n, {}).get(k, "").startswith("Requesting_") for n, k in expected.items())
         if cached_at is None and time.monotonic() >= next_look:
             next_look = time.monotonic() + running.poll
-            nodes = running.cached_nodes()
-            if nodes is not None and nodes >= len(expected):
-                cached_at = time.monotonic() - started
+            cached_at = running.cache_complete(len(expected))
         time.sleep(0.05)
     result.cold_usage = running.daemon.usage()
     result.requests = Requests(before, api.request_totals())

@@ -19,14 +19,15 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from benchlib.cluster import BenchCluster, BenchError
 from benchlib.proc import Daemon, free_port, get_text
 from benchlib.repo import REPO_ROOT
 
-__all__ = ["HamiScheduler", "LeaseHolder", "build_scheduler", "device_config", "find_source", "overview",
-           "run_scheduler"]
+__all__ = ["AddedNodes", "HamiScheduler", "LeaseHolder", "build_scheduler", "device_config", "find_source",
+           "overview", "run_scheduler"]
 
 VERSION_DIR = Path("hami") / "v2.10.0"
 LEASE_NAMESPACE = "kube-system"
@@ -157,10 +158,15 @@ _OVERVIEW = re.compile(r'^hami_node_gpu_overview\{(?P<labels>[^}]*)\}')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
-def overview(metrics_url: str) -> dict[str, dict[str, int]] | None:
-    """What HAMi's scheduler has cached, from its metrics: node -> device id -> memory (MiB); ``None``
-    while nothing answers."""
-    text = get_text(metrics_url, timeout=10)
+def overview(metrics_url: str, timeout: float = 300.0) -> dict[str, dict[str, int]] | None:
+    """What HAMi's scheduler showed as cached at the end of its last pass, from its metrics: node ->
+    device id -> memory (MiB); ``None`` while nothing answers.
+
+    A scrape waits while a pass holds the scheduler's lock (minutes at 5 requests/s). The long timeout
+    keeps one scrape in flight at a time: one given up on would still be served, later, by the
+    scheduler, and a pile of them would cost it CPU and memory the benchmark then reports as its own.
+    """
+    text = get_text(metrics_url, timeout=timeout)
     if text is None:
         return None
     nodes: dict[str, dict[str, int]] = {}
@@ -172,3 +178,34 @@ def overview(metrics_url: str) -> dict[str, dict[str, int]] | None:
         nodes.setdefault(labels.get("node", ""), {})[labels.get("device_uuid", "")] = int(
             labels.get("device_memory_limit", "0") or 0)
     return nodes
+
+
+_ADDED = re.compile(r'^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)\s+\d+ \S+\] "Node device added" '
+                    r'nodeName="([^"]+)"')
+
+
+class AddedNodes:
+    """When HAMi's scheduler first put each node in its cache, from its own log: it logs "Node device
+    added" once per node, at the moment of the add (its metrics show the cache only as of the end of a
+    pass, and block while a pass holds its lock, which at 5 requests/s is minutes)."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self._daemon = daemon
+        self._offset = 0
+        self.added: dict[str, float] = {}  # node -> seconds from the process start
+
+    def read(self) -> dict[str, float]:
+        with self._daemon.log.open("rb") as log:
+            log.seek(self._offset)
+            chunk = log.read()
+        end = chunk.rfind(b"\n") + 1  # complete lines only
+        self._offset += end
+        year = datetime.now().year
+        for line in chunk[:end].decode(errors="replace").splitlines():
+            match = _ADDED.match(line)
+            if match is None or match[7] in self.added:
+                continue
+            month, day, hour, minute, second = (int(g) for g in match.groups()[:5])
+            stamp = datetime(year, month, day, hour, minute, second, int(match[6][:6].ljust(6, "0")))
+            self.added[match[7]] = stamp.timestamp() - self._daemon.started_wall
+        return self.added

@@ -52,6 +52,7 @@ class Daemon:
         self.name = name
         self.log = log
         self.started = time.monotonic()
+        self.started_wall = time.time()  # to place the daemon's own log timestamps on the same axis
         with log.open("wb") as out:
             self._proc = subprocess.Popen(
                 list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
