@@ -8,6 +8,7 @@ bash scripts/bootstrap.sh
 bash scripts/build-k8s.sh
 bash scripts/build-tools.sh
 bash scripts/build-oracle.sh
+bash scripts/build-hami-scheduler.sh >/dev/null  # HAMi's own scheduler, for bench/peer.py's smoke test
 echo "== ruff"
 .venv/bin/ruff check hami_core tests vendors examples bench
 echo "== mypy --strict hami_core"
