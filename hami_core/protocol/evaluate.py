@@ -8,6 +8,7 @@ which is what the scheduler and ``hami doctor`` both run, so they cannot disagre
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -62,7 +63,16 @@ def read_register(
         kind = type(decoded).__name__
         return f"{where}: codec {rules.codec.name!r} returned {kind}, not a list of DeviceInfo"
     vendor = rules.vendor_key
-    return tuple(d if d.devicevendor == vendor else attrs.evolve(d, devicevendor=vendor) for d in decoded)
+    return tuple(_kept(d, vendor) for d in decoded)
+
+
+def _kept(device: DeviceInfo, vendor: str) -> DeviceInfo:
+    """The device as the cache keeps it: ``devicevendor`` set, and the strings that repeat across devices
+    and nodes (model, mode) interned, so 10,000 nodes of one GPU model hold its name once."""
+    kind, mode = sys.intern(device.type), sys.intern(device.mode)
+    if device.devicevendor == vendor and kind is device.type and mode is device.mode:
+        return device
+    return attrs.evolve(device, devicevendor=vendor, type=kind, mode=mode)
 
 
 def _alive(rules: VendorRules, facts: LivenessFacts, node: str) -> bool | str:
