@@ -31,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from benchlib import hami
-from benchlib.apimetrics import Requests
+from benchlib.apimetrics import RequestKey, Requests
 from benchlib.cluster import AnnotationWatch, BenchCluster, BenchError
 from benchlib.nodes import NVIDIA_REGISTER, VENDORS, node_manifest, nvidia_register
 from benchlib.proc import Daemon, Usage, free_port, get_json
@@ -293,7 +294,7 @@ def run_one(impl: Implementation, cluster: Cluster, workdir: Path, phase: float,
 
 
 def _cold_start(result: Run, running: Running, watch: AnnotationWatch, api: BenchCluster,
-                before: Any, timeout: float, log: Callable[[str], None]) -> None:
+                before: Counter[RequestKey], timeout: float, log: Callable[[str], None]) -> None:
     started = running.daemon.started
     expected = result.cluster.expected_stamps()
     cached_at: float | None = None
@@ -301,6 +302,7 @@ def _cold_start(result: Run, running: Running, watch: AnnotationWatch, api: Benc
     next_look = 0.0
     while cached_at is None or not stamped:
         running.daemon.check_alive()
+        watch.check()
         if time.monotonic() - started > timeout:
             raise BenchError(f"{result.label}: cold start not finished after {timeout:.0f} s "
                              f"(stamped: {stamped}, cached: {cached_at is not None})")
@@ -349,6 +351,7 @@ def _phase(result: Run, running: Running, watch: AnnotationWatch, api: BenchClus
     while time.monotonic() < end:
         running.daemon.check_alive()
         time.sleep(min(1.0, max(0.0, end - time.monotonic())))
+    watch.check()
     result.phase_requests = Requests(before, api.request_totals())
     result.phase_seconds = time.monotonic() - begin
     result.end_usage = running.daemon.usage()

@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -178,10 +178,8 @@ class AnnotationWatch:
         self._cluster = cluster
         self._keys = frozenset(keys)
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
         self._nodes: dict[str, _NodeState] = {}
         self.changes: list[AnnotationChange] = []
-        self.deleted: dict[str, float] = {}
         self._resp: urllib3.BaseHTTPResponse | None = None
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -204,23 +202,10 @@ class AnnotationWatch:
         if self._thread is not None:
             self._thread.join(10)
 
-    def value(self, node: str, key: str) -> str | None:
-        with self._lock:
-            state = self._nodes.get(node)
-            return None if state is None else state.values.get(key)
-
-    def wait(self, what: str, predicate: Callable[[], bool], timeout: float) -> float:
-        """Wait until ``predicate()`` holds (checked after every change); returns the monotonic time then."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while not predicate():
-                if self.error is not None:
-                    raise BenchError(f"the node watch failed: {self.error}")
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise BenchError(f"timed out after {timeout:.0f} s waiting for {what}")
-                self._changed.wait(min(left, 1.0))
-        return time.monotonic()
+    def check(self) -> None:
+        """Raise if the watch broke (its record would be incomplete from then on)."""
+        if self.error is not None:
+            raise BenchError(f"the benchmark's node watch failed: {self.error}")
 
     def snapshot(self) -> dict[str, dict[str, str]]:
         with self._lock:
@@ -257,9 +242,7 @@ class AnnotationWatch:
                 self._resp.release_conn()
         except Exception as exc:  # a stop shuts the socket down under the reader: that is no error
             if not self._stopping:
-                with self._changed:
-                    self.error = exc
-                    self._changed.notify_all()
+                self.error = exc
 
     def _event(self, event: Mapping[str, Any], at: float) -> None:
         kind, obj = event.get("type"), event.get("object") or {}
@@ -268,11 +251,8 @@ class AnnotationWatch:
         self._version = str((obj.get("metadata") or {}).get("resourceVersion", self._version))
         if kind == "BOOKMARK":
             return
-        with self._changed:
+        with self._lock:
             if kind == "DELETED":
-                name = str(obj["metadata"]["name"])
-                self.deleted[name] = at
-                self._nodes.pop(name, None)
+                self._nodes.pop(str(obj["metadata"]["name"]), None)
             else:
                 self._observe(obj, at)
-            self._changed.notify_all()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +43,7 @@ class Vendor:
     resource: str
     count: str
     devices: int
-    value: Any = field(repr=False)  # (node name) -> register value
+    value: Callable[[str], str] = field(repr=False)  # node name -> register value
 
 
 VENDORS: Mapping[str, Vendor] = {
