@@ -29,7 +29,7 @@ from hami_core.protocol.errors import DecodeError, shorten
 from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.protocol.liveness import LivenessFacts
 from hami_core.protocol.model import DeviceInfo
-from hami_core.protocol.size import MAX_ANNOTATION_BYTES
+from hami_core.protocol.size import check_size
 
 __all__ = ["ask_driver", "evaluate", "read_register", "reader"]
 
@@ -49,11 +49,8 @@ def read_register(
 ) -> tuple[DeviceInfo, ...] | str:
     """The devices of a register value with ``devicevendor`` set, or a one-line error naming the node."""
     where = f"node {node}: annotation {rules.register_annotation}"
-    # A str of n characters is at most 4n bytes in UTF-8: only a long one needs encoding to be measured.
-    size = len(value.encode("utf-8", "surrogatepass")) if len(value) * 4 > MAX_ANNOTATION_BYTES else 0
-    if size > MAX_ANNOTATION_BYTES:
-        return f"{where}: value is {size} bytes, over the {MAX_ANNOTATION_BYTES}-byte annotation limit"
     try:
+        check_size(value, "the")  # before any codec: a driver's own may not check it
         decoded = (decode or reader(rules.codec))(value)
     except DecodeError as exc:
         return f"{where}: {exc}"
