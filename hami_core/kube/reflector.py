@@ -284,6 +284,8 @@ class Reflector:
             return
         with self._lock:
             old = self._store.get(node.name)
+            if old is not None:
+                node = _sharing(old, node)
             self._store[node.name] = node
         self._notify(self._handler.on_upsert, old, node)
 
@@ -292,3 +294,15 @@ class Reflector:
             call(*args)
         except Exception:
             log.exception("node event handler failed in %s; the reflector carries on", call.__name__)
+
+
+def _sharing(old: NodeSnapshot, new: NodeSnapshot) -> NodeSnapshot:
+    """``new``, holding the very string objects of ``old``'s annotations that did not change: every watch
+    event parses a Node afresh, and a consumer that keeps a value (the scheduler keeps each register value
+    it read) would otherwise keep a second copy of it alive once the store moves on."""
+    before = old.annotations
+    if not before:
+        return new
+    shared = {key: before[key] if before.get(key) == value else value
+              for key, value in new.annotations.items()}
+    return attrs.evolve(new, annotations=shared)
