@@ -240,3 +240,13 @@ def test_graceful_stop_releases_the_lease_for_an_immediate_takeover(world: World
     world.run_until("second leads", second.ready)
     # at its next try, well under the 8 s lease: it was released, not expired
     assert world.clock.monotonic() - started <= second.config.retry_period
+
+
+def test_without_leader_election_one_replica_leads_and_takes_no_lease(world: World) -> None:
+    node = world.node("solo", {"hami.io/node-mlu-register": REGISTER["hami.io/node-mlu-register"]})
+    replica = world.scheduler("mlu", leader_elect=False, identity="solo")
+    world.run_until("ready", replica.ready)
+    world.run_until("stamped", lambda: stamped(world, node, "MLU"))
+    assert replica.elector.is_leader() and replica.status()["holder"] == "solo"
+    calls = replica.cluster.calls
+    assert calls["get_lease"] + calls["create_lease"] + calls["update_lease"] == 0, calls
