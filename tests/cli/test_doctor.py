@@ -366,3 +366,25 @@ def test_live_next_to_a_running_scheduler(real_world: World) -> None:  # noqa: F
     # a scheduler that is not there: said, not fatal
     body = doctor_json(cpu, *args[:-1], "http://127.0.0.1:1")
     assert body["scheduler"]["agrees"] is None and "not reachable" in body["scheduler"]["error"]
+
+
+def test_live_next_to_a_read_only_scheduler(real_world: World) -> None:  # noqa: F811
+    """Beside HAMi, the doctor questions a read-only replica's view: they agree, and a write the replica
+    only shows (it sends nothing) is the same write the doctor says a leader sends now."""
+    world = real_world
+    needs_stamp = world.node("ro-doc", {DCU_REG: DCU_VALUE}, {"hygon.com/dcunum": "4"})
+    replica = world.scheduler("dcu", identity="doctor-read-only", read_only=True)
+    world.run_until("ready", replica.ready)
+    address = replica.http_address
+    assert address is not None
+    now = world.clock.now()
+    body = doctor_json(needs_stamp, "--kubeconfig", world.server.kubeconfig("admin"),  # type: ignore[attr-defined]
+                       "--lease-namespace", world.namespace, "--vendors", "dcu",
+                       "--node-selector", ",".join(f"{k}={v}" for k, v in world.label.items()),
+                       "--at", now.isoformat(), "--timezone", now.strftime("%z"),
+                       "--scheduler-url", f"http://127.0.0.1:{address[1]}")
+    scheduler = body["scheduler"]
+    assert scheduler["error"] is None and scheduler["agrees"] is True, scheduler
+    assert scheduler["identity"] == "doctor-read-only" and scheduler["leader"] is False
+    assert body["vendors"]["DCU"]["next"]["write"] == "stamp"
+    assert DCU_HS not in world.annotations(needs_stamp)  # shown, never sent
