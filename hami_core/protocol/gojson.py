@@ -33,7 +33,7 @@ from hami_core.protocol.model import (
     MigPlacement,
     MigProfile,
 )
-from hami_core.protocol.size import check_size
+from hami_core.protocol.size import check_value
 
 __all__ = [
     "MAX_DEPTH",
@@ -834,18 +834,14 @@ def decode_json(value: str) -> list[DeviceInfo]:
 
     Raises ``JsonDecodeError`` (a ``DecodeError``) with a path such as ``[2].count`` for a value that
     does not fit, or a character offset for a syntax error."""
-    if not isinstance(value, str):
-        raise DecodeError(f"JSON value must be a str, got {type(value).__name__}")
-    check_size(value, "JSON")
+    check_value(value, "JSON")
     fast = _fastpath.decode_json(value)
     return fast if fast is not None else _decode_strict(value)
 
 
 def decode_json_strict(value: str) -> list[DeviceInfo]:
     """``decode_json`` without the fast path (what the fast path is checked against)."""
-    if not isinstance(value, str):
-        raise DecodeError(f"JSON value must be a str, got {type(value).__name__}")
-    check_size(value, "JSON")
+    check_value(value, "JSON")
     return _decode_strict(value)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from hami_core.protocol import fastpath as _fastpath
 from hami_core.protocol.errors import DecodeError, EncodeError, shorten
 from hami_core.protocol.model import INT32, INT64, DeviceInfo, IntRange
-from hami_core.protocol.size import check_size
+from hami_core.protocol.size import check_value
 
 __all__ = ["decode_legacy", "decode_legacy_strict", "encode_legacy", "encode_legacy_strict"]
 
@@ -74,18 +74,14 @@ def _decode_record(segment: str, where: str) -> DeviceInfo:
 
 def decode_legacy(value: str) -> list[DeviceInfo]:
     """Decode a legacy colon value as HAMi's ``DecodeNodeDevices`` does; raise ``DecodeError``."""
-    if not isinstance(value, str):
-        raise DecodeError(f"legacy value must be a str, got {type(value).__name__}")
-    check_size(value, "legacy")
+    check_value(value, "legacy")
     fast = _fastpath.decode_legacy(value)
     return fast if fast is not None else _decode_strict(value)
 
 
 def decode_legacy_strict(value: str) -> list[DeviceInfo]:
     """``decode_legacy`` without the fast path (what the fast path is checked against)."""
-    if not isinstance(value, str):
-        raise DecodeError(f"legacy value must be a str, got {type(value).__name__}")
-    check_size(value, "legacy")
+    check_value(value, "legacy")
     return _decode_strict(value)
 
 

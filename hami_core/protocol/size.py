@@ -10,7 +10,7 @@ import re
 
 from hami_core.protocol.errors import DecodeError
 
-__all__ = ["MAX_ANNOTATION_BYTES", "check_size", "go_size"]
+__all__ = ["MAX_ANNOTATION_BYTES", "check_size", "check_value", "go_size"]
 
 #: Kubernetes' limit for all annotations of one object together; a longer value is refused unparsed.
 MAX_ANNOTATION_BYTES = 256 * 1024
@@ -38,3 +38,10 @@ def check_size(value: str, encoding: str) -> None:
         raise DecodeError(
             f"{encoding} value is {size} bytes, over the {MAX_ANNOTATION_BYTES}-byte annotation limit"
         )
+
+
+def check_value(value: object, encoding: str) -> None:
+    """What every decoder checks first: ``value`` is a str and within ``MAX_ANNOTATION_BYTES``."""
+    if not isinstance(value, str):
+        raise DecodeError(f"{encoding} value must be a str, got {type(value).__name__}")
+    check_size(value, encoding)

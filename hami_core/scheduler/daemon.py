@@ -200,9 +200,9 @@ class Scheduler:
         self.queue.add(last.name)
 
     def on_synced(self, *, relisted: bool) -> None:
+        # Every node the list showed new or changed is queued already (on_upsert); the term may start now.
         log.info("node cache %s: %d nodes", "relisted" if relisted else "synced",
                  len(self.reflector.names()))
-        self._queue_all()
         self.queue.add(_TERM)
 
     # -- elector callbacks (elector thread) -------------------------------------------------------------
@@ -385,10 +385,6 @@ class Scheduler:
             if evaluated.get(name) != node.resource_version:
                 self.queue.add(name)
         for name in evaluated.keys() - watched.keys():
-            self.queue.add(name)
-
-    def _queue_all(self) -> None:
-        for name in self.reflector.names():
             self.queue.add(name)
 
     # -- writer callbacks (patch threads) ---------------------------------------------------------------
