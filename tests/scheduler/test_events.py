@@ -58,7 +58,9 @@ def test_a_cleanup_warns_with_why_and_a_sign_of_life_is_a_normal_event(world: Wo
     world.advance(WINDOW)
     assert reasons(world, node) == ["HamiVendorCleanedUp", "HamiVendorReadmitted"]
     assert {e["reportingInstance"] for e in events(world, node)} == {"ev-leader"}  # the follower posts none
-    assert follower.registrar.counters["cleanups"] == 1  # though it decided the same
+    # (Whether the follower decided the cleanup too depends on which it saw first at that fake instant,
+    # its own expiry timer or the leader's delete through the watch; both replicas' timers fire in the
+    # same step, so the test does not count the follower's cleanups.)
 
 
 def test_a_vendor_registering_on_a_known_node_is_a_normal_event(world: World) -> None:
