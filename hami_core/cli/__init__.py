@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -11,34 +12,43 @@ from hami_core.cli.logs import report_error
 __all__ = ["main", "run"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "HAMI"})
+#: Sub-commands in the order they appear in --help: name -> (module, attribute). Each module is imported
+#: only when its command runs (or --help lists them all), so ``hami codec ...`` does not load the
+#: kubernetes client and the scheduler, and a bad flag is reported before any of that is imported.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "vendors": ("hami_core.cli.vendors", "vendors"),
+    "codec": ("hami_core.cli.codec", "codec"),
+    "scheduler": ("hami_core.cli.scheduler", "scheduler"),
+    "reporter": ("hami_core.cli.reporter", "reporter"),
+    "simulate": ("hami_core.cli.simulate", "simulate"),
+    "cleanup": ("hami_core.cli.cleanup", "cleanup_command"),
+    "doctor": ("hami_core.cli.doctor", "doctor"),
+}
+
+
+class _LazyGroup(click.Group):
+    """A group whose sub-commands are imported on first use (click's documented lazy-loading pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*SUBCOMMANDS, *super().list_commands(ctx)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = SUBCOMMANDS.get(cmd_name)
+        if where is None:
+            return super().get_command(ctx, cmd_name)
+        command = getattr(importlib.import_module(where[0]), where[1])
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{where[0]}.{where[1]} is not a click command")
+        return command
+
+
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "HAMI"},
+)
 @click.version_option(package_name="hami-core", prog_name="hami")
 def main() -> None:
     """HAMi's device registration protocol: codecs, vendor drivers, scheduler and reporter."""
-
-
-# Sub-commands: one line each, in the order they appear in --help.
-from hami_core.cli.vendors import vendors  # noqa: E402
-
-main.add_command(vendors)
-from hami_core.cli.codec import codec  # noqa: E402
-
-main.add_command(codec)
-from hami_core.cli.scheduler import scheduler  # noqa: E402
-
-main.add_command(scheduler)
-from hami_core.cli.reporter import reporter  # noqa: E402
-
-main.add_command(reporter)
-from hami_core.cli.simulate import simulate  # noqa: E402
-
-main.add_command(simulate)
-from hami_core.cli.cleanup import cleanup_command  # noqa: E402
-
-main.add_command(cleanup_command)
-from hami_core.cli.doctor import doctor  # noqa: E402
-
-main.add_command(doctor)
 
 
 def run() -> None:

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import yaml  # type: ignore[import-untyped]  # the kubernetes client's own YAML parser; no stubs installed
 
 from hami_core.kube.access import describe_error
-from hami_core.kube.client import KubeCluster
 from hami_core.kube.port import ClusterError, Forbidden, NotFound
+
+if TYPE_CHECKING:  # the kubernetes client is imported by connect(), not by every command's parsing
+    from hami_core.kube.client import KubeCluster
 
 __all__ = ["ConfigError", "check_access", "cluster_options", "connect", "kubeconfig_problem"]
 
@@ -109,6 +111,8 @@ def connect(
 ) -> KubeCluster:
     """The cluster from the options; a configuration that cannot be used is a ``ConfigError`` (exit 2)
     naming the file and why. ``pool_size``: connections kept open (at least the requests sent at once)."""
+    from hami_core.kube.client import KubeCluster
+
     timeouts: dict[str, Any] = {"request_timeout": request_timeout,
                                 "connect_timeout": min(10.0, request_timeout), "pool_size": pool_size}
     if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):

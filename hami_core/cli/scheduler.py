@@ -21,7 +21,6 @@ from hami_core.scheduler.config import (
     SchedulerConfig,
     default_identity,
 )
-from hami_core.scheduler.daemon import Scheduler
 from hami_core.scheduler.peer_check import HAMI_LEASE, parse_lease_ref, warn_if_hami_scheduler_active
 from hami_core.scheduler.selector import NodeSelector, parse_node_selector
 
@@ -155,6 +154,8 @@ def run(
     # that is at least lease duration - renew deadline later, so no request may take longer.
     # Without leader election there is no other replica to hand over to.
     timeout = min(30.0, max(1.0, lease_duration - renew_deadline)) if elects else 30.0
+    from hami_core.scheduler.daemon import Scheduler  # here: a bad flag is reported before it loads
+
     cluster = connect(kubeconfig, context, request_timeout=timeout, pool_size=max_in_flight + 16)
     # The first reads the daemon makes, so that a missing permission is one line at start, not a retry loop.
     check_access([lambda: cluster.list_nodes(limit=1)] + (
