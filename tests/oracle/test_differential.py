@@ -73,7 +73,7 @@ BEYOND_HAMI = {
 }
 
 #: Examples per property; raise it for a deeper local run (HAMI_ORACLE_EXAMPLES=5000).
-EXAMPLES = int(os.environ.get("HAMI_ORACLE_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("HAMI_ORACLE_EXAMPLES", "200"))
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,

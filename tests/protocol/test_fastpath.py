@@ -42,7 +42,7 @@ from hami_core.protocol.model import (
 from hami_core.protocol.size import MAX_ANNOTATION_BYTES
 
 #: Examples per property; raise it for a deeper local run (HAMI_FASTPATH_EXAMPLES=5000).
-EXAMPLES = int(os.environ.get("HAMI_FASTPATH_EXAMPLES", "400"))
+EXAMPLES = int(os.environ.get("HAMI_FASTPATH_EXAMPLES", "200"))
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
