@@ -305,12 +305,12 @@ class Reflector:
 
 
 def _sharing(old: NodeSnapshot, new: NodeSnapshot) -> NodeSnapshot:
-    """``new``, holding the very string objects of ``old``'s annotations that did not change: every watch
-    event parses a Node afresh, and a consumer that keeps a value (the scheduler keeps each register value
-    it read) would otherwise keep a second copy of it alive once the store moves on."""
-    before = old.annotations
-    if not before:
-        return new
-    shared = {key: before[key] if before.get(key) == value else value
-              for key, value in new.annotations.items()}
-    return attrs.evolve(new, annotations=shared)
+    """``new``, holding the very string objects of ``old``'s name, uid and annotations that did not
+    change: every watch event parses a Node afresh, and a consumer that keeps a value (the scheduler keeps
+    each register value it read, and the name and uid as keys) would otherwise keep a second copy of it
+    alive once the store moves on."""
+    before, after = old.annotations, new.annotations
+    annotations = {key: before[key] if before.get(key) == value else value
+                   for key, value in after.items()} if before and after else after
+    return attrs.evolve(new, annotations=annotations, name=old.name,
+                        uid=old.uid if old.uid == new.uid else new.uid)

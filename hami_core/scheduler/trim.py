@@ -53,26 +53,30 @@ def _kept(source: Mapping[str, str], keys: tuple[str, ...], *, intern: bool) -> 
 class NodeTrim:
     """``trim(node)``: ``node`` with only what the scheduler reads (see the module's note)."""
 
-    annotation_keys: tuple[str, ...]
+    register_keys: tuple[str, ...]
+    handshake_keys: tuple[str, ...]
     allocatable_keys: tuple[str, ...]
     label_keys: tuple[str, ...]
 
     @classmethod
     def of(cls, vendors: Iterable[VendorRules], selector: NodeSelector) -> NodeTrim:
         vendors = tuple(vendors)
-        annotations = [v.register_annotation for v in vendors]
-        annotations += [v.handshake_annotation for v in vendors if v.handshake_annotation is not None]
-        return cls(annotation_keys=_keys(annotations),
+        return cls(register_keys=_keys(v.register_annotation for v in vendors),
+                   handshake_keys=_keys(v.handshake_annotation for v in vendors
+                                        if v.handshake_annotation is not None),
                    allocatable_keys=_keys(v.count_resource for v in vendors),
                    label_keys=_keys(selector.required))
 
     def __call__(self, node: NodeSnapshot) -> NodeSnapshot:
+        # A register value is long and differs per node: kept as it is. A handshake value is a stamp,
+        # and the scheduler stamps thousands of nodes within the same second: interned.
+        registers = _kept(node.annotations, self.register_keys, intern=False)
+        handshakes = _kept(node.annotations, self.handshake_keys, intern=True)
         return NodeSnapshot(
             name=node.name,
             uid=node.uid,
             resource_version=node.resource_version,
             labels=_kept(node.labels, self.label_keys, intern=True),
-            # register values are long and differ per node; a handshake value is a timestamp
-            annotations=_kept(node.annotations, self.annotation_keys, intern=False),
+            annotations={**registers, **handshakes} if registers and handshakes else registers or handshakes,
             allocatable=_kept(node.allocatable, self.allocatable_keys, intern=True),
         )
