@@ -203,10 +203,12 @@ class Scheduler:
         self.queue.add(last.name)
 
     def on_synced(self, *, relisted: bool) -> None:
-        # Every node the list showed new or changed is queued already (on_upsert); the term may start now.
+        # Every node the list showed new or changed is queued already (on_upsert); the term may start now,
+        # ahead of them: a leader then decides each node once, with its writes, instead of a first pass
+        # without them and a second one when the term's key comes out of the queue behind every node.
         log.info("node cache %s: %d nodes", "relisted" if relisted else "synced",
                  len(self.reflector.names()))
-        self.queue.add(_TERM)
+        self.queue.add_first(_TERM)
 
     # -- elector callbacks (elector thread) -------------------------------------------------------------
 
@@ -215,7 +217,7 @@ class Scheduler:
         nothing is sent (see ``_may_write``); writes not yet sent are refused by the writer and come
         back through ``_patch_failed``."""
         self.metrics.leadership_changes.inc()
-        self.queue.add(_TERM)
+        self.queue.add_first(_TERM)
 
     # -- the worker -------------------------------------------------------------------------------------
 
