@@ -24,7 +24,9 @@ RUN bash scripts/install-drivers.sh --venv /opt/hami --drivers "${DRIVERS}" --ex
 FROM ${PYTHON_IMAGE}
 COPY --from=build /opt/hami /opt/hami
 COPY LICENSE /usr/share/doc/hami-core/LICENSE
-ENV PATH=/opt/hami/bin:${PATH} PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+# Two C allocator arenas (glibc's default is 8 per core): the scheduler's patch threads would each keep
+# one (hami_core/scheduler/allocator.py, which the scheduler also applies itself at start).
+ENV PATH=/opt/hami/bin:${PATH} PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 MALLOC_ARENA_MAX=2
 USER 10001:10001
 ENTRYPOINT ["hami"]
 CMD ["--help"]

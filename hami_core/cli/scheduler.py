@@ -15,6 +15,7 @@ from hami_core.cli.logs import configure_logging
 from hami_core.cli.options import DURATION, aliases, go_bool_flag, log_options
 from hami_core.cli.options import listen_address as _listen
 from hami_core.cli.vendors import driver_options, drivers_from_options
+from hami_core.scheduler.allocator import limit_malloc_arenas
 from hami_core.scheduler.config import (
     DEFAULT_HTTP_PORT,
     DEFAULT_LEASE_NAME,
@@ -137,6 +138,7 @@ def run(
     if elects and not retry_period < renew_deadline < lease_duration:
         raise click.UsageError("need --retry-period < --renew-deadline < --lease-duration")
     configure_logging(log_format, log_level)
+    limit_malloc_arenas()  # before any thread starts (scheduler/allocator.py says why)
     manager, drivers = drivers_from_options(vendors, count_resources)
     try:
         config = SchedulerConfig(

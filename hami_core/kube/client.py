@@ -23,6 +23,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from hami_core.kube.nodejson import node_from_json, node_list_from_json, watch_event_from_json
 from hami_core.kube.port import (
     AdminCluster,
     ClusterError,
@@ -143,13 +144,21 @@ def _bad_body(action: str, problem: str) -> Unavailable:
     return Unavailable(f"{action}: the server answered with {problem}")
 
 
-def _read_json(action: str, response: Any) -> dict[str, Any]:
+def _read_data(action: str, response: Any) -> bytes:
     try:
-        data = response.data
+        data: bytes = response.data
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         _translate(action, exc)
     finally:
         response.release_conn()
+    return data
+
+
+def _read_json(action: str, response: Any) -> dict[str, Any]:
+    return _parse_json(action, _read_data(action, response))
+
+
+def _parse_json(action: str, data: bytes) -> dict[str, Any]:
     try:
         body = json.loads(data)
     except RecursionError:
@@ -285,6 +294,10 @@ class KubeCluster:
 
     def _call(self, action: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
         """One request with the rate limit, the timeouts and the error mapping; the body as JSON."""
+        return _parse_json(action, self._call_data(action, method, *args, **kwargs))
+
+    def _call_data(self, action: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> bytes:
+        """``_call``, the body as the server sent it."""
         if self._limiter is not None:
             self._limiter.acquire()
         kwargs.setdefault("_request_timeout", self._timeout)
@@ -292,9 +305,18 @@ class KubeCluster:
             response = method(*args, _preload_content=False, **kwargs)
         except Exception as exc:
             _translate(action, exc)
-        return _read_json(action, response)
+        return _read_data(action, response)
+
+    def _node(self, action: str, data: bytes) -> NodeSnapshot:
+        """A Node body as a snapshot: the kept fields only, else the strict way with its errors."""
+        fast = node_from_json(data)
+        return fast if fast is not None else _parsed(action, node_snapshot, _parse_json(action, data))
 
     def _call_unvalidated(self, action: str, api: Any, method: str, /, **params: Any) -> dict[str, Any]:
+        """``_call`` without the generated method's argument validation (see ``_call_unvalidated_data``)."""
+        return _parse_json(action, self._call_unvalidated_data(action, api, method, **params))
+
+    def _call_unvalidated_data(self, action: str, api: Any, method: str, /, **params: Any) -> bytes:
         """``_call`` without the generated method's argument validation, for the writes.
 
         That validation turns a dict body into the typed model and back: a Lease time with zero
@@ -314,26 +336,30 @@ class KubeCluster:
                 request, {}, None, False, self._timeout, True)
         except Exception as exc:
             _translate(action, exc)
-        return _read_json(action, response)
+        return _read_data(action, response)
 
     # -- nodes: read ----------------------------------------------------------------------------------
 
     def get_node(self, name: str) -> NodeSnapshot:
         """One Node (the reporter reads its own; the scheduler never GETs a single Node)."""
         action = f"get node {name!r}"
-        return _parsed(action, node_snapshot, self._call(action, self._core.read_node, name))
+        return self._node(action, self._call_data(action, self._core.read_node, name))
 
     def list_nodes(
         self, *, label_selector: str = "", limit: int = 500, continue_token: str | None = None
     ) -> NodeList:
         action = "list nodes"
-        body = self._call(
+        data = self._call_data(
             action,
             self._core.list_node,
             label_selector=label_selector or None,
             limit=limit if limit > 0 else None,
             _continue=continue_token or None,
         )
+        fast = node_list_from_json(data)
+        if fast is not None:
+            return fast
+        body = _parse_json(action, data)
         items = _items(action, body)
         meta = body.get("metadata")
         if meta is None:
@@ -385,9 +411,8 @@ class KubeCluster:
         operation. ``metadata.resourceVersion`` in ``patch`` is a precondition.
         """
         action = f"patch node {name!r}"
-        body = self._call_unvalidated(action, self._core, "patch_node", name=name, body=dict(patch),
-                                      _content_type=MERGE_PATCH)
-        return _parsed(action, node_snapshot, body)
+        return self._node(action, self._call_unvalidated_data(
+            action, self._core, "patch_node", name=name, body=dict(patch), _content_type=MERGE_PATCH))
 
     def patch_node_annotations(
         self, name: str, changes: Mapping[str, str | None], *, resource_version: str | None = None
@@ -516,6 +541,10 @@ class KubeWatch:
 
     def _parse(self, line: bytes) -> WatchEvent | None:
         # a bad line is a bad body (see the note at the top of the module): Unavailable
+        fast = watch_event_from_json(line)
+        if fast is not None:
+            kind, node = fast
+            return WatchEvent(type=kind, resource_version=node.resource_version, node=node)  # type: ignore[arg-type]
         action = self._action
         try:
             event = json.loads(line)

@@ -74,7 +74,9 @@ class Reflector:
 
     Backoff waits are on ``clock`` and cut short by :meth:`stop`; ``rand()`` in [0, 1) drives the jitter;
     ``clock`` also measures watch durations. Both are injectable for tests. Use :meth:`start` for a
-    daemon thread or call :meth:`run` on a thread of your own.
+    daemon thread or call :meth:`run` on a thread of your own. ``keep`` (optional) reduces every Node
+    before it is stored or handed on, for a consumer that reads only part of it (the scheduler keeps
+    only what its vendors and node selector read: ``scheduler/trim.py``).
     """
 
     def __init__(
@@ -85,8 +87,11 @@ class Reflector:
         *,
         rand: Callable[[], float] = random.random,
         clock: Clock = SYSTEM,
+        keep: Callable[[NodeSnapshot], NodeSnapshot] | None = None,
     ) -> None:
         self._cluster = cluster
+        #: What the store keeps of each Node, applied before the handler sees it (default: all of it).
+        self._keep = keep
         self._handler = handler
         self._config = config or ReflectorConfig()
         self._stop = clock.event()
@@ -207,8 +212,9 @@ class Reflector:
             )
             if not resource_version:
                 resource_version = page.resource_version
+            keep = self._keep
             for node in page.items:
-                items[node.name] = node
+                items[node.name] = node if keep is None else keep(node)
             token = page.continue_token
             if not token:
                 break
@@ -276,6 +282,8 @@ class Reflector:
         node = event.node
         if event.type == "BOOKMARK" or node is None:
             return
+        if self._keep is not None:
+            node = self._keep(node)
         if event.type == "DELETED":
             with self._lock:
                 known = self._store.pop(node.name, None)
@@ -297,12 +305,12 @@ class Reflector:
 
 
 def _sharing(old: NodeSnapshot, new: NodeSnapshot) -> NodeSnapshot:
-    """``new``, holding the very string objects of ``old``'s annotations that did not change: every watch
-    event parses a Node afresh, and a consumer that keeps a value (the scheduler keeps each register value
-    it read) would otherwise keep a second copy of it alive once the store moves on."""
-    before = old.annotations
-    if not before:
-        return new
-    shared = {key: before[key] if before.get(key) == value else value
-              for key, value in new.annotations.items()}
-    return attrs.evolve(new, annotations=shared)
+    """``new``, holding the very string objects of ``old``'s name, uid and annotations that did not
+    change: every watch event parses a Node afresh, and a consumer that keeps a value (the scheduler keeps
+    each register value it read, and the name and uid as keys) would otherwise keep a second copy of it
+    alive once the store moves on."""
+    before, after = old.annotations, new.annotations
+    annotations = {key: before[key] if before.get(key) == value else value
+                   for key, value in after.items()} if before and after else after
+    return attrs.evolve(new, annotations=annotations, name=old.name,
+                        uid=old.uid if old.uid == new.uid else new.uid)

@@ -63,13 +63,29 @@ def read_register(
     return tuple(_kept(d, vendor) for d in decoded)
 
 
+#: One object per device memory size (an int above 256 is a new object each time a value is parsed);
+#: bounded, so odd values cannot make it grow without end.
+_SIZES: dict[int, int] = {}
+_SIZES_MAX = 4096
+
+
+def _shared_size(value: int) -> int:
+    shared = _SIZES.get(value)
+    if shared is None:
+        if len(_SIZES) >= _SIZES_MAX:
+            return value
+        _SIZES[value] = shared = value
+    return shared
+
+
 def _kept(device: DeviceInfo, vendor: str) -> DeviceInfo:
-    """The device as the cache keeps it: ``devicevendor`` set, and the strings that repeat across devices
-    and nodes (model, mode) interned, so 10,000 nodes of one GPU model hold its name once."""
-    kind, mode = sys.intern(device.type), sys.intern(device.mode)
-    if device.devicevendor == vendor and kind is device.type and mode is device.mode:
+    """The device as the cache keeps it: ``devicevendor`` set, and the values that repeat across devices
+    and nodes (model, mode, memory size) shared, so 10,000 nodes of one GPU model hold its name once."""
+    kind, mode, devmem = sys.intern(device.type), sys.intern(device.mode), _shared_size(device.devmem)
+    if (device.devicevendor == vendor and kind is device.type and mode is device.mode
+            and devmem is device.devmem):
         return device
-    return attrs.evolve(device, devicevendor=vendor, type=kind, mode=mode)
+    return attrs.evolve(device, devicevendor=vendor, type=kind, mode=mode, devmem=devmem)
 
 
 def _alive(rules: VendorRules, facts: LivenessFacts, node: str) -> bool | str:

@@ -38,6 +38,7 @@ from hami_core.scheduler.registrar import (
     VendorWarning,
 )
 from hami_core.scheduler.standalone import Standalone
+from hami_core.scheduler.trim import NodeTrim
 from hami_core.scheduler.view import NodeView, PendingWrite
 from hami_core.scheduler.workqueue import WorkQueue
 from hami_core.scheduler.writer import PatchWriter
@@ -80,7 +81,9 @@ class Scheduler:
         self.registrar = Registrar(vendors, self.cache, selector=cfg.node_selector,
                                    window=timedelta(seconds=cfg.handshake_window), metrics=self.metrics)
         self.queue: WorkQueue[str] = WorkQueue(clock=clock)
-        self.reflector = Reflector(cluster, self, clock=clock)
+        #: What the store (and the view's PATCH replies) keep of a Node: what the vendors and selector read.
+        self.trim = NodeTrim.of(vendors, cfg.node_selector)
+        self.reflector = Reflector(cluster, self, clock=clock, keep=self.trim)
         self.view = NodeView(self.reflector.snapshot)
         self.elector: LeaderElector | Standalone
         if cfg.read_only:
@@ -200,10 +203,12 @@ class Scheduler:
         self.queue.add(last.name)
 
     def on_synced(self, *, relisted: bool) -> None:
-        # Every node the list showed new or changed is queued already (on_upsert); the term may start now.
+        # Every node the list showed new or changed is queued already (on_upsert); the term may start now,
+        # ahead of them: a leader then decides each node once, with its writes, instead of a first pass
+        # without them and a second one when the term's key comes out of the queue behind every node.
         log.info("node cache %s: %d nodes", "relisted" if relisted else "synced",
                  len(self.reflector.names()))
-        self.queue.add(_TERM)
+        self.queue.add_first(_TERM)
 
     # -- elector callbacks (elector thread) -------------------------------------------------------------
 
@@ -212,7 +217,7 @@ class Scheduler:
         nothing is sent (see ``_may_write``); writes not yet sent are refused by the writer and come
         back through ``_patch_failed``."""
         self.metrics.leadership_changes.inc()
-        self.queue.add(_TERM)
+        self.queue.add_first(_TERM)
 
     # -- the worker -------------------------------------------------------------------------------------
 
@@ -391,7 +396,7 @@ class Scheduler:
 
     def _patch_applied(self, write: PendingWrite, reply: NodeSnapshot) -> None:
         self.queue.forget(write.node)
-        if self.view.applied(write, reply):
+        if self.view.applied(write, self.trim(reply)):
             self.queue.add(write.node)
 
     def _patch_failed(self, write: PendingWrite, error: Exception) -> None:

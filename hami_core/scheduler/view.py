@@ -25,6 +25,7 @@ PATCH reply is a fact about the Node whoever leads.
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 from collections.abc import Callable, Mapping
 
@@ -103,7 +104,10 @@ class NodeView:
 
     def expect(self, node: NodeSnapshot, patch: Patch) -> PendingWrite:
         """A write to ``node`` was decided: show it from now on. Returns the handle for the outcome."""
-        write = PendingWrite(node=node.name, uid=node.uid, patch=dict(patch), seq=next(self._seq))
+        # a stamp value is the same for every node decided within one second: one string for all
+        shared = {key: value if value is None or len(value) > 64 else sys.intern(value)
+                  for key, value in patch.items()}
+        write = PendingWrite(node=node.name, uid=node.uid, patch=shared, seq=next(self._seq))
         with self._lock:
             self._pending.setdefault(node.name, []).append(write)
         return write

@@ -48,6 +48,21 @@ class WorkQueue(Generic[K]):
         with self._cond:
             self._add_locked(key)
 
+    def add_first(self, key: K) -> None:
+        """Queue ``key`` now ahead of every key waiting (moved to the front if it was waiting)."""
+        with self._cond:
+            if self._closed:
+                return
+            if key in self._dirty:
+                if key in self._processing:
+                    return  # queued again by done(), which puts it at the back
+                self._ready.remove(key)
+            self._dirty.add(key)
+            if key in self._processing:
+                return
+            self._ready.appendleft(key)
+            self._cond.notify()
+
     def _add_locked(self, key: K) -> None:
         if self._closed or key in self._dirty:
             return

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -51,9 +51,17 @@ class PatchWriter:
         self._on_applied = on_applied
         self._on_failed = on_failed
         self._pool = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="hami-patch")
+        self._max_in_flight = max_in_flight
         self._lock = threading.Lock()
         self._queued: dict[str, list[PendingWrite]] = {}
+        #: Nodes with writes queued or in flight (a node is in here from its first write to its last reply).
         self._busy: set[str] = set()
+        #: Busy nodes waiting for a patch thread, in the order their first write came.
+        self._ready: deque[str] = deque()
+        #: Drain tasks handed to the pool, at most ``max_in_flight``: a cold start decides a write for
+        #: every node at once, and a pool task (a Future with its Condition) per node cost ~1.8 KB each.
+        self._drainers = 0
+        self._closed = False
         self._idle = threading.Condition(self._lock)
 
     @property
@@ -71,7 +79,15 @@ class PatchWriter:
             if write.node in self._busy:
                 return
             self._busy.add(write.node)
-        self._pool.submit(self._drain, write.node)
+            self._ready.append(write.node)
+            if self._drainers >= self._max_in_flight:
+                return  # a running drainer takes the node when it is done with its current one
+            self._drainers += 1
+        try:
+            self._pool.submit(self._drain_ready)
+        except RuntimeError:  # the pool is shut down (closing): nothing will be sent any more
+            with self._lock:
+                self._drainers -= 1
 
     def idle(self) -> bool:
         with self._lock:
@@ -84,7 +100,19 @@ class PatchWriter:
 
     def close(self, timeout: float = 5.0) -> None:
         self.wait_idle(timeout)
+        with self._lock:
+            self._closed = True  # drainers stop taking nodes, as the pool's queued tasks used to be cancelled
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _drain_ready(self) -> None:
+        """One patch thread's task: drain the nodes waiting, one at a time, until none is left."""
+        while True:
+            with self._lock:
+                if not self._ready or self._closed:
+                    self._drainers -= 1
+                    return
+                node = self._ready.popleft()
+            self._drain(node)
 
     def _drain(self, node: str) -> None:
         while True:

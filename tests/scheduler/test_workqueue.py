@@ -92,3 +92,24 @@ def test_get_waits_on_the_clock_and_shutdown_wakes_waiters() -> None:
     t2.join(5)
     assert got == ["x", None]
     assert not t2.is_alive()
+
+
+def test_add_first_goes_ahead_of_every_waiting_key_once() -> None:
+    q: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    for key in ("a", "b", "c"):
+        q.add(key)
+    q.add_first("term")
+    q.add_first("c")  # already waiting: moved to the front, not queued twice
+    assert [take(q) for _ in range(5)] == ["c", "term", "a", "b", None]
+
+
+def test_add_first_of_a_key_being_processed_waits_for_done() -> None:
+    q: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    q.add("term")
+    q.add("a")
+    assert q.get(0) == "term"
+    q.add_first("term")
+    q.add_first("term")
+    assert take(q) == "a"  # not taken again while it is processed
+    q.done("term")
+    assert [take(q), take(q)] == ["term", None]

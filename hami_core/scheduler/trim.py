@@ -1,0 +1,82 @@
+"""What the scheduler keeps of a Node: only the parts its vendors and its node selector read.
+
+The scheduler's store holds every watched Node for as long as it runs. A Node carries much more than
+the protocol reads (other components' annotations and labels, every allocatable resource), so the
+store keeps, per Node, the register and handshake annotations of the loaded vendors, the allocatable
+count resource of each, and the labels the node selector names; everything it shows (the registrar's
+decisions, ``/cache/<node>`` and its explanation, ``hami doctor``'s comparison, read-only mode's
+would-be writes) reads nothing else. The key strings kept are the vendors' own (one object for every
+Node, not one per watch event), and the short values that repeat across Nodes (an allocatable count,
+a label value) are interned.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+import attrs
+
+from hami_core.kube.port import NodeSnapshot
+from hami_core.protocol.decide import VendorRules
+from hami_core.scheduler.selector import NodeSelector
+
+__all__ = ["NodeTrim"]
+
+#: Every Node without any of the kept keys shares this one (read-only) empty mapping.
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+#: Values at most this long are interned: counts and label values repeat across Nodes.
+_INTERN_UP_TO = 64
+
+
+def _keys(names: Iterable[str]) -> tuple[str, ...]:
+    """The names once each, in order, as interned strings (the one object every kept dict uses)."""
+    return tuple(sys.intern(name) for name in dict.fromkeys(names))
+
+
+def _kept(source: Mapping[str, str], keys: tuple[str, ...], *, intern: bool) -> Mapping[str, str]:
+    kept: dict[str, str] | None = None
+    for key in keys:
+        value = source.get(key)
+        if value is None:
+            continue
+        if intern and len(value) <= _INTERN_UP_TO:
+            value = sys.intern(value)
+        if kept is None:
+            kept = {}
+        kept[key] = value
+    return _EMPTY if kept is None else kept
+
+
+@attrs.frozen
+class NodeTrim:
+    """``trim(node)``: ``node`` with only what the scheduler reads (see the module's note)."""
+
+    register_keys: tuple[str, ...]
+    handshake_keys: tuple[str, ...]
+    allocatable_keys: tuple[str, ...]
+    label_keys: tuple[str, ...]
+
+    @classmethod
+    def of(cls, vendors: Iterable[VendorRules], selector: NodeSelector) -> NodeTrim:
+        vendors = tuple(vendors)
+        return cls(register_keys=_keys(v.register_annotation for v in vendors),
+                   handshake_keys=_keys(v.handshake_annotation for v in vendors
+                                        if v.handshake_annotation is not None),
+                   allocatable_keys=_keys(v.count_resource for v in vendors),
+                   label_keys=_keys(selector.required))
+
+    def __call__(self, node: NodeSnapshot) -> NodeSnapshot:
+        # A register value is long and differs per node: kept as it is. A handshake value is a stamp,
+        # and the scheduler stamps thousands of nodes within the same second: interned.
+        registers = _kept(node.annotations, self.register_keys, intern=False)
+        handshakes = _kept(node.annotations, self.handshake_keys, intern=True)
+        return NodeSnapshot(
+            name=node.name,
+            uid=node.uid,
+            resource_version=node.resource_version,
+            labels=_kept(node.labels, self.label_keys, intern=True),
+            annotations={**registers, **handshakes} if registers and handshakes else registers or handshakes,
+            allocatable=_kept(node.allocatable, self.allocatable_keys, intern=True),
+        )
