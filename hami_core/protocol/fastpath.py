@@ -55,7 +55,7 @@ from hami_core.protocol.model import (
     MigPlacement,
     MigProfile,
     trusted_device,
-    trusted_plain_device,
+    trusted_plain_devices,
 )
 
 __all__ = ["decode_json", "decode_legacy", "encode_json", "encode_legacy"]
@@ -277,11 +277,9 @@ def decode_legacy(value: str) -> list[DeviceInfo] | None:
         # An empty field parses only when it is a column's only one ("[]"): then a column is short.
         if len(count) + len(devmem) + len(devcore) + len(numa) + len(index) != 5 * n:
             return None
-        return list(
-            map(
-                trusted_plain_device, flat[0::10], index, count, devmem, devcore, flat[4::10], numa,
-                flat[8::10], map(_BOOLS.__getitem__, flat[6::10]),
-            )
+        return trusted_plain_devices(
+            flat[0::10], index, count, devmem, devcore, flat[4::10], numa, flat[8::10],
+            map(_BOOLS.__getitem__, flat[6::10]),
         )
     except (*_REJECTED, KeyError):  # KeyError: a health field other than true or false
         return None
@@ -323,12 +321,11 @@ _ENCODER = msgspec.json.Encoder()
 _NOT_PLAIN = ("\\", "<", ">", "&", "\u2028", "\u2029")
 
 
-_ONLY_DEVICES = frozenset({DeviceInfo})
 _INDEX_MAX: Final = INT64.high  # HAMi writes the legacy index through a signed Go int
 
 
 def _all_devices(devices: Sequence[Any]) -> bool:
-    return set(map(type, devices)) <= _ONLY_DEVICES
+    return list(map(type, devices)).count(DeviceInfo) == len(devices)
 
 
 def encode_json(devices: Sequence[DeviceInfo]) -> str | None:
@@ -348,6 +345,7 @@ def encode_json(devices: Sequence[DeviceInfo]) -> str | None:
 
 _index = attrgetter("index")
 _LEGACY_ROW = attrgetter("id", "count", "devmem", "devcore", "type", "numa", "health", "index", "mode")
+_BACKSLASH, _COLON, _COMMA = b"\\"[0], b":"[0], b","[0]
 
 
 def encode_legacy(devices: Sequence[DeviceInfo]) -> str | None:
@@ -356,20 +354,19 @@ def encode_legacy(devices: Sequence[DeviceInfo]) -> str | None:
     that is not a DeviceInfo).
 
     msgspec writes the rows as JSON, ``[["id",1,2,3,"type",0,true,0,"mode"],...]``, with Go's
-    integers and ``true``/``false``; with no backslash in it no string holds a quote, so the quotes are
-    only string delimiters and ``"],["`` only a row boundary, and dropping them leaves HAMi's text."""
-    if not devices:
+    integers and ``true``/``false``. With no backslash in it no string holds a quote (or needed any
+    other escape), so the quotes are only string delimiters and ``"],["`` only a row boundary; with no
+    colon and exactly the 9 * n - 1 commas of the rows' own separators no string holds a separator.
+    Then splitting at the row boundaries, joining with ``:`` and dropping the quotes leaves HAMi's text."""
+    n = len(devices)
+    if not n:
         return ""
     if not _all_devices(devices) or max(map(_index, devices)) > _INDEX_MAX:
         return None
     try:
-        rows = _ENCODER.encode(list(map(_LEGACY_ROW, devices))).decode("utf-8")
+        rows = _ENCODER.encode(list(map(_LEGACY_ROW, devices)))
     except _REJECTED:
         return None
-    if "\\" in rows:
+    if _BACKSLASH in rows or _COLON in rows or rows.count(_COMMA) != 9 * n - 1:
         return None
-    text = rows[2:-2].replace('"],["', ":").replace('"', "") + ":"
-    n = len(devices)
-    if text.count(":") != n or text.count(",") != 8 * n:
-        return None
-    return text
+    return b":".join(rows[2:-2].split(b'"],["')).replace(b'"', b"").decode("utf-8") + ":"

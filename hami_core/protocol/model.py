@@ -6,7 +6,7 @@ of that range raises ``ValueError``. Names follow HAMi's JSON keys, in snake cas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -22,6 +22,7 @@ __all__ = [
     "MigProfile",
     "trusted_device",
     "trusted_plain_device",
+    "trusted_plain_devices",
 ]
 
 
@@ -125,6 +126,11 @@ _TrustedDevice = Callable[
     DeviceInfo,
 ]
 _TrustedPlainDevice = Callable[[str, int, int, int, int, str, int, str, bool], DeviceInfo]
+_TrustedPlainDevices = Callable[
+    [Iterable[str], Iterable[int], Iterable[int], Iterable[int], Iterable[int], Iterable[str], Iterable[int],
+     Iterable[str], Iterable[bool]],
+    list[DeviceInfo],
+]
 
 
 class _DeviceDraft(DeviceInfo):
@@ -141,29 +147,45 @@ class _DeviceDraft(DeviceInfo):
     __delattr__ = object.__delattr__
 
 
-def _trusted_factory(params: list[str], constants: dict[str, Any], *, draft: bool = True) -> Any:
+def _trusted_factory(
+    params: list[str], constants: dict[str, Any], *, draft: bool = True, columns: bool = False
+) -> Any:
     """A generated function that sets the slots of a new DeviceInfo directly: ``params`` from its
     arguments, the other fields from ``constants``. One function, no per-field loop or keyword parsing.
     With ``draft`` it fills in a ``_DeviceDraft`` with plain attribute stores and makes it a DeviceInfo
     at the end; without, it calls each slot descriptor's ``__set__`` on a new DeviceInfo (slower, the
-    fallback should an interpreter refuse the class assignment)."""
+    fallback should an interpreter refuse the class assignment). With ``columns`` each argument is an
+    iterable of one field's values, and the function returns the list of the devices they make (one
+    call, one loop, for a whole decoded value)."""
     names = [field.name for field in attrs.fields(DeviceInfo)]
     assert sorted(params + list(constants)) == sorted(names)
     namespace: dict[str, Any] = {"_new": object.__new__, "_DeviceInfo": DeviceInfo, "_Draft": _DeviceDraft}
-    lines = [f"def trusted({', '.join(params)}):", f"    self = _new({'_Draft' if draft else '_DeviceInfo'})"]
+    body = [f"self = _new({'_Draft' if draft else '_DeviceInfo'})"]
     for name in names:
         value = name
         if name in constants:
             value = f"_value_{name}"
             namespace[value] = constants[name]
         if draft:
-            lines.append(f"    self.{name} = {value}")
+            body.append(f"self.{name} = {value}")
         else:
             namespace[f"_set_{name}"] = getattr(DeviceInfo, name).__set__
-            lines.append(f"    _set_{name}(self, {value})")
+            body.append(f"_set_{name}(self, {value})")
     if draft:
-        lines.append("    self.__class__ = _DeviceInfo")
-    lines.append("    return self")
+        body.append("self.__class__ = _DeviceInfo")
+    arguments = ", ".join(params)
+    if columns:
+        lines = [
+            f"def trusted({arguments}):",
+            "    devices = []",
+            "    append = devices.append",
+            f"    for {arguments} in zip({arguments}):",
+            *(f"        {line}" for line in body),
+            "        append(self)",
+            "    return devices",
+        ]
+    else:
+        lines = [f"def trusted({arguments}):", *(f"    {line}" for line in body), "    return self"]
     exec("\n".join(lines), namespace)
     return namespace["trusted"]
 
@@ -201,4 +223,13 @@ trusted_plain_device: _TrustedPlainDevice = _trusted_factory(
     ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health"],
     {"mig_profiles": (), "devicevendor": "", "custominfo": None},
     draft=_DRAFT,
+)
+#: ``trusted_plain_devices(ids, indexes, counts, devmems, devcores, types, numas, modes, healths)``:
+#: ``trusted_plain_device`` over columns (iterables of one field each, read in step as ``zip`` does),
+#: as a list: what the legacy decoder's fast path builds a whole value with.
+trusted_plain_devices: _TrustedPlainDevices = _trusted_factory(
+    ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health"],
+    {"mig_profiles": (), "devicevendor": "", "custominfo": None},
+    draft=_DRAFT,
+    columns=True,
 )

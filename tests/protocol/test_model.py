@@ -91,7 +91,8 @@ def test_this_interpreter_builds_devices_by_draft() -> None:
     """The fast constructors are the draft ones here (the descriptor fallback is for an interpreter
     that refuses the class assignment)."""
     assert model._DRAFT is True
-    assert "_Draft" in model.trusted_device.__code__.co_names
+    for build in (model.trusted_device, model.trusted_plain_device, model.trusted_plain_devices):
+        assert "_Draft" in build.__code__.co_names
 
 
 @settings(max_examples=200, deadline=None)
@@ -110,6 +111,20 @@ def test_trusted_plain_device_is_the_validated_device(device: DeviceInfo, draft:
         else model._trusted_factory(_PLAIN_PARAMS, _PLAIN_CONSTANTS, draft=False)
     )
     _assert_same_device(build(*(getattr(plain, name) for name in _PLAIN_PARAMS)), plain)
+
+
+@settings(max_examples=100, deadline=None)
+@given(devices=st.lists(_devices, max_size=5), draft=st.booleans())
+def test_trusted_plain_devices_builds_each_column_row(devices: list[DeviceInfo], draft: bool) -> None:
+    plain = [attrs.evolve(device, **_PLAIN_CONSTANTS) for device in devices]
+    build = (
+        model.trusted_plain_devices if draft
+        else model._trusted_factory(_PLAIN_PARAMS, _PLAIN_CONSTANTS, draft=False, columns=True)
+    )
+    built = build(*([getattr(device, name) for device in plain] for name in _PLAIN_PARAMS))
+    assert type(built) is list and len(built) == len(plain)
+    for one, expected in zip(built, plain, strict=True):
+        _assert_same_device(one, expected)
 
 
 def test_a_trusted_device_pickles_copies_and_evolves_as_a_device() -> None:
