@@ -244,12 +244,11 @@ def decode_json(text: str) -> list[DeviceInfo] | None:
 # Legacy decode
 # ---------------------------------------------------------------------------------------------------
 
-#: The integer fields of a legacy value by column: count, devmem, devcore, numa, index.
+#: The integer and boolean fields of a legacy value by column: count, devmem, devcore, numa, health, index.
 _LEGACY_INDEX = Annotated[int, Meta(ge=0, le=INT32.high)]
 _LEGACY_COLUMNS = msgspec.json.Decoder(
-    tuple[list[_Int32], list[_Int32], list[_Int32], list[_Int32], list[_LEGACY_INDEX]]
+    tuple[list[_Int32], list[_Int32], list[_Int32], list[_Int32], list[bool], list[_LEGACY_INDEX]]
 )
-_BOOLS = {"true": True, "false": False}
 
 
 def decode_legacy(value: str) -> list[DeviceInfo] | None:
@@ -262,26 +261,26 @@ def decode_legacy(value: str) -> list[DeviceInfo] | None:
     flat = value.replace(":", ",:,").split(",")
     if len(flat) != 10 * n + 1 or flat[9::10].count(":") != n:
         return None
-    columns = "],[".join([
-        ",".join(flat[1::10]), ",".join(flat[2::10]), ",".join(flat[3::10]), ",".join(flat[5::10]),
-        ",".join(flat[7::10]),
+    columns = "".join([
+        "[[", ",".join(flat[1::10]), "],[", ",".join(flat[2::10]), "],[", ",".join(flat[3::10]), "],[",
+        ",".join(flat[5::10]), "],[", ",".join(flat[6::10]), "],[", ",".join(flat[7::10]), "]]",
     ])
     # JSON's whitespace and brackets are the only things a field could hold that would still parse
-    # as integer lists: without them each field is exactly one JSON integer (or the parse fails).
-    # isprintable() is false for \t \n \r; the four "],[" between the columns are the only brackets.
-    if " " in columns or not columns.isprintable() or columns.count("[") + columns.count("]") != 8:
+    # as a column's integers or booleans: without them each field is exactly one JSON integer, or
+    # ``true`` or ``false`` (the only spellings of a JSON boolean, and what Go's ParseBool reads as
+    # them), or the parse fails. isprintable() is false for \t \n \r; the 14 brackets are the columns'.
+    if " " in columns or not columns.isprintable() or columns.count("[") + columns.count("]") != 14:
         return None
     try:
-        count, devmem, devcore, numa, index = _LEGACY_COLUMNS.decode("[[" + columns + "]]")
-        # An empty field parses only when it is a column's only one ("[]"): then a column is short.
-        if len(count) + len(devmem) + len(devcore) + len(numa) + len(index) != 5 * n:
-            return None
-        return trusted_plain_devices(
-            flat[0::10], index, count, devmem, devcore, flat[4::10], numa, flat[8::10],
-            map(_BOOLS.__getitem__, flat[6::10]),
-        )
-    except (*_REJECTED, KeyError):  # KeyError: a health field other than true or false
+        count, devmem, devcore, numa, health, index = _LEGACY_COLUMNS.decode(columns)
+    except _REJECTED:
         return None
+    # An empty field parses only when it is a column's only one ("[]"): then a column is short.
+    if len(count) + len(devmem) + len(devcore) + len(numa) + len(health) + len(index) != 6 * n:
+        return None
+    return trusted_plain_devices(
+        flat[0::10], index, count, devmem, devcore, flat[4::10], numa, flat[8::10], health
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
