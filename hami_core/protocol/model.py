@@ -140,11 +140,14 @@ class _DeviceDraft(DeviceInfo):
     takes object's own ``__setattr__`` and ``__delattr__`` (both, or CPython keeps calling through
     attrs' frozen ones) so that ``draft.id = ...`` stores the slot directly: a plain attribute store,
     about a tenth of the cost of calling a slot descriptor's ``__set__``. Never seen outside this
-    module: the constructors return the object only once it is a DeviceInfo."""
+    module: the constructors return the object only once it is a DeviceInfo. Its ``__init__`` is
+    object's too, so that ``_DeviceDraft()`` makes an empty one (a little cheaper than
+    ``object.__new__(_DeviceDraft)``) without running attrs' validating one."""
 
     __slots__ = ()
     __setattr__ = object.__setattr__
     __delattr__ = object.__delattr__
+    __init__ = object.__init__
 
 
 def _trusted_factory(
@@ -160,7 +163,7 @@ def _trusted_factory(
     names = [field.name for field in attrs.fields(DeviceInfo)]
     assert sorted(params + list(constants)) == sorted(names)
     namespace: dict[str, Any] = {"_new": object.__new__, "_DeviceInfo": DeviceInfo, "_Draft": _DeviceDraft}
-    body = [f"self = _new({'_Draft' if draft else '_DeviceInfo'})"]
+    body = ["self = _Draft()" if draft else "self = _new(_DeviceInfo)"]
     for name in names:
         value = name
         if name in constants:
