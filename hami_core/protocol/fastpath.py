@@ -278,6 +278,8 @@ def decode_legacy(value: str) -> list[DeviceInfo] | None:
     # An empty field parses only when it is a column's only one ("[]"): then a column is short.
     if len(count) + len(devmem) + len(devcore) + len(numa) + len(health) + len(index) != 6 * n:
         return None
+    # flat[0::10] ends with the empty tail as well; the devices are built in step over the columns and
+    # stop at the shortest, so there are exactly n.
     return trusted_plain_devices(
         flat[0::10], index, count, devmem, devcore, flat[4::10], numa, flat[8::10], health
     )
