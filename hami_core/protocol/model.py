@@ -142,7 +142,9 @@ class _DeviceDraft(DeviceInfo):
     about a tenth of the cost of calling a slot descriptor's ``__set__``. Never seen outside this
     module: the constructors return the object only once it is a DeviceInfo. Its ``__init__`` is
     object's too, so that ``_DeviceDraft()`` makes an empty one (a little cheaper than
-    ``object.__new__(_DeviceDraft)``) without running attrs' validating one."""
+    ``object.__new__(_DeviceDraft)``) without running attrs' validating one. CPython reports each
+    ``__class__`` assignment as the audit event ``object.__setattr__``: a process that installed an
+    audit hook (``sys.addaudithook``) sees one per device a fast path builds."""
 
     __slots__ = ()
     __setattr__ = object.__setattr__
