@@ -317,6 +317,9 @@ class _OutDevice(Struct, omit_defaults=True, rename={"mig_profiles": "migProfile
 
 
 _ENCODER = msgspec.json.Encoder()
+#: What the encoders give up on: the decoders' reasons, and msgspec's TypeError for a value it cannot
+#: write (a str or int subclass in a field, which DeviceInfo's validators accept).
+_UNWRITABLE = (*_REJECTED, TypeError)
 #: What Go escapes in a string and msgspec does not, and the backslash of msgspec's own escapes.
 _NOT_PLAIN = ("\\", "<", ">", "&", "\u2028", "\u2029")
 
@@ -330,13 +333,13 @@ def _all_devices(devices: Sequence[Any]) -> bool:
 
 def encode_json(devices: Sequence[DeviceInfo]) -> str | None:
     """HAMi's ``MarshalNodeDevices`` output for ``devices``, or ``None`` when only the strict encoder
-    can tell (a string Go escapes, something that is not a DeviceInfo)."""
+    can tell (a string Go escapes, something that is not a DeviceInfo or a field msgspec cannot write)."""
     if not _all_devices(devices):
         return None
     try:
         out = msgspec.convert(devices, list[_OutDevice], from_attributes=True)
         text = _ENCODER.encode(out).decode("utf-8")
-    except _REJECTED:
+    except _UNWRITABLE:
         return None
     if any(c in text for c in _NOT_PLAIN):
         return None
@@ -349,7 +352,7 @@ _BACKSLASH, _COLON, _COMMA = b"\\"[0], b":"[0], b","[0]
 def encode_legacy(devices: Sequence[DeviceInfo]) -> str | None:
     """HAMi's ``EncodeNodeDevices`` output for ``devices``, or ``None`` when only the strict encoder can
     tell (a field holding ``,`` ``:`` ``"`` ``\\`` or a control character, an index over int64, something
-    that is not a DeviceInfo).
+    that is not a DeviceInfo, a field msgspec cannot write).
 
     msgspec writes the rows as JSON, ``[["id",1,2,3,"type",0,true,0,"mode"],...]``, with Go's
     integers and ``true``/``false``. With no backslash in it no string holds a quote (or needed any
@@ -371,7 +374,7 @@ def encode_legacy(devices: Sequence[DeviceInfo]) -> str | None:
         return None
     try:
         text = _ENCODER.encode(rows)
-    except _REJECTED:
+    except _UNWRITABLE:
         return None
     if _BACKSLASH in text or _COLON in text or text.count(_COMMA) != 9 * n - 1:
         return None

@@ -424,6 +424,29 @@ def test_legacy_fast_encoder_agrees_with_strict(devices: list[Any]) -> None:
     assert str(whole) == str(strict) and type(whole) is type(strict)
 
 
+class _Int(int):
+    """An int subclass: DeviceInfo's validators take it, msgspec will not write it."""
+
+
+class _Str(str):
+    """A str subclass, the same."""
+
+
+@pytest.mark.parametrize(
+    "device",
+    [DeviceInfo(id="a", count=_Int(1)), DeviceInfo(id="a", index=_Int(2)), DeviceInfo(id=_Str("a")),
+     DeviceInfo(mode=_Str("m"), numa=_Int(-1))],
+)
+def test_fast_encoders_leave_subclassed_fields_to_the_strict_path(device: DeviceInfo) -> None:
+    """A fast path never raises: what msgspec cannot write goes to the strict encoder."""
+    devices = [device, DeviceInfo(id="b")]
+    assert fastpath.encode_legacy(devices) is None
+    assert encode_legacy(devices) == encode_legacy_strict(devices)
+    fast_json = fastpath.encode_json(devices)
+    assert fast_json is None or fast_json == encode_json_strict(devices)
+    assert encode_json(devices) == encode_json_strict(devices)
+
+
 def test_legacy_fast_encoder_takes_brackets_and_the_largest_index() -> None:
     """Brackets in a string are plain text to the legacy encoding (the fast encoder's row boundary is
     a quote, a bracket, a comma: no string it takes holds one), and int64's maximum is still HAMi's int."""
