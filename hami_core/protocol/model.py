@@ -6,7 +6,7 @@ of that range raises ``ValueError``. Names follow HAMi's JSON keys, in snake cas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -22,6 +22,7 @@ __all__ = [
     "MigProfile",
     "trusted_device",
     "trusted_plain_device",
+    "trusted_plain_devices",
 ]
 
 
@@ -125,26 +126,90 @@ _TrustedDevice = Callable[
     DeviceInfo,
 ]
 _TrustedPlainDevice = Callable[[str, int, int, int, int, str, int, str, bool], DeviceInfo]
+_TrustedPlainDevices = Callable[
+    [Iterable[str], Iterable[int], Iterable[int], Iterable[int], Iterable[int], Iterable[str], Iterable[int],
+     Iterable[str], Iterable[bool]],
+    list[DeviceInfo],
+]
 
 
-def _trusted_factory(params: list[str], constants: dict[str, Any]) -> Any:
+class _DeviceDraft(DeviceInfo):
+    """A ``DeviceInfo`` while a trusted constructor fills it in, then turned into one by assigning its
+    ``__class__``. It adds no slots, so it has DeviceInfo's exact memory layout (CPython allows the
+    assignment only between layout-compatible classes and raises ``TypeError`` otherwise), and it
+    takes object's own ``__setattr__`` and ``__delattr__`` (both, or CPython keeps calling through
+    attrs' frozen ones) so that ``draft.id = ...`` stores the slot directly: a plain attribute store,
+    about a tenth of the cost of calling a slot descriptor's ``__set__``. Never seen outside this
+    module: the constructors return the object only once it is a DeviceInfo. Its ``__init__`` is
+    object's too, so that ``_DeviceDraft()`` makes an empty one (a little cheaper than
+    ``object.__new__(_DeviceDraft)``) without running attrs' validating one. CPython reports each
+    ``__class__`` assignment as the audit event ``object.__setattr__``: a process that installed an
+    audit hook (``sys.addaudithook``) sees one per device a fast path builds."""
+
+    __slots__ = ()
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
+    __init__ = object.__init__
+
+
+def _trusted_factory(
+    params: list[str], constants: dict[str, Any], *, draft: bool = True, columns: bool = False
+) -> Any:
     """A generated function that sets the slots of a new DeviceInfo directly: ``params`` from its
-    arguments, the other fields from ``constants``. One function, no per-field loop or keyword parsing."""
+    arguments, the other fields from ``constants``. One function, no per-field loop or keyword parsing.
+    With ``draft`` it fills in a ``_DeviceDraft`` with plain attribute stores and makes it a DeviceInfo
+    at the end; without, it calls each slot descriptor's ``__set__`` on a new DeviceInfo (slower, the
+    fallback should an interpreter refuse the class assignment). With ``columns`` each argument is an
+    iterable of one field's values, and the function returns the list of the devices they make (one
+    call, one loop, for a whole decoded value)."""
     names = [field.name for field in attrs.fields(DeviceInfo)]
     assert sorted(params + list(constants)) == sorted(names)
-    namespace: dict[str, Any] = {"_new": object.__new__, "_DeviceInfo": DeviceInfo}
-    lines = [f"def trusted({', '.join(params)}):", "    self = _new(_DeviceInfo)"]
+    namespace: dict[str, Any] = {"_new": object.__new__, "_DeviceInfo": DeviceInfo, "_Draft": _DeviceDraft}
+    body = ["self = _Draft()" if draft else "self = _new(_DeviceInfo)"]
     for name in names:
-        namespace[f"_set_{name}"] = getattr(DeviceInfo, name).__set__
+        value = name
         if name in constants:
-            namespace[f"_value_{name}"] = constants[name]
-            lines.append(f"    _set_{name}(self, _value_{name})")
+            value = f"_value_{name}"
+            namespace[value] = constants[name]
+        if draft:
+            body.append(f"self.{name} = {value}")
         else:
-            lines.append(f"    _set_{name}(self, {name})")
-    lines.append("    return self")
+            namespace[f"_set_{name}"] = getattr(DeviceInfo, name).__set__
+            body.append(f"_set_{name}(self, {value})")
+    if draft:
+        body.append("self.__class__ = _DeviceInfo")
+    arguments = ", ".join(params)
+    if columns:
+        lines = [
+            f"def trusted({arguments}):",
+            "    devices = []",
+            "    append = devices.append",
+            f"    for {arguments} in zip({arguments}):",
+            *(f"        {line}" for line in body),
+            "        append(self)",
+            "    return devices",
+        ]
+    else:
+        lines = [f"def trusted({arguments}):", *(f"    {line}" for line in body), "    return self"]
     exec("\n".join(lines), namespace)
     return namespace["trusted"]
 
+
+def _draft_works() -> bool:
+    """Whether this interpreter lets a ``_DeviceDraft`` become a DeviceInfo equal to one built by
+    ``DeviceInfo(...)`` (checked once, at import)."""
+    values: dict[str, Any] = {
+        "id": "a", "index": 1, "count": 2, "devmem": 3, "devcore": 4, "type": "t", "numa": 5, "mode": "m",
+        "mig_profiles": (), "health": True, "devicevendor": "v", "custominfo": None,
+    }
+    try:
+        built = _trusted_factory(list(values), {})(*values.values())
+    except TypeError:
+        return False
+    return type(built) is DeviceInfo and built == DeviceInfo(**values)
+
+
+_DRAFT = _draft_works()
 
 #: ``trusted_device(id, index, count, devmem, devcore, type, numa, mode, mig_profiles, health,
 #: devicevendor, custominfo)``: a ``DeviceInfo`` built without its validators and converters, equal to
@@ -155,10 +220,21 @@ trusted_device: _TrustedDevice = _trusted_factory(
     ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "mig_profiles", "health",
      "devicevendor", "custominfo"],
     {},
+    draft=_DRAFT,
 )
 #: ``trusted_plain_device(id, index, count, devmem, devcore, type, numa, mode, health)``: the same for a
 #: device without MIG profiles, vendor or custom info (what the legacy encoding carries).
 trusted_plain_device: _TrustedPlainDevice = _trusted_factory(
     ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health"],
     {"mig_profiles": (), "devicevendor": "", "custominfo": None},
+    draft=_DRAFT,
+)
+#: ``trusted_plain_devices(ids, indexes, counts, devmems, devcores, types, numas, modes, healths)``:
+#: ``trusted_plain_device`` over columns (iterables of one field each, read in step as ``zip`` does),
+#: as a list: what the legacy decoder's fast path builds a whole value with.
+trusted_plain_devices: _TrustedPlainDevices = _trusted_factory(
+    ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health"],
+    {"mig_profiles": (), "devicevendor": "", "custominfo": None},
+    draft=_DRAFT,
+    columns=True,
 )

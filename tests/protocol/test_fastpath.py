@@ -369,7 +369,9 @@ def test_legacy_codec_is_the_strict_codec(value: str) -> None:
 _ANY_TEXT = st.one_of(
     _PLAIN_TEXT,
     st.text(max_size=8),  # lone surrogates included: Go sees invalid UTF-8
-    st.sampled_from(["<&>", "\u2028", "\u2029", "\x00", "\x1f", "\x7f", '"', "\\", "a,b", "a:b", "\udc80"]),
+    st.sampled_from(["<&>", "\u2028", "\u2029", "\x00", "\x1f", "\x7f", '"', "\\", "a,b", "a:b", "\udc80",
+                     # what the legacy fast encoder's row boundaries, quotes and brackets look like
+                     '"],["', "],[", '","', "[", "]", "[[", "]]", ",true,", "true", "false"]),
 )
 
 
@@ -409,6 +411,10 @@ def test_json_fast_encoder_agrees_with_strict(devices: list[Any]) -> None:
 
 @SETTINGS
 @given(devices=_any_devices())
+@example(devices=[DeviceInfo(id='a"],["b', type="],[", mode="]]")])
+@example(devices=[DeviceInfo(id="a],[b", type="[", mode="x"), DeviceInfo(id="[[", mode="]")])
+@example(devices=[DeviceInfo(id="a", index=2**63 - 1), DeviceInfo(index=2**63)])
+@example(devices=[DeviceInfo(id="a\x00b"), DeviceInfo(type="\udc80")])
 def test_legacy_fast_encoder_agrees_with_strict(devices: list[Any]) -> None:
     fast = fastpath.encode_legacy(devices)
     strict = _encoded(encode_legacy_strict, devices)
@@ -416,6 +422,38 @@ def test_legacy_fast_encoder_agrees_with_strict(devices: list[Any]) -> None:
         assert fast == strict
     whole = _encoded(encode_legacy, devices)
     assert str(whole) == str(strict) and type(whole) is type(strict)
+
+
+class _Int(int):
+    """An int subclass: DeviceInfo's validators take it, msgspec will not write it."""
+
+
+class _Str(str):
+    """A str subclass, the same."""
+
+
+@pytest.mark.parametrize(
+    "device",
+    [DeviceInfo(id="a", count=_Int(1)), DeviceInfo(id="a", index=_Int(2)), DeviceInfo(id=_Str("a")),
+     DeviceInfo(mode=_Str("m"), numa=_Int(-1))],
+)
+def test_fast_encoders_leave_subclassed_fields_to_the_strict_path(device: DeviceInfo) -> None:
+    """A fast path never raises: what msgspec cannot write goes to the strict encoder."""
+    devices = [device, DeviceInfo(id="b")]
+    assert fastpath.encode_legacy(devices) is None
+    assert encode_legacy(devices) == encode_legacy_strict(devices)
+    fast_json = fastpath.encode_json(devices)
+    assert fast_json is None or fast_json == encode_json_strict(devices)
+    assert encode_json(devices) == encode_json_strict(devices)
+
+
+def test_legacy_fast_encoder_takes_brackets_and_the_largest_index() -> None:
+    """Brackets in a string are plain text to the legacy encoding (the fast encoder's row boundary is
+    a quote, a bracket, a comma: no string it takes holds one), and int64's maximum is still HAMi's int."""
+    devices = [DeviceInfo(id="[a][b]", type="]][[", index=2**63 - 1, numa=-(2**63)), DeviceInfo(mode="[")]
+    fast = fastpath.encode_legacy(devices)
+    assert fast is not None and fast == encode_legacy_strict(devices)
+    assert fast == "[a][b],0,0,0,]][[,-9223372036854775808,false,9223372036854775807,:,0,0,0,,0,false,0,[:"
 
 
 @SETTINGS
