@@ -4,6 +4,9 @@
 # every test (in-memory and real-API-server tiers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The run starts hundreds of Python processes (pytest workers, `hami` commands, fresh venvs): let them
+# share compiled modules and pytest's rewritten test modules instead of compiling each one again.
+unset PYTHONDONTWRITEBYTECODE
 bash scripts/bootstrap.sh
 bash scripts/build-k8s.sh
 bash scripts/build-tools.sh
