@@ -65,3 +65,32 @@ def test_an_address_that_cannot_be_listened_on_is_a_bad_flag(tmp_path: Path) -> 
         assert result.returncode == 2, (address, result.stderr)
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and f"cannot listen on {address}" in lines[0], result.stderr
+
+
+def test_help_lists_every_sub_command_in_order() -> None:
+    from hami_core.cli import SUBCOMMANDS
+
+    text = run("--help").stdout
+    commands = text[text.index("Commands:"):].split("\n")[1:]
+    assert [line.split()[0] for line in commands if line.strip()] == list(SUBCOMMANDS)
+
+
+def test_a_command_loads_only_what_it_needs() -> None:
+    """Sub-commands are imported when they run: the codec does not load the kubernetes client, and a
+    bad scheduler flag is reported before the client and the scheduler are imported."""
+    probe = (
+        "import sys\n"
+        "from hami_core.cli import main\n"
+        "try:\n"
+        "    main(sys.argv[1:], standalone_mode=False)\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, file=sys.stderr)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'kubernetes', 'prometheus_client'}),\n"
+        "      'hami_core.scheduler.daemon' in sys.modules)\n"
+    )
+    for args, loaded in ((["codec", "decode", "--help"], "[] False"),
+                         (["scheduler", "run", "--resync", "x"], "[] False"),
+                         (["vendors", "--json"], "[] False")):
+        done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+        assert done.stdout.strip().splitlines()[-1] == loaded, (args, done.stdout, done.stderr)
