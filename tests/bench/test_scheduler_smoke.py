@@ -17,6 +17,6 @@ def test_the_scheduler_benchmark_runs_and_prints_its_table() -> None:
     names = [row.split(" | ")[0] for row in rows[1:]]
     for expected in ("| registrar cold pass", "| registrar full pass", "| memory held per node",
                      "| resync of 200 unchanged nodes", "| churn: 100 register changes/s",
-                     "| daemon: 100 new"):
+                     "| cleanup: 5 of 200 nodes", "| daemon: 100 new"):
         assert any(name.startswith(expected) for name in names), (expected, names)
     assert "0 evaluations triggered" in result.stdout  # a resync of unchanged nodes evaluates none
