@@ -149,6 +149,7 @@ def run(
             qps=qps, burst=burst, max_in_flight=max_in_flight,
             http_host=http_listen[0] if http_listen else "",
             http_port=http_listen[1] if http_listen else None,
+            freeze_gc_after_sync=True,
         )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

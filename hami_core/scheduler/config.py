@@ -77,6 +77,12 @@ class SchedulerConfig:
     http_host: str = "0.0.0.0"
     #: 0 picks a free port; ``None`` serves no HTTP.
     http_port: int | None = DEFAULT_HTTP_PORT
+    #: Once the cache is first synced, move every object alive into Python's permanent generation
+    #: (``gc.freeze``): the nodes' state built at start is then no longer rescanned by each full garbage
+    #: collection, which at 10,000 nodes paused the worker for ~0.2 s (docs/performance.md). It is still
+    #: freed by reference counting when replaced. For a daemon process (``hami scheduler run`` sets it);
+    #: off for a Scheduler embedded in a larger process.
+    freeze_gc_after_sync: bool = False
     #: Namespace of the Warning Events about Nodes: the API server requires ``default`` for events about
     #: cluster-scoped objects.
     event_namespace: str = "default"

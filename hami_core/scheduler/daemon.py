@@ -9,6 +9,7 @@ sends, and only once the worker has started its term. All waiting is on the inje
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -120,6 +121,7 @@ class Scheduler:
         self._term_started = 0
         self._term_pending: tuple[int, set[str]] | None = None
         self._synced_term = 0
+        self._gc_frozen = False
         #: The resourceVersion each node was last evaluated at (worker thread only): the resync's test.
         self._evaluated: dict[str, str] = {}
         #: Warnings seen while following, by (node, vendor key): posted as Events on becoming leader if
@@ -378,6 +380,11 @@ class Scheduler:
             self._synced_term = term
         self.metrics.last_full_pass.set(self.clock.now().timestamp())
         log.info("cache synced for term %d", term, extra={"term": term})
+        if self.config.freeze_gc_after_sync and not self._gc_frozen:
+            self._gc_frozen = True
+            gc.collect()
+            gc.freeze()
+            log.debug("%d objects moved to the permanent generation", gc.get_freeze_count())
 
     def _resync(self) -> None:
         """The safety net (the seed's 15 s loop), costing next to nothing when nothing changed: queue
