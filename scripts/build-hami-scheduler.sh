@@ -65,12 +65,8 @@ if [ -x "$BIN" ]; then
     exit 0
 fi
 
-mkdir -p "$CACHE_ROOT"
-exec 9>"$CACHE_ROOT/.lock"  # one build at a time per cache root (several clones share it)
-if command -v flock >/dev/null; then
-    flock 9
-    rm -rf "$CACHE_ROOT"/.stage.*  # left by a killed build; we hold the lock, so none is live
-fi
+. scripts/build-lock.sh
+take_build_lock "$CACHE_ROOT"
 if [ -x "$BIN" ]; then
     log "another build finished meanwhile: $BIN"
     echo "$BIN"

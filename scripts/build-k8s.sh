@@ -49,15 +49,8 @@ fi
 command -v go >/dev/null || die "go is not on PATH; Go >= 1.26 is needed to build kube-apiserver and etcd"
 export GOTOOLCHAIN=local CGO_ENABLED=0
 GO_VERSION=$(go env GOVERSION)
-mkdir -p "$CACHE_ROOT"
-
-# One build at a time per cache root (several clones on one machine share it).
-exec 9>"$CACHE_ROOT/.lock"
-if command -v flock >/dev/null; then
-    log "waiting for the build lock $CACHE_ROOT/.lock"
-    flock 9
-    rm -rf "$CACHE_ROOT"/.stage.*  # left by a build that was killed; we hold the lock, so none is live
-fi
+. scripts/build-lock.sh
+take_build_lock "$CACHE_ROOT"
 if [ -f "$BIN_DIR/.complete" ]; then
     log "another build finished meanwhile: $BIN_DIR"
     exit 0

@@ -59,12 +59,8 @@ if [ -x "$bin" ]; then
     exit 0
 fi
 
-mkdir -p "$cache"
-exec 9>"$cache/.lock"
-if command -v flock >/dev/null 2>&1; then
-    flock 9
-    rm -rf "$cache"/.stage.*  # left by a build that was killed; we hold the lock, so none is live
-fi
+. scripts/build-lock.sh
+take_build_lock "$cache"
 if [ -x "$bin" ]; then
     log "another build finished meanwhile: $bin"
     echo "$bin"

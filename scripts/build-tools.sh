@@ -75,15 +75,8 @@ done
 command -v go >/dev/null || die "go is not on PATH; Go >= 1.26 is needed to build ${todo[*]}"
 export GOTOOLCHAIN=local CGO_ENABLED=0
 GO_VERSION=$(go env GOVERSION)
-mkdir -p "$CACHE_ROOT"
-
-# One build at a time per cache root (several clones on one machine share it).
-exec 9>"$CACHE_ROOT/.lock"
-if command -v flock >/dev/null; then
-    log "waiting for the build lock $CACHE_ROOT/.lock"
-    flock 9
-    rm -rf "$CACHE_ROOT"/.stage.*  # left by a build that was killed; we hold the lock, so none is live
-fi
+. scripts/build-lock.sh
+take_build_lock "$CACHE_ROOT"
 
 ldflags_of() {  # ldflags_of <tool>: version stamps as the upstream builds set them
     local tool=$1 version minor client_go

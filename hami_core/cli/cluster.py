@@ -70,10 +70,7 @@ def _one_file_problem(path: str) -> str | None:
     try:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        return f"not a kubeconfig: not valid YAML{where} ({problem})"
+        return f"not a kubeconfig: not valid YAML{yaml_error_detail(exc)}"
     except RecursionError:
         return "not a kubeconfig: nested too deeply"
     if data is None:
@@ -83,6 +80,13 @@ def _one_file_problem(path: str) -> str | None:
     if not any(key in data for key in _KUBECONFIG_KEYS):
         return "not a kubeconfig: it has no clusters, contexts, users or current-context"
     return None
+
+
+def yaml_error_detail(exc: yaml.YAMLError) -> str:
+    """Where and why YAML failed to parse, as `` at line N (problem)`` (the line when the parser knows it)."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}" if mark is not None else ""
+    return f"{where} ({getattr(exc, 'problem', None) or type(exc).__name__})"
 
 
 def _paths(value: str) -> list[str]:

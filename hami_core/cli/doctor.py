@@ -27,7 +27,7 @@ import attrs
 import click
 import yaml  # type: ignore[import-untyped]  # the kubernetes client's own YAML parser; no stubs installed
 
-from hami_core.cli.cluster import cluster_options, connect
+from hami_core.cli.cluster import cluster_options, connect, yaml_error_detail
 from hami_core.cli.options import DURATION
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.clock import SYSTEM
@@ -162,10 +162,8 @@ def load_node_file(path: str, name: str | None = None) -> NodeSnapshot:
     try:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise click.UsageError(f"{path}: not a Node: not valid YAML or JSON{where} ({problem})") from None
+        detail = yaml_error_detail(exc)
+        raise click.UsageError(f"{path}: not a Node: not valid YAML or JSON{detail}") from None
     except RecursionError:
         raise click.UsageError(f"{path}: not a Node: nested too deeply") from None
     if data is None:
