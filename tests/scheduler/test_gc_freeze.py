@@ -24,7 +24,7 @@ def test_the_start_state_is_frozen_once_the_cache_is_synced(memory_world: World,
     node = memory_world.node("gc", NVIDIA, {"nvidia.com/gpu": "10"})
     replica = memory_world.scheduler("nvidia", freeze_gc_after_sync=True)
     memory_world.run_until("registered", lambda: replica.cache.vendor(node, "NVIDIA"))
-    memory_world.run_until("cache synced", lambda: replica.metrics.last_full_pass._value.get() > 0)
+    memory_world.run_until("cache synced", replica.ready)
     frozen = gc.get_freeze_count()
     assert frozen > 0
     memory_world.advance(30)  # later passes and resyncs freeze nothing more (frozen objects may die)
