@@ -16,7 +16,8 @@ machine disturbs far less than the wall clock (``--clock wall`` for that). For e
 take turns, ``--repeat`` short runs each, and each keeps its best: the ratio compares like with like in
 one run, and many short turns give both sides the machine's quiet moments.
 ``decode_any`` (beyond HAMi: it reads either encoding) is set against HAMi's decoder for the value's
-encoding.
+encoding. The legacy encoder's C fast path is used where it was built; ``HAMI_NO_NATIVE=1`` measures the
+msgspec one instead (the header says which ran).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the oracle's client lives with the te
 
 from harness.oracle import Oracle, oracle_binary  # noqa: E402
 
+from hami_core.protocol import fastpath  # noqa: E402
 from hami_core.protocol.codecs import decode_any  # noqa: E402
 from hami_core.protocol.gojson import decode_json, encode_json  # noqa: E402
 from hami_core.protocol.legacy import decode_legacy, encode_legacy  # noqa: E402
@@ -174,6 +176,13 @@ def machine() -> str:
     )
 
 
+def legacy_encoder() -> str:
+    """Which fast path ``encode_legacy`` takes first in this process."""
+    if fastpath.NATIVE_LEGACY_ENCODER:
+        return "C (hami_core/protocol/_legacy_native.c)"
+    return "msgspec rows (the C encoder is not built, or HAMI_NO_NATIVE is set)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="three runs per cell and side")
@@ -200,6 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(f"Machine: {machine()}")
         print(f"Clock: {args.clock} time; each side's best of {repeat} run(s) of at least {min_seconds} s")
+        print(f"Legacy fast encoder: {legacy_encoder()}")
         print()
         text, _ = table(PythonCodecs(args.clock), HamiGo(oracle, args.clock), counts, repeat, min_seconds)
         print(text)

@@ -30,15 +30,19 @@ column) within int32, a non-negative index, and health ``true`` or ``false``. An
 
 Encoders. JSON: msgspec writes HAMi's key order and omits zero values like Go's ``omitempty``; the
 output is used only when it holds no backslash and none of ``< > & U+2028 U+2029`` (the characters Go
-escapes and msgspec does not), so every string in it is plain. Legacy: msgspec writes the fields as JSON rows,
+escapes and msgspec does not), so every string in it is plain. Legacy: a small C extension
+(``_legacy_native.c``, built at install when a C compiler is there) writes plain DeviceInfo records
+straight from their slots, and declines whatever the strict encoder must decide (its header says what);
+without it (or with ``HAMI_NO_NATIVE=1`` in the environment) msgspec writes the fields as JSON rows,
 which become HAMi's text once the quotes and brackets go; used only when no string needed an escape and
 the commas and colons in the result are exactly the separators, and every index fits Go's int.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from sys import getrecursionlimit
 from typing import Annotated, Any, Final
@@ -57,7 +61,14 @@ from hami_core.protocol.model import (
     trusted_plain_devices,
 )
 
-__all__ = ["decode_json", "decode_legacy", "encode_json", "encode_legacy"]
+__all__ = [
+    "NATIVE_LEGACY_ENCODER",
+    "decode_json",
+    "decode_legacy",
+    "encode_json",
+    "encode_legacy",
+    "encode_legacy_rows",
+]
 
 #: Go's encoding/json nesting limit (gojson.MAX_DEPTH; repeated here so this module imports nothing
 #: that imports it).
@@ -349,10 +360,11 @@ def encode_json(devices: Sequence[DeviceInfo]) -> str | None:
 _BACKSLASH, _COLON, _COMMA = b"\\"[0], b":"[0], b","[0]
 
 
-def encode_legacy(devices: Sequence[DeviceInfo]) -> str | None:
-    """HAMi's ``EncodeNodeDevices`` output for ``devices``, or ``None`` when only the strict encoder can
-    tell (a field holding ``,`` ``:`` ``"`` ``\\`` or a control character, an index over int64, something
-    that is not a DeviceInfo, a field msgspec cannot write).
+def encode_legacy_rows(devices: Sequence[DeviceInfo]) -> str | None:
+    """HAMi's ``EncodeNodeDevices`` output for ``devices`` through msgspec (the fast path where the C
+    encoder was not built), or ``None`` when only the strict encoder can tell (a field holding ``,``
+    ``:`` ``"`` ``\\`` or a control character, an index over int64, something that is not a
+    DeviceInfo, a field msgspec cannot write).
 
     msgspec writes the rows as JSON, ``[["id",1,2,3,"type",0,true,0,"mode"],...]``, with Go's
     integers and ``true``/``false``. With no backslash in it no string holds a quote (or needed any
@@ -379,3 +391,26 @@ def encode_legacy(devices: Sequence[DeviceInfo]) -> str | None:
     if _BACKSLASH in text or _COLON in text or text.count(_COMMA) != 9 * n - 1:
         return None
     return b":".join(text[2:-2].split(b'"],["')).replace(b'"', b"").decode("utf-8") + ":"
+
+
+_LegacyEncoder = Callable[[Sequence[DeviceInfo]], "str | None"]
+
+
+def _native_legacy_encoder() -> _LegacyEncoder | None:
+    """The C legacy encoder, bound to DeviceInfo's slots, when it was built at install and
+    ``HAMI_NO_NATIVE`` is not set. A DeviceInfo whose fields are no longer slots fails here, loudly."""
+    if os.environ.get("HAMI_NO_NATIVE"):
+        return None
+    try:
+        from hami_core.protocol import _legacy_native
+    except ImportError:  # installed without a C compiler
+        return None
+    _legacy_native.bind(DeviceInfo)
+    return _legacy_native.encode_legacy
+
+
+_native = _native_legacy_encoder()
+#: Whether ``encode_legacy`` is the C encoder (else it is ``encode_legacy_rows``).
+NATIVE_LEGACY_ENCODER: Final = _native is not None
+#: HAMi's ``EncodeNodeDevices`` output for ``devices``, or ``None`` when only the strict encoder can tell.
+encode_legacy: Final[_LegacyEncoder] = _native if _native is not None else encode_legacy_rows

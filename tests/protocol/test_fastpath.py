@@ -14,6 +14,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -409,14 +410,36 @@ def test_json_fast_encoder_agrees_with_strict(devices: list[Any]) -> None:
     assert str(whole) == str(strict) and type(whole) is type(strict)
 
 
+def _legacy_fast_encoders() -> dict[str, LegacyEncoder]:
+    """Every legacy fast encoder this install has: msgspec's always, the C one where it was built
+    (tests/protocol/test_legacy_native.py checks it was, wherever it could be)."""
+    encoders: dict[str, LegacyEncoder] = {"msgspec": fastpath.encode_legacy_rows}
+    try:
+        from hami_core.protocol import _legacy_native
+    except ImportError:
+        return encoders
+    _legacy_native.bind(DeviceInfo)
+    encoders["c"] = _legacy_native.encode_legacy
+    return encoders
+
+
+LegacyEncoder = Callable[[Sequence[Any]], "str | None"]
+LEGACY_FAST_ENCODERS = _legacy_fast_encoders()
+each_legacy_fast_encoder = pytest.mark.parametrize(
+    "fast_encode", LEGACY_FAST_ENCODERS.values(), ids=LEGACY_FAST_ENCODERS.keys()
+)
+
+
+@each_legacy_fast_encoder
 @SETTINGS
 @given(devices=_any_devices())
 @example(devices=[DeviceInfo(id='a"],["b', type="],[", mode="]]")])
 @example(devices=[DeviceInfo(id="a],[b", type="[", mode="x"), DeviceInfo(id="[[", mode="]")])
 @example(devices=[DeviceInfo(id="a", index=2**63 - 1), DeviceInfo(index=2**63)])
 @example(devices=[DeviceInfo(id="a\x00b"), DeviceInfo(type="\udc80")])
-def test_legacy_fast_encoder_agrees_with_strict(devices: list[Any]) -> None:
-    fast = fastpath.encode_legacy(devices)
+@example(devices=[DeviceInfo(id="é", type="显卡", mode="\U0001f600"), DeviceInfo(numa=-(2**63))])
+def test_legacy_fast_encoder_agrees_with_strict(fast_encode: LegacyEncoder, devices: list[Any]) -> None:
+    fast = fast_encode(devices)
     strict = _encoded(encode_legacy_strict, devices)
     if fast is not None:
         assert fast == strict
@@ -438,20 +461,23 @@ class _Str(str):
      DeviceInfo(mode=_Str("m"), numa=_Int(-1))],
 )
 def test_fast_encoders_leave_subclassed_fields_to_the_strict_path(device: DeviceInfo) -> None:
-    """A fast path never raises: what msgspec cannot write goes to the strict encoder."""
+    """A fast path never raises: what msgspec cannot write (and a subclass, which could change its own
+    text, for the C encoder) goes to the strict encoder."""
     devices = [device, DeviceInfo(id="b")]
-    assert fastpath.encode_legacy(devices) is None
+    for fast_encode in LEGACY_FAST_ENCODERS.values():
+        assert fast_encode(devices) is None
     assert encode_legacy(devices) == encode_legacy_strict(devices)
     fast_json = fastpath.encode_json(devices)
     assert fast_json is None or fast_json == encode_json_strict(devices)
     assert encode_json(devices) == encode_json_strict(devices)
 
 
-def test_legacy_fast_encoder_takes_brackets_and_the_largest_index() -> None:
-    """Brackets in a string are plain text to the legacy encoding (the fast encoder's row boundary is
+@each_legacy_fast_encoder
+def test_legacy_fast_encoder_takes_brackets_and_the_largest_index(fast_encode: LegacyEncoder) -> None:
+    """Brackets in a string are plain text to the legacy encoding (the msgspec encoder's row boundary is
     a quote, a bracket, a comma: no string it takes holds one), and int64's maximum is still HAMi's int."""
     devices = [DeviceInfo(id="[a][b]", type="]][[", index=2**63 - 1, numa=-(2**63)), DeviceInfo(mode="[")]
-    fast = fastpath.encode_legacy(devices)
+    fast = fast_encode(devices)
     assert fast is not None and fast == encode_legacy_strict(devices)
     assert fast == "[a][b],0,0,0,]][[,-9223372036854775808,false,9223372036854775807,:,0,0,0,,0,false,0,[:"
 
@@ -460,7 +486,9 @@ def test_legacy_fast_encoder_takes_brackets_and_the_largest_index() -> None:
 @given(devices=_devices(mig=True))
 def test_fast_encoders_take_plain_devices(devices: list[DeviceInfo]) -> None:
     assert fastpath.encode_json(devices) == encode_json_strict(devices)
-    assert fastpath.encode_legacy(devices) == encode_legacy_strict(devices)
+    for fast_encode in LEGACY_FAST_ENCODERS.values():
+        assert fast_encode(devices) == encode_legacy_strict(devices)
+        assert fast_encode(tuple(devices)) == encode_legacy_strict(devices)
 
 
 # ---------------------------------------------------------------------------------------------------
