@@ -75,6 +75,18 @@ reserve(text_buf *buf, Py_ssize_t extra)
 /* Result of writing one field: written, not this fast path's (None), or an error set. */
 typedef enum { WROTE, DECLINE, FAILED } outcome;
 
+/* Appends a field's text, with room for the separator that follows it. */
+static outcome
+put_text(text_buf *buf, const char *text, Py_ssize_t size)
+{
+    if (reserve(buf, size + 1) < 0) {
+        return FAILED;
+    }
+    memcpy(buf->data + buf->len, text, (size_t)size);
+    buf->len += size;
+    return WROTE;
+}
+
 static outcome
 put_str(text_buf *buf, PyObject *value, int *all_ascii)
 {
@@ -96,12 +108,7 @@ put_str(text_buf *buf, PyObject *value, int *all_ascii)
     if (!PyUnicode_IS_ASCII(value)) {
         *all_ascii = 0;
     }
-    if (reserve(buf, size + 1) < 0) {
-        return FAILED;
-    }
-    memcpy(buf->data + buf->len, utf8, (size_t)size);
-    buf->len += size;
-    return WROTE;
+    return put_text(buf, utf8, size);
 }
 
 static outcome
@@ -129,37 +136,19 @@ put_int(text_buf *buf, PyObject *value)
     if (number < 0) {
         digits[--start] = '-';
     }
-    Py_ssize_t size = (Py_ssize_t)sizeof(digits) - start;
-    if (reserve(buf, size + 1) < 0) {
-        return FAILED;
-    }
-    memcpy(buf->data + buf->len, digits + start, (size_t)size);
-    buf->len += size;
-    return WROTE;
+    return put_text(buf, digits + start, (Py_ssize_t)sizeof(digits) - start);
 }
 
 static outcome
 put_bool(text_buf *buf, PyObject *value)
 {
-    const char *text;
-    Py_ssize_t size;
     if (value == Py_True) {
-        text = "true";
-        size = 4;
+        return put_text(buf, "true", 4);
     }
-    else if (value == Py_False) {
-        text = "false";
-        size = 5;
+    if (value == Py_False) {
+        return put_text(buf, "false", 5);
     }
-    else {
-        return DECLINE;
-    }
-    if (reserve(buf, size + 1) < 0) {
-        return FAILED;
-    }
-    memcpy(buf->data + buf->len, text, (size_t)size);
-    buf->len += size;
-    return WROTE;
+    return DECLINE;
 }
 
 static outcome
@@ -190,7 +179,7 @@ put_record(text_buf *buf, PyObject *device, int *all_ascii)
         if (written != WROTE) {
             return written;
         }
-        /* every put_* reserved one byte more for this separator */
+        /* put_text reserved one byte more for this separator */
         buf->data[buf->len++] = field == F_MODE ? ':' : ',';
     }
     return WROTE;
