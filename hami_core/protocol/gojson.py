@@ -33,6 +33,7 @@ from hami_core.protocol.model import (
     MigPlacement,
     MigProfile,
 )
+from hami_core.protocol.plain import plain_int, plain_str
 from hami_core.protocol.size import check_value
 
 __all__ = [
@@ -121,6 +122,7 @@ def go_string(value: str) -> str:
     """A JSON string literal exactly as Go's ``json.Marshal`` writes ``value`` (HTML-safe escaping,
     U+2028/U+2029 escaped, ``\\b \\f \\n \\r \\t`` short, other controls ``\\u00xx``, invalid UTF-8 as
     ``\\ufffd``, everything else raw UTF-8)."""
+    value = plain_str(value)
     if _NEEDS_ESCAPE.search(value) is None:
         return f'"{value}"'
     if _SURROGATE.search(value) is not None:
@@ -133,32 +135,39 @@ def encode_mig_profile(profile: MigProfile) -> str:
     if profile.placements is None:
         placements = "null"
     else:
-        placements = ",".join(f'{{"start":{p.start},"size":{p.size}}}' for p in profile.placements)
+        placements = ",".join(
+            f'{{"start":{plain_int(p.start)},"size":{plain_int(p.size)}}}' for p in profile.placements
+        )
         placements = f"[{placements}]"
     return (
-        f'{{"name":{go_string(profile.name)},"memoryMB":{profile.memory_mb},"core":{profile.core},'
-        f'"sliceCount":{profile.slice_count},"placements":{placements}}}'
+        f'{{"name":{go_string(profile.name)},"memoryMB":{plain_int(profile.memory_mb)},'
+        f'"core":{plain_int(profile.core)},"sliceCount":{plain_int(profile.slice_count)},'
+        f'"placements":{placements}}}'
     )
 
 
 def _encode_device(device: DeviceInfo) -> str:
     parts: list[str] = []
-    if device.id:
-        parts.append(f'"id":{go_string(device.id)}')
-    if device.index:
-        parts.append(f'"index":{device.index}')
-    if device.count:
-        parts.append(f'"count":{device.count}')
-    if device.devmem:
-        parts.append(f'"devmem":{device.devmem}')
-    if device.devcore:
-        parts.append(f'"devcore":{device.devcore}')
-    if device.type:
-        parts.append(f'"type":{go_string(device.type)}')
-    if device.numa:
-        parts.append(f'"numa":{device.numa}')
-    if device.mode:
-        parts.append(f'"mode":{go_string(device.mode)}')
+    id_, type_, mode = map(plain_str, (device.id, device.type, device.mode))
+    index, count, devmem, devcore, numa = map(
+        plain_int, (device.index, device.count, device.devmem, device.devcore, device.numa)
+    )
+    if id_:
+        parts.append(f'"id":{go_string(id_)}')
+    if index:
+        parts.append(f'"index":{index}')
+    if count:
+        parts.append(f'"count":{count}')
+    if devmem:
+        parts.append(f'"devmem":{devmem}')
+    if devcore:
+        parts.append(f'"devcore":{devcore}')
+    if type_:
+        parts.append(f'"type":{go_string(type_)}')
+    if numa:
+        parts.append(f'"numa":{numa}')
+    if mode:
+        parts.append(f'"mode":{go_string(mode)}')
     if device.mig_profiles:
         profiles = ",".join(encode_mig_profile(p) for p in device.mig_profiles)
         parts.append(f'"migProfiles":[{profiles}]')

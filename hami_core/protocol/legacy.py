@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from hami_core.protocol import fastpath as _fastpath
 from hami_core.protocol.errors import DecodeError, EncodeError, shorten
 from hami_core.protocol.model import INT32, INT64, DeviceInfo, IntRange
+from hami_core.protocol.plain import plain_int, plain_str
 from hami_core.protocol.size import check_value
 
 __all__ = ["decode_legacy", "decode_legacy_strict", "encode_legacy", "encode_legacy_strict"]
@@ -98,7 +99,7 @@ def _decode_strict(value: str) -> list[DeviceInfo]:
 
 
 def _field_text(device: DeviceInfo, name: str, where: str) -> str:
-    text: str = getattr(device, name)
+    text = plain_str(getattr(device, name))
     if "," in text or ":" in text:
         raise EncodeError(
             f"{where}: {name} {shorten(text)} holds ',' or ':', which the legacy encoding cannot carry"
@@ -123,11 +124,15 @@ def encode_legacy_strict(devices: Sequence[DeviceInfo]) -> str:
         where = f"device {position}"
         if not isinstance(device, DeviceInfo):
             raise EncodeError(f"{where}: expected a DeviceInfo, got {type(device).__name__}")
-        if device.index > _INDEX_MAX:
-            raise EncodeError(f"{where}: index {device.index} does not fit the legacy encoding's int64")
+        index = plain_int(device.index)
+        if index > _INDEX_MAX:
+            raise EncodeError(f"{where}: index {index} does not fit the legacy encoding's int64")
+        count, devmem, devcore, numa = map(
+            plain_int, (device.count, device.devmem, device.devcore, device.numa)
+        )
         parts.append(
-            f"{_field_text(device, 'id', where)},{device.count},{device.devmem},{device.devcore},"
-            f"{_field_text(device, 'type', where)},{device.numa},{'true' if device.health else 'false'},"
-            f"{device.index},{_field_text(device, 'mode', where)}:"
+            f"{_field_text(device, 'id', where)},{count},{devmem},{devcore},"
+            f"{_field_text(device, 'type', where)},{numa},{'true' if device.health else 'false'},"
+            f"{index},{_field_text(device, 'mode', where)}:"
         )
     return "".join(parts)

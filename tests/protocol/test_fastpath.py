@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from attrs import evolve as attrs_evolve
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -470,6 +471,62 @@ def test_fast_encoders_leave_subclassed_fields_to_the_strict_path(device: Device
     fast_json = fastpath.encode_json(devices)
     assert fast_json is None or fast_json == encode_json_strict(devices)
     assert encode_json(devices) == encode_json_strict(devices)
+
+
+class _LyingInt(int):
+    """An int that says something else of itself: separators, a JSON key, falsehood."""
+
+    def __str__(self) -> str:
+        return '7,8:9,"x":1'
+
+    def __format__(self, spec: str) -> str:
+        return str(self)
+
+    def __bool__(self) -> bool:
+        return False
+
+
+class _LyingStr(str):
+    """A str that says something else of itself, and that it holds no separator."""
+
+    def __str__(self) -> str:
+        return 'x","mode":"evil'
+
+    def __format__(self, spec: str) -> str:
+        return str(self)
+
+    def __contains__(self, item: object) -> bool:
+        return False
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __len__(self) -> int:
+        return 0
+
+
+def test_encoders_write_a_subclass_by_its_own_characters_and_digits() -> None:
+    """Formatted as it says of itself, such a value would add fields, records or JSON keys; every
+    encoder writes the value's own text instead (hami_core/protocol/plain.py), the text a decoder
+    gives back, and refuses its separators by what it holds."""
+    lying = DeviceInfo(
+        id=_LyingStr("GPU-0"), count=_LyingInt(10), devmem=_LyingInt(1024), type=_LyingStr("A100"),
+        numa=_LyingInt(1), mode=_LyingStr("hami-core"), index=_LyingInt(3), health=True,
+        mig_profiles=[MigProfile(name=_LyingStr("1g"), memory_mb=_LyingInt(5), core=_LyingInt(1),
+                                 slice_count=_LyingInt(1), placements=[MigPlacement(start=_LyingInt(0),
+                                                                                    size=_LyingInt(1))])],
+    )  # fmt: skip
+    plain = DeviceInfo(
+        id="GPU-0", count=10, devmem=1024, type="A100", numa=1, mode="hami-core", index=3, health=True,
+        mig_profiles=[MigProfile(name="1g", memory_mb=5, core=1, slice_count=1,
+                                 placements=[MigPlacement(start=0, size=1)])],
+    )  # fmt: skip
+    for encode in (encode_legacy, encode_legacy_strict, encode_json, encode_json_strict):
+        assert encode([lying]) == encode([plain]), encode.__name__
+    assert decode_legacy(encode_legacy([lying])) == [attrs_evolve(plain, mig_profiles=())]
+    assert decode_json(encode_json([lying])) == [plain]
+    with pytest.raises(EncodeError, match=r"^device 0: id 'a:b' holds ',' or ':'"):
+        encode_legacy([DeviceInfo(id=_LyingStr("a:b"))])
 
 
 @each_legacy_fast_encoder
