@@ -159,6 +159,9 @@ class VendorMemory:
     #: The cleanup deletes the handshake: decided again while the node still shows
     #: ``handshake_at_cleanup``, done once it shows anything else.
     delete_handshake: bool = False
+    #: Registered, and the node showed a handshake value at the last decision (what the node showed,
+    #: not a stamp of this replica's still on its way). Only a cleanup deletes a handshake.
+    handshake_seen: bool = False
 
     @property
     def registered(self) -> bool:
@@ -306,6 +309,27 @@ def _sign_of_life(obs: Observation, handshake: Handshake, memory: VendorMemory) 
     return obs.register is not None and obs.register != memory.register_at_cleanup
 
 
+def _handshake_deleted_by_a_cleanup(
+    memory: VendorMemory, handshake: Handshake, answers: DriverAnswers, has_handshake: bool
+) -> bool:
+    """The handshake a registered vendor showed is gone, and the vendor's rule finds it dead once a
+    stamp expires: a scheduler cleaned it up (beyond HAMi: spec 4 rule 4, seen by another replica).
+
+    Plugins write a handshake, never delete it; a scheduler deletes it only in a cleanup, when its stamp
+    expired by the cleaning replica's clock: a leader whose clock is ahead of this replica's, or a
+    previous leader whose last write landed after the takeover. Deciding the node as if nothing had
+    happened would stamp it again: a follower's stamp never lands, so it would keep the dead vendor in
+    its cache for good, and stamp it once it leads. A vendor the rule keeps alive at expiry (an
+    allocatable count) is stamped again as before."""
+    return (
+        has_handshake
+        and memory.registered
+        and memory.handshake_seen
+        and handshake.kind is HandshakeKind.ABSENT
+        and answers.alive_at_expiry is False
+    )
+
+
 def _awaiting(obs: Observation, memory: VendorMemory, rules: VendorRules) -> Decision:
     """Cleaned up, no sign of life: nothing changes, but a cleanup's delete the node does not show yet is
     decided again."""
@@ -361,6 +385,15 @@ def decide(
     tz = now.tzinfo
     handshake = classify(observed, tz=tz)
     standing = stamp_standing(handshake, now=now, window=window)
+
+    if _handshake_deleted_by_a_cleanup(memory, handshake, answers, has_handshake):
+        return Decision(
+            write=None,
+            memory=VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=obs.register),
+            cache=CacheChange.DROP,
+            reason=Reason.CLEANED_UP,
+            verdict=Verdict.DEAD,
+        )
 
     if memory.awaiting_sign_of_life:
         if not _sign_of_life(obs, handshake, memory):
@@ -430,7 +463,11 @@ def decide(
     if stamp_time is not None and answers.alive_at_expiry is False:
         recheck_at = stamp_time + window
 
-    return _register(obs, memory, answers.decoded, write=write, verdict=verdict, recheck_at=recheck_at)
+    decision = _register(obs, memory, answers.decoded, write=write, verdict=verdict, recheck_at=recheck_at)
+    handshake_seen = decision.memory.registered and handshake.kind is not HandshakeKind.ABSENT
+    if decision.memory.handshake_seen != handshake_seen:
+        decision = attrs.evolve(decision, memory=attrs.evolve(decision.memory, handshake_seen=handshake_seen))
+    return decision
 
 
 def _register(

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -102,6 +103,20 @@ class TrackingAdmin:
         self.writes.deleted(name)
 
 
+class SkewedClock:
+    """A fake clock whose wall time is ``skew`` seconds off another's (another machine's clock)."""
+
+    def __init__(self, base: FakeClock, skew: float) -> None:
+        self._base = base
+        self._skew = timedelta(seconds=skew)
+
+    def now(self) -> datetime:
+        return self._base.now() + self._skew
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._base, name)
+
+
 class World:
     def __init__(self, kind: str, admin: Any, namespace: str, make_cluster: Callable[..., Any]) -> None:
         self.kind = kind
@@ -134,13 +149,17 @@ class World:
         return CountingCluster(self._make_cluster(proxy))
 
     def scheduler(
-        self, *vendors: str, cluster: Any = None, start: bool = True, **overrides: Any
+        self, *vendors: str, cluster: Any = None, start: bool = True, wall_skew: float = 0.0,
+        **overrides: Any,
     ) -> Scheduler:
+        """A replica on the world's clock (``wall_skew``: its wall clock that many seconds ahead, or
+        behind when negative, as on another machine; its monotonic time and waits are the world's)."""
         options: dict[str, Any] = {**FAST, "lease_namespace": self.namespace,
                                    "node_selector": NodeSelector(self.label),
                                    **overrides}
+        clock: Any = SkewedClock(self.clock, wall_skew) if wall_skew else self.clock
         replica = Scheduler(cluster if cluster is not None else self.cluster(), self.rules(*vendors),
-                            SchedulerConfig(**options), clock=self.clock)
+                            SchedulerConfig(**options), clock=clock)
         self.replicas.append(replica)
         if start:
             self.start(replica)

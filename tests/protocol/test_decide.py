@@ -370,6 +370,49 @@ def test_a_vendor_found_dead_unregistered_has_nothing_to_delete() -> None:
     again = evaluate(obs(register="!", handshake=old), d.memory, now=NOW + SEC, rules=MLU)
     assert again.write is None
 
+# --- a handshake deleted by another replica's cleanup ----------------------------------------------------
+
+
+def test_a_handshake_deleted_by_a_cleanup_elsewhere_is_a_cleanup_here_too() -> None:
+    """A replica whose clock is behind the leader's sees the leader's cleanup delete before its own
+    timer: the vendor is dead at expiry (no allocatable count), so the delete is the cleanup, not a
+    reason to stamp the node again. After it, a stamp alone does not readmit; a report does."""
+    seen = evaluate(obs(register="a", handshake=stamp(55 * SEC)), registered("a"), now=NOW, rules=MLU)
+    assert seen.memory.handshake_seen and seen.reason is R.UNCHANGED
+    gone = evaluate(obs(register="a"), seen.memory, now=NOW + SEC, rules=MLU)
+    assert (gone.reason, gone.verdict, gone.write, gone.cache) == (
+        R.CLEANED_UP, V.DEAD, None, CacheChange.DROP)
+    assert gone.memory == VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a")
+    restamped = evaluate(obs(register="a", handshake=stamp()), gone.memory, now=NOW + 2 * SEC, rules=MLU)
+    assert (restamped.reason, restamped.write) == (R.AWAITING_SIGN_OF_LIFE, None)
+    report = "Reported_2026-11-29 18:05:00"
+    back = evaluate(obs(register="a", handshake=report), restamped.memory, now=NOW + 3 * SEC, rules=MLU)
+    assert back.reason is R.REGISTERED and back.write == HandshakeWrite(HS, format_stamp(NOW + 3 * SEC))
+
+
+def test_a_deleted_handshake_is_stamped_again_while_the_rule_keeps_the_vendor() -> None:
+    """An allocatable count keeps the vendor alive at expiry: nobody cleaned it up, it is stamped again."""
+    seen = evaluate(obs(register="a", handshake=stamp(), allocatable=1), registered("a"), now=NOW, rules=MLU)
+    gone = evaluate(obs(register="a", allocatable=1), seen.memory, now=NOW + SEC, rules=MLU)
+    assert (gone.reason, gone.verdict, gone.write) == (
+        R.UNCHANGED, V.STAMPED, HandshakeWrite(HS, format_stamp(NOW + SEC)))
+    nvidia = evaluate(obs(register="a", handshake=stamp(), allocatable=10), VendorMemory(), now=NOW,
+                      rules=NVIDIA)
+    nvidia = evaluate(obs(register="a", allocatable=10), nvidia.memory, now=NOW + SEC, rules=NVIDIA)
+    assert nvidia.reason is R.UNCHANGED and nvidia.write is not None
+
+
+def test_only_a_handshake_the_node_showed_counts_not_our_own_stamp_on_its_way() -> None:
+    """A follower's first decision on a new node stamps (it sends nothing): until the leader's stamp
+    shows on the node, its absence is no cleanup."""
+    first = evaluate(obs(register="a"), VendorMemory(), now=NOW, rules=MLU)
+    assert (first.reason, first.verdict, first.memory.handshake_seen) == (R.REGISTERED, V.STAMPED, False)
+    again = evaluate(obs(register="a"), first.memory, now=NOW + SEC, rules=MLU)
+    assert again.memory.registered and again.verdict is V.STAMPED
+    shown = evaluate(obs(register="a", handshake=stamp()), again.memory, now=NOW + 2 * SEC, rules=MLU)
+    assert shown.memory.handshake_seen
+
+
 def test_a_report_arriving_while_our_stamp_is_in_flight_is_stamped_again() -> None:
     first = evaluate(obs(register="a"), VendorMemory(), now=NOW, rules=MLU)
     d = evaluate(obs(register="a", handshake="Reported_2026-11-29 18:04:06"), first.memory, now=NOW + SEC,

@@ -254,3 +254,25 @@ def test_without_leader_election_one_replica_leads_and_takes_no_lease(world: Wor
     assert replica.elector.is_leader() and replica.status()["holder"] == "solo"
     calls = replica.cluster.calls
     assert calls["get_lease"] + calls["create_lease"] + calls["update_lease"] == 0, calls
+
+
+def test_a_follower_whose_clock_is_behind_follows_the_leaders_cleanup(world: World) -> None:
+    """The leader cleans a dead vendor up when the stamp expires by its clock; a follower whose clock is
+    a few seconds behind sees the handshake deleted before its own timer. It must drop the vendor too
+    (its warm cache is what it serves and starts a term with), and on a takeover not stamp it again."""
+    node = world.node("dcu", {"hami.io/node-dcu-register": REGISTER["hami.io/node-dcu-register"]},
+                      {"hygon.com/dcunum": "8"})
+    leader = world.scheduler("dcu", identity="clock-ok")
+    world.run_until("leader", leader.ready)
+    follower = world.scheduler("dcu", identity="clock-behind", wall_skew=-5.0)
+    world.run_until("warm follower", lambda: registered(follower, node) == {"DCU"})
+    world.admin.patch_node_status(node, {"hygon.com/dcunum": "0"})
+    world.run_until("cleanup", lambda: not leader.cache.node(node))
+    world.run_until("handshake deleted", lambda: HANDSHAKES["DCU"] not in world.annotations(node))
+    world.run_until("the follower drops it too", lambda: not follower.cache.node(node), limit=3 * WINDOW)
+    world.stop(leader)
+    world.run_until("takeover", follower.ready)
+    world.advance(WINDOW * 1.5)
+    assert HANDSHAKES["DCU"] not in world.annotations(node)
+    assert not follower.cache.node(node)
+    assert follower.cluster.calls["patch_node_annotations"] == 0
