@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from itertools import repeat
 from sys import getrecursionlimit
@@ -398,14 +399,19 @@ _LegacyEncoder = Callable[[Sequence[DeviceInfo]], "str | None"]
 
 def _native_legacy_encoder() -> _LegacyEncoder | None:
     """The C legacy encoder, bound to DeviceInfo's slots, when it was built at install and
-    ``HAMI_NO_NATIVE`` is not set. A DeviceInfo whose fields are no longer slots fails here, loudly."""
+    ``HAMI_NO_NATIVE`` is not set. Should DeviceInfo's fields ever stop being plain slots (another
+    attrs), it warns and the msgspec encoder serves (tests/protocol/test_legacy_native.py fails then)."""
     if os.environ.get("HAMI_NO_NATIVE"):
         return None
     try:
         from hami_core.protocol import _legacy_native
     except ImportError:  # installed without a C compiler
         return None
-    _legacy_native.bind(DeviceInfo)
+    try:
+        _legacy_native.bind(DeviceInfo)
+    except TypeError as exc:
+        warnings.warn(f"hami_core: the C legacy encoder is not used: {exc}", RuntimeWarning, stacklevel=1)
+        return None
     return _legacy_native.encode_legacy
 
 

@@ -54,6 +54,20 @@ def test_the_c_encoder_is_built_and_used_wherever_it_can_be() -> None:
         assert fastpath.encode_legacy is fastpath.encode_legacy_rows
 
 
+def test_a_device_model_the_c_encoder_cannot_read_falls_back_with_a_warning(
+    native: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should DeviceInfo's fields stop being plain slots (another attrs), importing hami_core still
+    works: one warning naming why, and the msgspec encoder serves."""
+
+    def refuse(device_type: type) -> None:
+        raise TypeError("DeviceInfo.id is not an object slot")
+
+    monkeypatch.setattr(native, "bind", refuse)
+    with pytest.warns(RuntimeWarning, match=r"C legacy encoder is not used: DeviceInfo\.id is not"):
+        assert fastpath._native_legacy_encoder() is None
+
+
 def test_hami_no_native_switches_to_the_msgspec_encoder() -> None:
     program = (
         "from hami_core.protocol import fastpath\n"
