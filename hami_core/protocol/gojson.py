@@ -148,26 +148,15 @@ def encode_mig_profile(profile: MigProfile) -> str:
 
 def _encode_device(device: DeviceInfo) -> str:
     parts: list[str] = []
-    id_, type_, mode = map(plain_str, (device.id, device.type, device.mode))
-    index, count, devmem, devcore, numa = map(
-        plain_int, (device.index, device.count, device.devmem, device.devcore, device.numa)
+    # HAMi's field order; zero values omitted (Go's omitempty)
+    scalars: tuple[tuple[str, str | int], ...] = (
+        ("id", plain_str(device.id)), ("index", plain_int(device.index)), ("count", plain_int(device.count)),
+        ("devmem", plain_int(device.devmem)), ("devcore", plain_int(device.devcore)),
+        ("type", plain_str(device.type)), ("numa", plain_int(device.numa)), ("mode", plain_str(device.mode)),
     )
-    if id_:
-        parts.append(f'"id":{go_string(id_)}')
-    if index:
-        parts.append(f'"index":{index}')
-    if count:
-        parts.append(f'"count":{count}')
-    if devmem:
-        parts.append(f'"devmem":{devmem}')
-    if devcore:
-        parts.append(f'"devcore":{devcore}')
-    if type_:
-        parts.append(f'"type":{go_string(type_)}')
-    if numa:
-        parts.append(f'"numa":{numa}')
-    if mode:
-        parts.append(f'"mode":{go_string(mode)}')
+    for key, value in scalars:
+        if value:
+            parts.append(f'"{key}":{go_string(value) if isinstance(value, str) else value}')
     if device.mig_profiles:
         profiles = ",".join(encode_mig_profile(p) for p in device.mig_profiles)
         parts.append(f'"migProfiles":[{profiles}]')
