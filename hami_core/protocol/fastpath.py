@@ -79,7 +79,7 @@ _Int32 = Annotated[int, Meta(ge=INT32.low, le=INT32.high)]
 _Uint32 = Annotated[int, Meta(ge=0, le=UINT32.high)]
 _Int64 = Annotated[int, Meta(ge=INT64.low, le=INT64.high)]
 #: HAMi's index is a uint64; above int64 (which msgspec cannot bound) the strict path decides. -1 is the
-#: default, so that a present ``"index": 0`` (which could have been ``-0``) is told from an absent one.
+#: default (absent); a ``-0``, which Go refuses for a uint, never gets here (``_NEGATIVE_INDEX``).
 _Index = Annotated[int, Meta(ge=0, le=INT64.high)]
 
 
@@ -229,9 +229,7 @@ def decode_json(text: str) -> list[DeviceInfo] | None:
     tally: _Tally | None = None
     for item in raw:
         index = item.index
-        if index <= 0:
-            if index == 0:  # present as 0: leave it to the strict path rather than prove it was no "-0"
-                return None
+        if index < 0:  # absent (a present "-0", which Go refuses, sent the text to the strict path above)
             index = 0
         if item.mig_profiles is UNSET and item.custominfo is UNSET:
             devices.append(

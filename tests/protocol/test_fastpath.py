@@ -288,9 +288,30 @@ def test_json_fast_path_takes_what_hami_writes(devices: list[DeviceInfo]) -> Non
     value = encode_json_strict(devices)
     fast = fastpath.decode_json(value)
     assert_fast_agrees(fast, strict_result(decode_json_strict, value), value)
-    no_zero_index = all(d.index for d in devices)  # HAMi never writes "index":0 (omitempty)
-    if no_zero_index and "-0" not in value:
+    if "-0" not in value:
         assert fast is not None, f"the fast path left a value HAMi writes to the strict path: {value!r}"
+
+
+@SETTINGS
+@given(devices=_devices(mig=False))
+def test_json_fast_path_takes_zero_values_written_out(devices: list[DeviceInfo]) -> None:
+    """HAMi omits zero values (omitempty); other writers spell them out, "index":0 and "numa":0 for
+    the first GPU. Only a "-0" index (which Go refuses for a uint) is the strict path's."""
+    value = "[" + ",".join(
+        f'{{"id":"{d.id}","index":{d.index},"count":{d.count},"devmem":{d.devmem},"devcore":{d.devcore},'
+        f'"type":"{d.type}","numa":{d.numa},"mode":"{d.mode}","health":{"true" if d.health else "false"}}}'
+        for d in devices
+    ) + "]"
+    if "\\" in value or '"' in "".join(d.id + d.type + d.mode for d in devices):
+        return
+    fast = fastpath.decode_json(value)
+    assert_fast_agrees(fast, strict_result(decode_json_strict, value), value)
+    assert fast is not None, value
+    negative = value.replace('"index":0,', '"index":-0,')
+    if negative != value:
+        assert fastpath.decode_json(negative) is None
+        with pytest.raises(DecodeError):
+            decode_json(negative)
 
 
 @SETTINGS
@@ -557,7 +578,7 @@ def test_fast_encoders_take_plain_devices(devices: list[DeviceInfo]) -> None:
     "value",
     [
         "[null]", '[{"id":"a"},null]', '[{"ID":"a"}]', '[{"count":null}]', '[{"id":"a","id":null}]',
-        '[{"index":0}]', '[{"index":-0}]', '[{"index" : -0,"index":5}]', '[{"count":1.0}]',
+        '[{"index":0,"index":-0}]', '[{"index":-0}]', '[{"index" : -0,"index":5}]', '[{"count":1.0}]',
         '[{"count":1e2}]', '[{"count":2147483648}]',
         '[{"index":18446744073709551615}]', '[{"id":"\\u0041"}]', '[{"id":"\ud800"}]',
         '[{"migtemplate":[]}]', '[{"custominfo":{"a":-0}}]', '[{"custominfo":{"a":1e400}}]',
