@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime
+from datetime import datetime, timedelta, timezone, tzinfo
 
 import pytest
 
-from hami_core.clock import SYSTEM, FakeClock
+from hami_core import clock as hami_clock
+from hami_core.clock import SYSTEM, FakeClock, SystemClock
 
 
 def test_now_and_monotonic_move_together_only_when_advanced() -> None:
@@ -86,3 +87,24 @@ def test_the_system_clock_is_real_time() -> None:
     assert SYSTEM.now().tzinfo is not None
     assert SYSTEM.monotonic() <= SYSTEM.monotonic()
     assert SYSTEM.event().wait(0) is False
+
+
+def test_the_system_clock_shares_one_zone_object_while_the_offset_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The scheduler keeps a timestamp per node and vendor: one zone object for all of them, and a new
+    one the moment the machine's zone says another offset (a daylight-saving change)."""
+    clock = SystemClock()
+    first, second = clock.now(), clock.now()
+    assert first.tzinfo is second.tzinfo and first <= second
+    assert second.utcoffset() == datetime.now().astimezone().utcoffset()
+    shifted = timezone(timedelta(hours=3, minutes=30), "TEST")
+
+    class Shifted(datetime):
+        def astimezone(self, tz: tzinfo | None = None) -> datetime:
+            return datetime.now(shifted)
+
+    monkeypatch.setattr(hami_clock, "datetime", Shifted)
+    third = clock.now()
+    assert third.tzinfo is shifted and third.utcoffset() == timedelta(hours=3, minutes=30)
+    assert clock.now().tzinfo is shifted
