@@ -29,6 +29,7 @@ from hami_core.protocol.errors import DecodeError, shorten
 from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.protocol.liveness import LivenessFacts
 from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.plain import plain_int, plain_str
 from hami_core.protocol.size import check_size
 
 __all__ = ["ask_driver", "evaluate", "read_register", "reader"]
@@ -81,7 +82,10 @@ def _shared_size(value: int) -> int:
 def _kept(device: DeviceInfo, vendor: str) -> DeviceInfo:
     """The device as the cache keeps it: ``devicevendor`` set, and the values that repeat across devices
     and nodes (model, mode, memory size) shared, so 10,000 nodes of one GPU model hold its name once."""
-    kind, mode, devmem = sys.intern(device.type), sys.intern(device.mode), _shared_size(device.devmem)
+    # exact str and int first: a driver's codec may hand over subclasses, which sys.intern refuses and
+    # which must not become the one shared object every later equal value is replaced with
+    kind, mode = sys.intern(plain_str(device.type)), sys.intern(plain_str(device.mode))
+    devmem = _shared_size(plain_int(device.devmem))
     if (device.devicevendor == vendor and kind is device.type and mode is device.mode
             and devmem is device.devmem):
         return device

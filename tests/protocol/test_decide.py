@@ -498,6 +498,35 @@ def test_a_failing_driver_codec_degrades_instead_of_crashing() -> None:
     assert d.reason is R.DEGRADED and "not a list of DeviceInfo" in (d.error or "")
 
 
+class _Text(str):
+    """What a driver's codec might hand over: a str subclass (DeviceInfo's validators take it)."""
+
+
+class _Number(int):
+    """An int subclass, the same."""
+
+    def __hash__(self) -> int:
+        return 7
+
+
+def test_a_driver_codec_handing_over_subclasses_registers_plain_values() -> None:
+    """sys.intern refuses a str subclass: the registrar crashed on such a device instead of registering
+    it; and an int subclass must not become the shared object every equal size is replaced with."""
+
+    def subclassing(value: str) -> list[DeviceInfo]:
+        return [DeviceInfo(id=_Text("x"), type=_Text("A100"), mode=_Text("hami-core"), devmem=_Number(81920))]
+
+    d = evaluate(obs(register="x", handshake=stamp()), VendorMemory(), now=NOW, rules=MLU, decode=subclassing)
+    assert d.reason is R.REGISTERED and d.devices is not None
+    (device,) = d.devices
+    assert (type(device.type), type(device.mode), type(device.devmem)) == (str, str, int)
+    assert (device.type, device.mode, device.devmem, device.devicevendor) == (
+        "A100", "hami-core", 81920, "MLU")
+    plain = evaluate(obs(register="y", handshake=stamp()), VendorMemory(), now=NOW, rules=MLU,
+                     decode=lambda value: [DeviceInfo(id="y", devmem=81920)])
+    assert plain.devices is not None and type(plain.devices[0].devmem) is int
+
+
 def test_an_oversized_register_value_is_refused_unparsed() -> None:
     def never(value: str) -> list[DeviceInfo]:
         raise AssertionError("decoded an oversized value")
