@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime, timedelta
+from typing import Any
 
 import attrs
 
@@ -46,6 +47,7 @@ from hami_core.protocol.handshake import (
 )
 from hami_core.protocol.liveness import LivenessRule
 from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.plain import plain_str
 
 __all__ = [
     "CacheChange",
@@ -61,6 +63,12 @@ __all__ = [
     "register_to_decode",
     "vendor_absent",
 ]
+
+
+def _exact_str(value: Any) -> Any:
+    """A str subclass as its exact str (the keys are interned and looked up in every Node's annotations:
+    a subclass could hash and compare as it likes); anything else as it is, for the validators to judge."""
+    return plain_str(value) if isinstance(value, str) else value
 
 
 def _non_empty(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
@@ -92,13 +100,13 @@ class VendorRules:
     """
 
     #: HAMi's CommonWord, e.g. ``NVIDIA``; stamped into every cached device's ``devicevendor``.
-    vendor_key: str = attrs.field(validator=_non_empty)
+    vendor_key: str = attrs.field(converter=_exact_str, validator=_non_empty)
     #: The node annotation carrying the encoded device list, e.g. ``hami.io/node-nvidia-register``.
-    register_annotation: str = attrs.field(validator=_non_empty)
+    register_annotation: str = attrs.field(converter=_exact_str, validator=_non_empty)
     #: The node annotation of the handshake, e.g. ``hami.io/node-handshake``; ``None`` for no handshake.
-    handshake_annotation: str | None = attrs.field(validator=_optional_non_empty)
+    handshake_annotation: str | None = attrs.field(converter=_exact_str, validator=_optional_non_empty)
     #: The ``status.allocatable`` resource counting the vendor's devices, e.g. ``nvidia.com/gpu``.
-    count_resource: str = attrs.field(validator=_non_empty)
+    count_resource: str = attrs.field(converter=_exact_str, validator=_non_empty)
     #: Whether the vendor is alive, given the stamp's age and the allocatable count (spec 4.1).
     liveness: LivenessRule = attrs.field(validator=_is_liveness_rule)
     #: The vendor's encoding of the register annotation.

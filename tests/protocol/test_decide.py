@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -85,6 +86,30 @@ def test_vendor_rules_accepts_a_driver_description() -> None:
 def test_vendor_rules_refuses_bad_fields(field: str, value: object, message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
         rules(**{field: value})
+
+
+class _Key(str):
+    """A key as a driver might describe it: a str subclass hashing and comparing as it likes."""
+
+    def __hash__(self) -> int:
+        return 1
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+
+def test_vendor_rules_hold_a_drivers_keys_as_exact_strings() -> None:
+    """The keys are interned and looked up in every Node's annotations; a subclass would fail the
+    scheduler's start ("can't intern") or never find its own annotation."""
+    r = rules(vendor_key=_Key("MLU"), register_annotation=_Key("hami.io/node-mlu-register"),
+              handshake_annotation=_Key("hami.io/node-handshake-mlu"),
+              count_resource=_Key("cambricon.com/mlu"))
+    keys = (r.vendor_key, r.register_annotation, r.handshake_annotation, r.count_resource)
+    assert [type(k) for k in keys] == [str] * 4
+    assert {"hami.io/node-mlu-register": "x"}.get(r.register_annotation) == "x"
+    assert sys.intern(r.register_annotation) == "hami.io/node-mlu-register"
+    with pytest.raises((TypeError, ValueError), match="vendor_key"):
+        rules(vendor_key=b"MLU")
 
 
 # --- evaluate(): fixed clock, scheduler zone UTC+8 ----------------------------------------------------------
