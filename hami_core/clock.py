@@ -85,8 +85,7 @@ class SystemClock:
         timestamp per node and vendor (about 1 MB at 10,000 nodes)."""
         current = datetime.now().astimezone()
         zone = self._zone
-        if zone is not None and current.utcoffset() == zone.utcoffset(None) and current.tzname() == \
-                zone.tzname(None):
+        if zone is not None and current.tzinfo == zone and current.tzname() == zone.tzname(None):
             return current.replace(tzinfo=zone)
         self._zone = current.tzinfo
         return current

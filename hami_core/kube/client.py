@@ -154,10 +154,6 @@ def _read_data(action: str, response: Any) -> bytes:
     return data
 
 
-def _read_json(action: str, response: Any) -> dict[str, Any]:
-    return _parse_json(action, _read_data(action, response))
-
-
 def _parse_json(action: str, data: bytes) -> dict[str, Any]:
     try:
         body = json.loads(data)

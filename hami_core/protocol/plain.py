@@ -1,4 +1,5 @@
-"""A record's strings and integers as exact ``str`` and ``int``: what the encoders write.
+"""Strings and integers as exact ``str`` and ``int``: what the encoders write, the registrar shares
+across devices, and VendorRules keeps as a driver's keys.
 
 DeviceInfo's validators accept subclasses of ``str`` and ``int``, and a subclass can say anything of
 itself through ``__str__``, ``__format__``, ``__bool__``, ``__contains__`` or ``__eq__``: formatted as it

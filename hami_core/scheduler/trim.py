@@ -22,12 +22,18 @@ from hami_core.kube.port import NodeSnapshot
 from hami_core.protocol.decide import VendorRules
 from hami_core.scheduler.selector import NodeSelector
 
-__all__ = ["NodeTrim"]
+__all__ = ["NodeTrim", "shared_short"]
 
 #: Every Node without any of the kept keys shares this one (read-only) empty mapping.
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 #: Values at most this long are interned: counts and label values repeat across Nodes.
 _INTERN_UP_TO = 64
+
+
+def shared_short(value: str) -> str:
+    """``value`` as the one interned string of its text when it is short (a count, a label value, a
+    stamp: they repeat across Nodes), else as it is (a register value differs per Node)."""
+    return sys.intern(value) if len(value) <= _INTERN_UP_TO else value
 
 
 def _keys(names: Iterable[str]) -> tuple[str, ...]:
@@ -41,8 +47,8 @@ def _kept(source: Mapping[str, str], keys: tuple[str, ...], *, intern: bool) -> 
         value = source.get(key)
         if value is None:
             continue
-        if intern and len(value) <= _INTERN_UP_TO:
-            value = sys.intern(value)
+        if intern:
+            value = shared_short(value)
         if kept is None:
             kept = {}
         kept[key] = value

@@ -25,13 +25,13 @@ PATCH reply is a fact about the Node whoever leads.
 from __future__ import annotations
 
 import itertools
-import sys
 import threading
 from collections.abc import Callable, Mapping
 
 import attrs
 
 from hami_core.kube.port import NodeSnapshot
+from hami_core.scheduler.trim import shared_short
 
 __all__ = ["NodeView", "PendingWrite"]
 
@@ -105,8 +105,7 @@ class NodeView:
     def expect(self, node: NodeSnapshot, patch: Patch) -> PendingWrite:
         """A write to ``node`` was decided: show it from now on. Returns the handle for the outcome."""
         # a stamp value is the same for every node decided within one second: one string for all
-        shared = {key: value if value is None or len(value) > 64 else sys.intern(value)
-                  for key, value in patch.items()}
+        shared = {key: None if value is None else shared_short(value) for key, value in patch.items()}
         write = PendingWrite(node=node.name, uid=node.uid, patch=shared, seq=next(self._seq))
         with self._lock:
             self._pending.setdefault(node.name, []).append(write)
