@@ -56,7 +56,10 @@ OPERATIONS = (
 )
 #: The issue's targets for Python/HAMi at 8 devices.
 TARGETS = {
-    ("decode", "json"): 1.0, ("decode", "legacy"): 4.0, ("encode", "json"): 2.0, ("encode", "legacy"): 2.0,
+    ("decode", "json"): 1.0,
+    ("decode", "legacy"): 4.0,
+    ("encode", "json"): 2.0,
+    ("encode", "legacy"): 2.0,
 }
 
 
@@ -64,8 +67,15 @@ def sample_devices(count: int) -> list[DeviceInfo]:
     """Devices as a typical NVIDIA node registers them (long UUIDs, a model name, hami-core)."""
     return [
         DeviceInfo(
-            id=f"GPU-{i:08x}-5c87-89ac-b1a6-7b53aa24b0ec", index=i, count=10, devmem=32768, devcore=100,
-            type="NVIDIA-Tesla V100-PCIE-32GB", numa=i // 4, mode="hami-core", health=True,
+            id=f"GPU-{i:08x}-5c87-89ac-b1a6-7b53aa24b0ec",
+            index=i,
+            count=10,
+            devmem=32768,
+            devcore=100,
+            type="NVIDIA-Tesla V100-PCIE-32GB",
+            numa=i // 4,
+            mode="hami-core",
+            health=True,
         )
         for i in range(count)
     ]
@@ -139,8 +149,15 @@ def table(
 ) -> tuple[str, dict[tuple[str, str, int], float]]:
     """The Markdown table (one row per operation and device count) and the Python/HAMi ratios."""
     rows = [
-        ["operation", "encoding", "devices", f"{python.name} µs", f"{hami.name} µs", "Python / HAMi",
-         "target (8 devices)"],
+        [
+            "operation",
+            "encoding",
+            "devices",
+            f"{python.name} µs",
+            f"{hami.name} µs",
+            "Python / HAMi",
+            "target (8 devices)",
+        ],
         ["---"] * 3 + ["---:"] * 4,
     ]
     ratios: dict[tuple[str, str, int], float] = {}

@@ -93,8 +93,15 @@ def run_size(n: int, workdir: Path, timeout: float, log: Callable[[str], None]) 
         port = free_port()
         status_url = f"http://127.0.0.1:{port}/status"
         before = api.request_totals()
-        argv = [str(hami_command()), "scheduler", "run", "--kubeconfig", api.kubeconfig("hami-scheduler"),
-                "--http-listen", f"127.0.0.1:{port}"]
+        argv = [
+            str(hami_command()),
+            "scheduler",
+            "run",
+            "--kubeconfig",
+            api.kubeconfig("hami-scheduler"),
+            "--http-listen",
+            f"127.0.0.1:{port}",
+        ]
         with Daemon("hami scheduler", argv, workdir / "scheduler.log") as daemon:
             started = daemon.started
             deadline = started + timeout
@@ -105,8 +112,10 @@ def run_size(n: int, workdir: Path, timeout: float, log: Callable[[str], None]) 
                     seconds = time.monotonic() - started
                     break
                 if time.monotonic() > deadline:
-                    raise BenchError(f"{n} nodes: not every node stamped and cached after {timeout:.0f} s "
-                                     f"(last status: {_brief(status)})")
+                    raise BenchError(
+                        f"{n} nodes: not every node stamped and cached after {timeout:.0f} s "
+                        f"(last status: {_brief(status)})"
+                    )
                 time.sleep(0.1)
             usage = daemon.usage()
             requests = Requests(before, api.request_totals())
@@ -115,8 +124,9 @@ def run_size(n: int, workdir: Path, timeout: float, log: Callable[[str], None]) 
     return Result(cluster, created, seconds, requests, usage, verified)
 
 
-def _done(status: Mapping[str, Any], cluster: Cluster, api: BenchCluster,
-          before: Counter[RequestKey]) -> bool:
+def _done(
+    status: Mapping[str, Any], cluster: Cluster, api: BenchCluster, before: Counter[RequestKey]
+) -> bool:
     if int(status.get("nodes_registered", -1)) < cluster.with_devices:
         return False
     counters = status.get("counters")
@@ -146,8 +156,9 @@ def _verify(api: BenchCluster, cluster: Cluster, status: object) -> str:
         if stamped != set(cluster.handshakes.get(name, ())):
             wrong.append(name)
     if wrong or len(items) != cluster.nodes:
-        raise BenchError(f"{len(wrong)} node(s) not stamped as expected (e.g. {wrong[:3]}); "
-                         f"{len(items)} nodes listed")
+        raise BenchError(
+            f"{len(wrong)} node(s) not stamped as expected (e.g. {wrong[:3]}); {len(items)} nodes listed"
+        )
     if not isinstance(status, dict) or status.get("devices") != cluster.devices:
         raise BenchError(f"the cache holds {_brief(status)} devices, expected {cluster.devices}")
     return f"all {cluster.with_devices} stamped on the API server, {cluster.devices} devices cached"
@@ -177,12 +188,16 @@ def table(results: Sequence[Result]) -> str:
     def row(name: str, cells: list[str], target: str = "") -> None:
         rows.append([name, *cells, target])
 
-    row("nodes with devices (each needs a stamp) / devices",
-        [f"{r.cluster.with_devices:,} / {r.cluster.devices:,}" for r in results])
+    row(
+        "nodes with devices (each needs a stamp) / devices",
+        [f"{r.cluster.with_devices:,} / {r.cluster.devices:,}" for r in results],
+    )
     row("setup: nodes created before the scheduler starts", [f"{r.created_seconds:.1f} s" for r in results])
-    row("every node stamped and cached, from process start",
+    row(
+        "every node stamped and cached, from process start",
         [f"{r.seconds:.1f} s{_at_10k(r, r.seconds < TARGET_SECONDS_10K)}" for r in results],
-        f"10,000 nodes under {TARGET_SECONDS_10K:.0f} s")
+        f"10,000 nodes under {TARGET_SECONDS_10K:.0f} s",
+    )
     cells = []
     for r in results:
         patches = r.requests.count("PATCH", "nodes")
@@ -191,41 +206,66 @@ def table(results: Sequence[Result]) -> str:
     row("PATCH nodes", cells, "one per node needing a stamp")
     gets = [r.requests.count("GET", "nodes") for r in results]
     row("GET of a single node", [f"{g} {_mark(g == 0)}" for g in gets], "0")
-    row("LIST / WATCH nodes",
-        [f"{r.requests.count('LIST', 'nodes')} / {r.requests.count('WATCH', 'nodes')}" for r in results])
+    row(
+        "LIST / WATCH nodes",
+        [f"{r.requests.count('LIST', 'nodes')} / {r.requests.count('WATCH', 'nodes')}" for r in results],
+    )
     row("Events created", [str(r.requests.count("POST", "events")) for r in results])
-    row("Lease requests (the API server's own heartbeats included)",
-        [Requests.describe(r.requests.by_verb("leases")) for r in results])
+    row(
+        "Lease requests (the API server's own heartbeats included)",
+        [Requests.describe(r.requests.by_verb("leases")) for r in results],
+    )
     errors = [sum(r.requests.errors(["nodes", "events"]).values()) for r in results]
     row("node and Event requests answered with an error", [str(e) for e in errors], "0")
     row("daemon CPU time", [f"{r.usage.cpu_seconds:.1f} s" for r in results])
-    row("daemon peak RSS",
-        [f"{r.usage.peak_rss_mib:.0f} MiB{_at_10k(r, r.usage.peak_rss_mib < TARGET_RSS_MIB_10K)}"
-         for r in results], f"10,000 x 8 GPUs under {TARGET_RSS_MIB_10K:.0f} MB")
+    row(
+        "daemon peak RSS",
+        [
+            f"{r.usage.peak_rss_mib:.0f} MiB{_at_10k(r, r.usage.peak_rss_mib < TARGET_RSS_MIB_10K)}"
+            for r in results
+        ],
+        f"10,000 x 8 GPUs under {TARGET_RSS_MIB_10K:.0f} MB",
+    )
     hami = []
     for r in results:
         stamps = r.cluster.nodes * HAMI_HANDSHAKE_VENDORS
         took = _fmt_seconds(2 * stamps / HAMI_DEFAULT_QPS)
         hami.append(f"{stamps:,} stamps, {2 * stamps:,} requests: {took}")
-    row(f"HAMi v2.10.0's design, same cluster (computed: {HAMI_HANDSHAKE_VENDORS} stamps per node, "
-        f"each a GET + PATCH, at {HAMI_DEFAULT_QPS:g} requests/s)", hami)
+    row(
+        f"HAMi v2.10.0's design, same cluster (computed: {HAMI_HANDSHAKE_VENDORS} stamps per node, "
+        f"each a GET + PATCH, at {HAMI_DEFAULT_QPS:g} requests/s)",
+        hami,
+    )
     return markdown_table(header, rows)
 
 
 def machine() -> str:
     cores = len(os.sched_getaffinity(0))
-    return (f"{date.today().isoformat()}, {platform.machine()} Linux, {cores} cores, "
-            f"Python {platform.python_version()}")
+    return (
+        f"{date.today().isoformat()}, {platform.machine()} Linux, {cores} cores, "
+        f"Python {platform.python_version()}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, nargs="+", default=[5000, 10000], metavar="N",
-                        help="cluster sizes to measure, each on a fresh API server (default: 5000 10000)")
-    parser.add_argument("--timeout", type=float, default=900.0,
-                        help="seconds to wait for one size to finish (default 900)")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="where the API servers keep their files (default: a temporary directory)")
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        nargs="+",
+        default=[5000, 10000],
+        metavar="N",
+        help="cluster sizes to measure, each on a fresh API server (default: 5000 10000)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=900.0, help="seconds to wait for one size to finish (default 900)"
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where the API servers keep their files (default: a temporary directory)",
+    )
     args = parser.parse_args(argv)
     for n in args.nodes:
         if not 1 <= n <= 100_000:

@@ -51,8 +51,13 @@ from benchlib.table import markdown_table
 NVIDIA, DCU = VENDORS["nvidia"], VENDORS["dcu"]
 #: Every handshake annotation either scheduler may write (HAMi's default device config: NVIDIA, Hygon
 #: DCU, Kunlun vXPU, Vastai, Biren).
-HANDSHAKE_KEYS = (NVIDIA.handshake, DCU.handshake, "hami.io/node-handshake-xpu", "hami.io/node-handshake-va",
-                  "hami.io/node-handshake-biren")
+HANDSHAKE_KEYS = (
+    NVIDIA.handshake,
+    DCU.handshake,
+    "hami.io/node-handshake-xpu",
+    "hami.io/node-handshake-va",
+    "hami.io/node-handshake-biren",
+)
 NULL_NODE = "peer-null"
 NULL_WAIT = 30.0  # seconds a scheduler is given to show what it does with a [null] register value
 CHANGE_TIMEOUT = 90.0
@@ -70,8 +75,10 @@ class Cluster:
 
     @classmethod
     def of(cls, nvidia: int, dcu: int, prefix: str = "peer") -> Cluster:
-        return cls(tuple(f"{prefix}-gpu-{i:04d}" for i in range(nvidia)),
-                   tuple(f"{prefix}-dcu-{i:04d}" for i in range(dcu)))
+        return cls(
+            tuple(f"{prefix}-gpu-{i:04d}" for i in range(nvidia)),
+            tuple(f"{prefix}-dcu-{i:04d}" for i in range(dcu)),
+        )
 
     @property
     def size(self) -> int:
@@ -81,8 +88,9 @@ class Cluster:
         return f"{len(self.nvidia):,} NVIDIA + {len(self.dcu):,} DCU nodes"
 
     def manifests(self) -> list[dict[str, Any]]:
-        return ([node_manifest(n, {"nvidia": True}) for n in self.nvidia]
-                + [node_manifest(n, {"dcu": False}) for n in self.dcu])  # DCU: silent, no allocatable
+        return [node_manifest(n, {"nvidia": True}) for n in self.nvidia] + [
+            node_manifest(n, {"dcu": False}) for n in self.dcu
+        ]  # DCU: silent, no allocatable
 
     def expected_stamps(self) -> dict[str, str]:
         """node -> the handshake its vendor must carry once the scheduler stamped it."""
@@ -170,8 +178,15 @@ class HamiCore:
     @contextmanager
     def start(self, api: BenchCluster, workdir: Path) -> Iterator[Running]:
         port = free_port()
-        argv = [str(hami_command()), "scheduler", "run", "--kubeconfig", api.kubeconfig("hami-scheduler"),
-                "--http-listen", f"127.0.0.1:{port}"]
+        argv = [
+            str(hami_command()),
+            "scheduler",
+            "run",
+            "--kubeconfig",
+            api.kubeconfig("hami-scheduler"),
+            "--http-listen",
+            f"127.0.0.1:{port}",
+        ]
         with Daemon("hami scheduler", argv, workdir / "hami-core.log") as daemon:
             yield HamiCoreRunning(daemon, f"http://127.0.0.1:{port}")
 
@@ -201,8 +216,14 @@ class HamiRunning:
         if self.daemon.alive():
             return f"keeps running ({NULL_WAIT:.0f} s watched)"
         took = time.monotonic() - appeared
-        panic = next((line.strip() for line in self.daemon.log.read_text(errors="replace").splitlines()
-                      if line.startswith("panic:")), "")
+        panic = next(
+            (
+                line.strip()
+                for line in self.daemon.log.read_text(errors="replace").splitlines()
+                if line.startswith("panic:")
+            ),
+            "",
+        )
         what = "panics" if panic else f"exits with code {self.daemon.returncode}"
         detail = f" (`{panic[:80]}`)" if panic else ""
         return f"the scheduler {what} {took:.1f} s after the node appears{detail}"
@@ -268,8 +289,15 @@ class Run:
         return max(self.stamped, self.cached)
 
 
-def run_one(impl: Implementation, cluster: Cluster, workdir: Path, phase: float, changes: int,
-            timeout: float, log: Callable[[str], None]) -> Run:
+def run_one(
+    impl: Implementation,
+    cluster: Cluster,
+    workdir: Path,
+    phase: float,
+    changes: int,
+    timeout: float,
+    log: Callable[[str], None],
+) -> Run:
     result = Run(impl.label, cluster)
     workdir.mkdir(parents=True, exist_ok=True)
     log(f"{impl.label}: starting kube-apiserver + etcd, creating {cluster.describe()}")
@@ -284,8 +312,11 @@ def run_one(impl: Implementation, cluster: Cluster, workdir: Path, phase: float,
                 if impl.full:
                     _phase(result, running, watch, api, phase, changes, log)
                     appeared = time.monotonic()
-                    api.create_node(node_manifest(NULL_NODE, {"nvidia": True},
-                                                  extra_annotations={NVIDIA_REGISTER: "[null]"}))
+                    api.create_node(
+                        node_manifest(
+                            NULL_NODE, {"nvidia": True}, extra_annotations={NVIDIA_REGISTER: "[null]"}
+                        )
+                    )
                     result.null = running.null_outcome(api, appeared)
                     log(f"{impl.label}: [null] register value: {result.null}")
         finally:
@@ -293,8 +324,15 @@ def run_one(impl: Implementation, cluster: Cluster, workdir: Path, phase: float,
     return result
 
 
-def _cold_start(result: Run, running: Running, watch: AnnotationWatch, api: BenchCluster,
-                before: Counter[RequestKey], timeout: float, log: Callable[[str], None]) -> None:
+def _cold_start(
+    result: Run,
+    running: Running,
+    watch: AnnotationWatch,
+    api: BenchCluster,
+    before: Counter[RequestKey],
+    timeout: float,
+    log: Callable[[str], None],
+) -> None:
     started = running.daemon.started
     expected = result.cluster.expected_stamps()
     cached_at: float | None = None
@@ -304,8 +342,10 @@ def _cold_start(result: Run, running: Running, watch: AnnotationWatch, api: Benc
         running.daemon.check_alive()
         watch.check()
         if time.monotonic() - started > timeout:
-            raise BenchError(f"{result.label}: cold start not finished after {timeout:.0f} s "
-                             f"(stamped: {stamped}, cached: {cached_at is not None})")
+            raise BenchError(
+                f"{result.label}: cold start not finished after {timeout:.0f} s "
+                f"(stamped: {stamped}, cached: {cached_at is not None})"
+            )
         if not stamped:
             values = watch.snapshot()
             stamped = all(values.get(n, {}).get(k, "").startswith("Requesting_") for n, k in expected.items())
@@ -322,12 +362,21 @@ def _cold_start(result: Run, running: Running, watch: AnnotationWatch, api: Benc
             firsts.setdefault((change.node, change.key), change.at - started)
     result.first_stamp = min(firsts.values(), default=None)
     result.stamped = max(firsts[(n, k)] for n, k in expected.items())
-    log(f"{result.label}: cold start {result.cold:.1f} s (first stamp {result.first_stamp:.1f} s, "
-        f"all stamped {result.stamped:.1f} s, cached {result.cached:.1f} s)")
+    log(
+        f"{result.label}: cold start {result.cold:.1f} s (first stamp {result.first_stamp:.1f} s, "
+        f"all stamped {result.stamped:.1f} s, cached {result.cached:.1f} s)"
+    )
 
 
-def _phase(result: Run, running: Running, watch: AnnotationWatch, api: BenchCluster, phase: float,
-           changes: int, log: Callable[[str], None]) -> None:
+def _phase(
+    result: Run,
+    running: Running,
+    watch: AnnotationWatch,
+    api: BenchCluster,
+    phase: float,
+    changes: int,
+    log: Callable[[str], None],
+) -> None:
     started = running.daemon.started
     begin = time.monotonic()
     end = begin + phase
@@ -342,8 +391,10 @@ def _phase(result: Run, running: Running, watch: AnnotationWatch, api: BenchClus
         while running.first_gpu_memory(node) != memory:
             running.daemon.check_alive()
             if time.monotonic() - changed > CHANGE_TIMEOUT:
-                raise BenchError(f"{result.label}: a changed register value of {node} was not in the cache "
-                                 f"after {CHANGE_TIMEOUT:.0f} s")
+                raise BenchError(
+                    f"{result.label}: a changed register value of {node} was not in the cache "
+                    f"after {CHANGE_TIMEOUT:.0f} s"
+                )
             time.sleep(running.change_poll)
         result.latencies.append(time.monotonic() - changed)
         # Wait a little between changes, differently each time, so they fall at varied points of a tick.
@@ -357,8 +408,11 @@ def _phase(result: Run, running: Running, watch: AnnotationWatch, api: BenchClus
     result.end_usage = running.daemon.usage()
     result.whole_seconds = time.monotonic() - started
     result.silent = _silent(watch, set(result.cluster.dcu), started, time.monotonic() - started)
-    log(f"{result.label}: phase of {result.phase_seconds:.0f} s done; change latencies "
-        + ", ".join(f"{x:.3f}" for x in result.latencies) + " s")
+    log(
+        f"{result.label}: phase of {result.phase_seconds:.0f} s done; change latencies "
+        + ", ".join(f"{x:.3f}" for x in result.latencies)
+        + " s"
+    )
 
 
 def _silent(watch: AnnotationWatch, nodes: set[str], started: float, window: float) -> Silent:
@@ -421,8 +475,10 @@ def _silent_cell(run: Run) -> str:
         per_node.setdefault(node, []).append(at)
     cycles = [b - a for times in per_node.values() for a, b in itertools.pairwise(times)]
     cycle = f", cycle ~{statistics.median(cycles):.0f} s" if cycles else ""
-    return (f"first cleanup at {first:.0f} s, then flaps: {len(s.restamps)} re-stamps, each "
-            f"{min(gaps):.0f}-{max(gaps):.0f} s after a delete{cycle} (watched for {s.window:.0f} s)")
+    return (
+        f"first cleanup at {first:.0f} s, then flaps: {len(s.restamps)} re-stamps, each "
+        f"{min(gaps):.0f}-{max(gaps):.0f} s after a delete{cycle} (watched for {s.window:.0f} s)"
+    )
 
 
 def _latency_cell(run: Run) -> str:
@@ -446,31 +502,55 @@ def _phase_requests(run: Run) -> str:
 
 def table(core: Run, hami_default: Run, hami_equal: Run, large: tuple[Run, Run] | None) -> str:
     rows = [
-        [f"cold start, {core.cluster.describe()}, HAMi at its chart's defaults ({HAMI_QPS:g} requests/s, "
-         f"burst {HAMI_BURST})", _cold_cell(hami_default), _cold_cell(core)],
-        [f"cold start, same nodes, HAMi at hami-core's limits ({EQUAL_QPS:g} requests/s, "
-         f"burst {EQUAL_BURST})",
-         f"{_cold_cell(hami_equal)}; {_usage(hami_equal)}", "(as above)"],
+        [
+            f"cold start, {core.cluster.describe()}, HAMi at its chart's defaults ({HAMI_QPS:g} requests/s, "
+            f"burst {HAMI_BURST})",
+            _cold_cell(hami_default),
+            _cold_cell(core),
+        ],
+        [
+            f"cold start, same nodes, HAMi at hami-core's limits ({EQUAL_QPS:g} requests/s, "
+            f"burst {EQUAL_BURST})",
+            f"{_cold_cell(hami_equal)}; {_usage(hami_equal)}",
+            "(as above)",
+        ],
     ]
     if large is not None:
         big_core, big_hami = large
         assert big_hami.requests is not None
         sent = big_hami.requests.count(None, "nodes") - big_hami.requests.count("WATCH", "nodes")
         projected = sent / HAMI_QPS
-        rows.append([f"cold start, {big_core.cluster.size:,} nodes ({big_core.cluster.describe()})",
-                     f"{big_hami.cold:.1f} s at {EQUAL_QPS:g} requests/s; ~{projected / 60:.0f} min "
-                     f"projected at {HAMI_QPS:g}/s ({sent:,} requests)", f"{big_core.cold:.1f} s"])
+        rows.append(
+            [
+                f"cold start, {big_core.cluster.size:,} nodes ({big_core.cluster.describe()})",
+                f"{big_hami.cold:.1f} s at {EQUAL_QPS:g} requests/s; ~{projected / 60:.0f} min "
+                f"projected at {HAMI_QPS:g}/s ({sent:,} requests)",
+                f"{big_core.cold:.1f} s",
+            ]
+        )
     rows += [
-        ["requests per node at cold start (counted by the API server)", _per_node(hami_default),
-         _per_node(core)],
+        [
+            "requests per node at cold start (counted by the API server)",
+            _per_node(hami_default),
+            _per_node(core),
+        ],
         ["CPU time and peak RSS", _usage(hami_default), _usage(core)],
-        ["silent DCU plugin (its stamp expires, no allocatable): handshake deletes and re-stamps",
-         _silent_cell(hami_default), _silent_cell(core)],
-        ["node requests while nothing changes but the benchmark's register edits",
-         _phase_requests(hami_default), _phase_requests(core)],
+        [
+            "silent DCU plugin (its stamp expires, no allocatable): handshake deletes and re-stamps",
+            _silent_cell(hami_default),
+            _silent_cell(core),
+        ],
+        [
+            "node requests while nothing changes but the benchmark's register edits",
+            _phase_requests(hami_default),
+            _phase_requests(core),
+        ],
         ["a `[null]` element in an NVIDIA register value", hami_default.null, core.null],
-        ["register value changed (time until the scheduler's cache shows it)", _latency_cell(hami_default),
-         _latency_cell(core)],
+        [
+            "register value changed (time until the scheduler's cache shows it)",
+            _latency_cell(hami_default),
+            _latency_cell(core),
+        ],
     ]
     return markdown_table(["", "HAMi v2.10.0", "hami-core"], rows)
 
@@ -479,8 +559,10 @@ def table(core: Run, hami_default: Run, hami_equal: Run, large: tuple[Run, Run] 
 
 
 def machine() -> str:
-    return (f"{date.today().isoformat()}, {platform.machine()} Linux, {len(os.sched_getaffinity(0))} cores, "
-            f"Python {platform.python_version()}")
+    return (
+        f"{date.today().isoformat()}, {platform.machine()} Linux, {len(os.sched_getaffinity(0))} cores, "
+        f"Python {platform.python_version()}"
+    )
 
 
 def _positive_int(low: int, high: int) -> Callable[[str], int]:
@@ -492,6 +574,7 @@ def _positive_int(low: int, high: int) -> Callable[[str], int]:
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{value} is not between {low} and {high}")
         return value
+
     return parse
 
 
@@ -507,26 +590,58 @@ def _seconds(text: str) -> float:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nvidia", type=_positive_int(1, 20_000), default=200,
-                        help="NVIDIA nodes (8 GPUs, allocatable) in the side-by-side runs (default 200)")
-    parser.add_argument("--dcu", type=_positive_int(1, 20_000), default=20,
-                        help="DCU nodes whose plugin went silent (default 20)")
-    parser.add_argument("--phase", type=_seconds, default=300.0,
-                        help="seconds to watch after the cold start (default 300)")
-    parser.add_argument("--changes", type=_positive_int(0, 1000), default=5,
-                        help="register values changed during the phase, one at a time (default 5)")
-    parser.add_argument("--large", type=_positive_int(0, 100_000), default=0, metavar="N",
-                        help="also a cold start at N nodes, same mix (0: skip; the issue's figure is 2040)")
-    parser.add_argument("--hami-src", type=Path, default=None,
-                        help="HAMi's source at v2.10.0 (default: the shared copy, see scripts/"
-                             "build-hami-scheduler.sh)")
-    parser.add_argument("--device-config", type=Path, default=None,
-                        help="HAMi's device config (default: device-config.yaml next to the shared source)")
-    parser.add_argument("--timeout", type=_seconds, default=0.0,
-                        help="seconds one cold start may take (default: what HAMi needs at 5 requests/s, "
-                             "plus 5 minutes)")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="where the API servers and logs go (default: a temporary directory)")
+    parser.add_argument(
+        "--nvidia",
+        type=_positive_int(1, 20_000),
+        default=200,
+        help="NVIDIA nodes (8 GPUs, allocatable) in the side-by-side runs (default 200)",
+    )
+    parser.add_argument(
+        "--dcu",
+        type=_positive_int(1, 20_000),
+        default=20,
+        help="DCU nodes whose plugin went silent (default 20)",
+    )
+    parser.add_argument(
+        "--phase", type=_seconds, default=300.0, help="seconds to watch after the cold start (default 300)"
+    )
+    parser.add_argument(
+        "--changes",
+        type=_positive_int(0, 1000),
+        default=5,
+        help="register values changed during the phase, one at a time (default 5)",
+    )
+    parser.add_argument(
+        "--large",
+        type=_positive_int(0, 100_000),
+        default=0,
+        metavar="N",
+        help="also a cold start at N nodes, same mix (0: skip; the issue's figure is 2040)",
+    )
+    parser.add_argument(
+        "--hami-src",
+        type=Path,
+        default=None,
+        help="HAMi's source at v2.10.0 (default: the shared copy, see scripts/build-hami-scheduler.sh)",
+    )
+    parser.add_argument(
+        "--device-config",
+        type=Path,
+        default=None,
+        help="HAMi's device config (default: device-config.yaml next to the shared source)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=0.0,
+        help="seconds one cold start may take (default: what HAMi needs at 5 requests/s, plus 5 minutes)",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where the API servers and logs go (default: a temporary directory)",
+    )
     return parser.parse_args(argv)
 
 
@@ -561,19 +676,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hami-peer-") as tmp:
         base = args.workdir or Path(tmp)
         try:
-            runs = [run_one(impl, cluster, base / f"run-{i}", args.phase, args.changes, timeout, log)
-                    for i, impl in enumerate((core, equal, default))]
+            runs = [
+                run_one(impl, cluster, base / f"run-{i}", args.phase, args.changes, timeout, log)
+                for i, impl in enumerate((core, equal, default))
+            ]
             large = None
             if args.large:
                 nvidia = round(args.large * args.nvidia / cluster.size)
                 big = Cluster.of(nvidia, args.large - nvidia, prefix="large")
-                large = (run_one(HamiCore(full=False), big, base / "large-core", 0, 0, timeout, log),
-                         run_one(equal, big, base / "large-hami", 0, 0, timeout, log))
+                large = (
+                    run_one(HamiCore(full=False), big, base / "large-core", 0, 0, timeout, log),
+                    run_one(equal, big, base / "large-hami", 0, 0, timeout, log),
+                )
         except BenchError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    print(f"HAMi v2.10.0's scheduler and hami-core, one at a time on the real API server, measured "
-          f"{machine()}; watched for {args.phase:g} s after each cold start.\n")
+    print(
+        f"HAMi v2.10.0's scheduler and hami-core, one at a time on the real API server, measured "
+        f"{machine()}; watched for {args.phase:g} s after each cold start.\n"
+    )
     print(table(runs[0], runs[2], runs[1], large))
     return 0
 

@@ -41,8 +41,10 @@ from hami_core.scheduler.daemon import Scheduler
 from hami_core.scheduler.registrar import Registrar
 from hami_core.simulate.settle import NodeWrites, wait_settled
 
-GPU = ('{"id":"GPU-%s-%d","index":%d,"count":10,"devmem":%d,"devcore":100,'
-       '"type":"NVIDIA-Tesla V100-PCIE-32GB","mode":"hami-core","health":true}')
+GPU = (
+    '{"id":"GPU-%s-%d","index":%d,"count":10,"devmem":%d,"devcore":100,'
+    '"type":"NVIDIA-Tesla V100-PCIE-32GB","mode":"hami-core","health":true}'
+)
 VENDORS = ["nvidia", "dcu"]
 ALLOCATABLE = {"nvidia.com/gpu": "80", "hygon.com/dcunum": "16"}
 
@@ -63,8 +65,10 @@ def _rules() -> list:  # type: ignore[type-arg]
 
 def bench_registrar(n: int) -> list[tuple[str, str]]:
     rules = _rules()
-    snapshots = [NodeSnapshot(name=f"node-{i}", uid=str(i), annotations=annotations(i),
-                              allocatable=ALLOCATABLE) for i in range(n)]
+    snapshots = [
+        NodeSnapshot(name=f"node-{i}", uid=str(i), annotations=annotations(i), allocatable=ALLOCATABLE)
+        for i in range(n)
+    ]
     now = datetime.now().astimezone()
     gc.collect()
     tracemalloc.start()
@@ -80,8 +84,15 @@ def bench_registrar(n: int) -> list[tuple[str, str]]:
     start = time.process_time()
     patches = [registrar.evaluate(s.name, s, now=now).patch for s in snapshots]
     cold = time.process_time() - start
-    stamped = [NodeSnapshot(name=s.name, uid=s.uid, annotations={**s.annotations, **p},  # type: ignore[dict-item]
-                            allocatable=s.allocatable) for s, p in zip(snapshots, patches, strict=True)]
+    stamped = [
+        NodeSnapshot(
+            name=s.name,
+            uid=s.uid,
+            annotations={**s.annotations, **p},  # type: ignore[dict-item]
+            allocatable=s.allocatable,
+        )
+        for s, p in zip(snapshots, patches, strict=True)
+    ]
     # Every replica decides each node again when its stamps show (and remembers that it saw them); a
     # term start decides every node once more, as its follower memory left it.
     start = time.process_time()
@@ -92,12 +103,18 @@ def bench_registrar(n: int) -> list[tuple[str, str]]:
     full = time.process_time() - start
     assert writes == 0, "a pass over unchanged nodes must write nothing"
     return [
-        (f"registrar cold pass, {n} nodes (8 GPUs JSON + 4 DCUs legacy)",
-         f"{cold * 1e6 / n:.0f} µs/node ({cold:.2f} s CPU)"),
-        (f"registrar pass as the stamps show (each seen for the first time), {n} nodes",
-         f"{landed * 1e6 / n:.0f} µs/node ({landed:.2f} s CPU)"),
-        (f"registrar full pass over unchanged nodes (a term start), {n} nodes",
-         f"{full * 1e6 / n:.0f} µs/node ({full:.2f} s CPU)"),
+        (
+            f"registrar cold pass, {n} nodes (8 GPUs JSON + 4 DCUs legacy)",
+            f"{cold * 1e6 / n:.0f} µs/node ({cold:.2f} s CPU)",
+        ),
+        (
+            f"registrar pass as the stamps show (each seen for the first time), {n} nodes",
+            f"{landed * 1e6 / n:.0f} µs/node ({landed:.2f} s CPU)",
+        ),
+        (
+            f"registrar full pass over unchanged nodes (a term start), {n} nodes",
+            f"{full * 1e6 / n:.0f} µs/node ({full:.2f} s CPU)",
+        ),
         (f"memory held per node ({n} nodes, 12 devices each)", f"{held / n / 1024:.1f} KiB"),
     ]
 
@@ -134,9 +151,11 @@ def bench_resync(n: int) -> tuple[str, str]:
     finally:
         scheduler.stop(10)
     best = min(samples)
-    return (f"resync of {n} unchanged nodes (CPU of one pass; target <= 50 ms at 10,000)",
-            f"{best * 1e3:.1f} ms (median {statistics.median(samples) * 1e3:.1f} ms); "
-            f"{triggered} evaluations triggered")
+    return (
+        f"resync of {n} unchanged nodes (CPU of one pass; target <= 50 ms at 10,000)",
+        f"{best * 1e3:.1f} ms (median {statistics.median(samples) * 1e3:.1f} ms); "
+        f"{triggered} evaluations triggered",
+    )
 
 
 class _TimedCache(DeviceCache):
@@ -193,10 +212,12 @@ def bench_churn(n: int, rate: float, seconds: float) -> tuple[str, str]:
     missed = len(changes) - len(latencies)
     p50 = latencies[len(latencies) // 2] * 1e3
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1e3
-    return (f"churn: {rate:g} register changes/s for {seconds:g} s at {n} nodes, resync every 1 s "
-            "(change -> cache; target p99 < 50 ms)",
-            f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1e3:.1f} ms"
-            + (f" ({missed} superseded by a later change)" if missed else ""))
+    return (
+        f"churn: {rate:g} register changes/s for {seconds:g} s at {n} nodes, resync every 1 s "
+        "(change -> cache; target p99 < 50 ms)",
+        f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1e3:.1f} ms"
+        + (f" ({missed} superseded by a later change)" if missed else ""),
+    )
 
 
 class _RemovalTimes(DeviceCache):
@@ -219,8 +240,9 @@ def bench_cleanup(n: int, dead: int) -> tuple[str, str]:
     cluster, writes = _populated(n)
     clock = FakeClock()
     window = 60.0
-    config = SchedulerConfig(http_port=None, lease_namespace="bench", resync=15.0, handshake_window=window,
-                             qps=1e9, burst=10**9)
+    config = SchedulerConfig(
+        http_port=None, lease_namespace="bench", resync=15.0, handshake_window=window, qps=1e9, burst=10**9
+    )
     scheduler = Scheduler(cluster, _rules(), config, clock=clock)
     timed = _RemovalTimes()
     scheduler.cache = timed
@@ -262,15 +284,24 @@ def bench_cleanup(n: int, dead: int) -> tuple[str, str]:
         scheduler.stop(10)
     latencies.sort()
     p50 = latencies[len(latencies) // 2] * 1e3
-    return (f"cleanup: {dead} of {n} nodes' DCU plugins die, a second apart (cleanup allowed -> "
-            "vendor out of the cache)",
-            f"p50 {p50:.2f} ms, max {latencies[-1] * 1e3:.2f} ms")
+    return (
+        f"cleanup: {dead} of {n} nodes' DCU plugins die, a second apart (cleanup allowed -> "
+        "vendor out of the cache)",
+        f"p50 {p50:.2f} ms, max {latencies[-1] * 1e3:.2f} ms",
+    )
 
 
 def bench_daemon(n: int, qps: float, burst: int) -> tuple[str, str]:
     cluster, _ = _populated(n)
-    config = SchedulerConfig(http_port=None, qps=qps, burst=burst, lease_namespace="bench",
-                             retry_period=0.2, renew_deadline=1.0, lease_duration=2.0)
+    config = SchedulerConfig(
+        http_port=None,
+        qps=qps,
+        burst=burst,
+        lease_namespace="bench",
+        retry_period=0.2,
+        renew_deadline=1.0,
+        lease_duration=2.0,
+    )
     scheduler = Scheduler(cluster, _rules(), config)
     start = time.perf_counter()
     scheduler.start()
@@ -285,8 +316,10 @@ def bench_daemon(n: int, qps: float, burst: int) -> tuple[str, str]:
     finally:
         scheduler.stop(10)
     limit = f"qps {qps:g}, burst {burst}" if qps < 1e6 else "no write limit"
-    return (f"daemon: {n} new nodes stamped and registered ({limit})",
-            f"{took:.1f} s ({n / took:.0f} nodes/s)")
+    return (
+        f"daemon: {n} new nodes stamped and registered ({limit})",
+        f"{took:.1f} s ({n / took:.0f} nodes/s)",
+    )
 
 
 def main() -> None:

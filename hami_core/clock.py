@@ -267,7 +267,8 @@ class FakeClock:
         with self._blocked_changed:
             now = 1000.0 + self._elapsed
             self._blocked_changed.wait_for(
-                lambda: all(deadline > now for deadline in self._deadlines.values()), timeout)
+                lambda: all(deadline > now for deadline in self._deadlines.values()), timeout
+            )
 
     def _slept(self, seconds: float) -> None:
         self.slept.append(seconds)

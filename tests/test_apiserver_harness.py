@@ -154,7 +154,10 @@ def test_scheduler_lists_watches_and_patches_nodes_but_cannot_delete_them(
     assert status == 201, body.get("message")
     name = body["metadata"]["name"]
     status, _ = apiserver.request(
-        "PATCH", f"/api/v1/namespaces/default/events/{name}", {"count": 2}, identity="hami-scheduler",
+        "PATCH",
+        f"/api/v1/namespaces/default/events/{name}",
+        {"count": 2},
+        identity="hami-scheduler",
         content_type=MERGE_PATCH,
     )
     assert status == 403, "create only"

@@ -35,8 +35,12 @@ def parse_request_totals(text: str) -> Counter[RequestKey]:
         if match is None:
             continue
         labels = {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in _LABEL.findall(match["labels"])}
-        key = RequestKey(labels.get("verb", ""), labels.get("resource", ""), labels.get("subresource", ""),
-                         labels.get("code", ""))
+        key = RequestKey(
+            labels.get("verb", ""),
+            labels.get("resource", ""),
+            labels.get("subresource", ""),
+            labels.get("code", ""),
+        )
         totals[key] += round(float(match["value"]))
     return totals
 
@@ -49,12 +53,22 @@ class Requests:
         diff.subtract(before)
         self.counts: Counter[RequestKey] = Counter({k: v for k, v in diff.items() if v > 0})
 
-    def count(self, verb: str | None = None, resource: str | None = None, subresource: str = "",
-              ok: Callable[[str], bool] | None = None) -> int:
+    def count(
+        self,
+        verb: str | None = None,
+        resource: str | None = None,
+        subresource: str = "",
+        ok: Callable[[str], bool] | None = None,
+    ) -> int:
         """Requests with this verb and resource (``None``: any); ``ok`` filters on the status code."""
-        return sum(v for k, v in self.counts.items()
-                   if (verb is None or k.verb == verb) and (resource is None or k.resource == resource)
-                   and k.subresource == subresource and (ok is None or ok(k.code)))
+        return sum(
+            v
+            for k, v in self.counts.items()
+            if (verb is None or k.verb == verb)
+            and (resource is None or k.resource == resource)
+            and k.subresource == subresource
+            and (ok is None or ok(k.code))
+        )
 
     def by_verb(self, resource: str) -> Counter[str]:
         """Verb -> count for one resource (main resource only, not subresources)."""
@@ -67,8 +81,9 @@ class Requests:
     def errors(self, resources: Iterable[str]) -> Counter[RequestKey]:
         """Requests on these resources answered with anything but 2xx."""
         wanted = set(resources)
-        return Counter({k: v for k, v in self.counts.items()
-                        if k.resource in wanted and not k.code.startswith("2")})
+        return Counter(
+            {k: v for k, v in self.counts.items() if k.resource in wanted and not k.code.startswith("2")}
+        )
 
     @staticmethod
     def describe(verbs: Counter[str]) -> str:

@@ -39,8 +39,12 @@ class BenchCluster:
         self.server = server
         self._headers = {"Authorization": f"Bearer {server.token('admin')}", "Accept": "application/json"}
         self._pool = urllib3.PoolManager(
-            num_pools=2, maxsize=pool_size, block=True, ca_certs=str(server.ca_file),
-            retries=False, timeout=urllib3.Timeout(connect=10, read=60),
+            num_pools=2,
+            maxsize=pool_size,
+            block=True,
+            ca_certs=str(server.ca_file),
+            retries=False,
+            timeout=urllib3.Timeout(connect=10, read=60),
         )
 
     @classmethod
@@ -62,8 +66,14 @@ class BenchCluster:
 
     # -- plain requests ---------------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-                ok: Iterable[int] = (200, 201)) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        ok: Iterable[int] = (200, 201),
+    ) -> Any:
         """One call; the decoded JSON answer. Any status not in ``ok`` is a ``BenchError``."""
         headers = dict(self._headers)
         data = None
@@ -94,8 +104,9 @@ class BenchCluster:
     def patch_annotations(self, node: str, annotations: Mapping[str, str | None]) -> None:
         """A JSON merge patch of the node's annotations (``None`` deletes a key)."""
         patch = {"metadata": {"annotations": dict(annotations)}}
-        self.request("PATCH", f"/api/v1/nodes/{quote(node)}", patch,
-                     content_type="application/merge-patch+json")
+        self.request(
+            "PATCH", f"/api/v1/nodes/{quote(node)}", patch, content_type="application/merge-patch+json"
+        )
 
     def list_nodes(self) -> tuple[list[dict[str, Any]], str]:
         """Every node (paged), and the resourceVersion of the list."""
@@ -134,17 +145,25 @@ class BenchCluster:
         except BenchError as exc:
             if " 404:" not in str(exc):
                 raise
-            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": name, "namespace": namespace},
-                    "spec": {**patch["spec"], "acquireTime": now}}
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {**patch["spec"], "acquireTime": now},
+            }
             self.request("POST", path, body, ok=(201,))
 
     def watch(self, keys: Iterable[str]) -> AnnotationWatch:
         return AnnotationWatch(self, keys)
 
     def _stream(self, path: str) -> urllib3.BaseHTTPResponse:
-        resp = self._pool.request("GET", self.server.url + path, headers=self._headers, preload_content=False,
-                                  timeout=urllib3.Timeout(connect=10, read=None))
+        resp = self._pool.request(
+            "GET",
+            self.server.url + path,
+            headers=self._headers,
+            preload_content=False,
+            timeout=urllib3.Timeout(connect=10, read=None),
+        )
         if resp.status != 200:
             body = resp.read().decode(errors="replace")[:300]
             resp.release_conn()
@@ -229,8 +248,10 @@ class AnnotationWatch:
     def _run(self) -> None:
         try:
             while not self._stopping:
-                path = (f"/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=3600"
-                        f"&resourceVersion={self._version}")
+                path = (
+                    f"/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=3600"
+                    f"&resourceVersion={self._version}"
+                )
                 self._resp = self._cluster._stream(path)
                 buffer = b""
                 for chunk in self._resp.stream(65536, decode_content=True):

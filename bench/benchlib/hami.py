@@ -26,8 +26,16 @@ from benchlib.cluster import BenchCluster, BenchError
 from benchlib.proc import Daemon, free_port, get_text
 from benchlib.repo import REPO_ROOT
 
-__all__ = ["AddedNodes", "HamiScheduler", "LeaseHolder", "build_scheduler", "device_config", "find_source",
-           "overview", "run_scheduler"]
+__all__ = [
+    "AddedNodes",
+    "HamiScheduler",
+    "LeaseHolder",
+    "build_scheduler",
+    "device_config",
+    "find_source",
+    "overview",
+    "run_scheduler",
+]
 
 VERSION_DIR = Path("hami") / "v2.10.0"
 LEASE_NAMESPACE = "kube-system"
@@ -41,8 +49,14 @@ def _shared_candidates() -> list[Path]:
         out.append(Path(os.environ["HAMI_SHARED"]))
     out.append(REPO_ROOT.parent / "shared")
     try:
-        common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                                cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True)
+        common = subprocess.run(
+            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
         out.append(Path(common.stdout.strip()).parent.parent / "shared")
     except (OSError, subprocess.SubprocessError):
         pass
@@ -68,8 +82,10 @@ def find_source(explicit: Path | None = None) -> Path:
                 raise BenchError(f"{path}/go.mod is not HAMi's module (first line: {module!r})")
             return path.resolve()
     where = ", ".join(str(p) for p in candidates)
-    raise BenchError(f"HAMi v2.10.0's source not found (looked in: {where}); pass --hami-src DIR "
-                     "(a checkout of HAMi at v2.10.0) or set HAMI_SRC or HAMI_SHARED")
+    raise BenchError(
+        f"HAMi v2.10.0's source not found (looked in: {where}); pass --hami-src DIR "
+        "(a checkout of HAMi at v2.10.0) or set HAMI_SRC or HAMI_SHARED"
+    )
 
 
 def device_config(source: Path, explicit: Path | None = None) -> Path:
@@ -82,19 +98,24 @@ def device_config(source: Path, explicit: Path | None = None) -> Path:
     shipped = source.parent / "device-config.yaml"
     if shipped.is_file():
         return shipped
-    raise BenchError(f"no device-config.yaml next to {source}; pass --device-config FILE (what HAMi's chart "
-                     "renders: helm template charts/hami --show-only "
-                     "templates/scheduler/device-configmap.yaml)")
+    raise BenchError(
+        f"no device-config.yaml next to {source}; pass --device-config FILE (what HAMi's chart "
+        "renders: helm template charts/hami --show-only "
+        "templates/scheduler/device-configmap.yaml)"
+    )
 
 
 def build_scheduler(source: Path) -> Path:
     """Build (or find cached) HAMi's scheduler binary; the build script's output goes to our stderr."""
-    proc = subprocess.run(["bash", str(BUILD_SCRIPT), "--src", str(source)], stdout=subprocess.PIPE,
-                          text=True, check=False)
+    proc = subprocess.run(
+        ["bash", str(BUILD_SCRIPT), "--src", str(source)], stdout=subprocess.PIPE, text=True, check=False
+    )
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines or not os.access(lines[-1], os.X_OK):
-        raise BenchError(f"building HAMi's scheduler failed (exit {proc.returncode}); run "
-                         f"`bash {BUILD_SCRIPT.relative_to(REPO_ROOT)}` to see why")
+        raise BenchError(
+            f"building HAMi's scheduler failed (exit {proc.returncode}); run "
+            f"`bash {BUILD_SCRIPT.relative_to(REPO_ROOT)}` to see why"
+        )
     return Path(lines[-1])
 
 
@@ -136,25 +157,40 @@ class HamiScheduler:
 
 
 @contextmanager
-def run_scheduler(binary: Path, config: Path, api: BenchCluster, workdir: Path, qps: float | None = None,
-                  burst: int | None = None) -> Iterator[HamiScheduler]:
+def run_scheduler(
+    binary: Path,
+    config: Path,
+    api: BenchCluster,
+    workdir: Path,
+    qps: float | None = None,
+    burst: int | None = None,
+) -> Iterator[HamiScheduler]:
     """HAMi's scheduler as the chart runs it (leader election on, its device config), as ``admin``."""
     http_port, metrics_port = free_port(), free_port()
-    argv = [str(binary), "--leader-elect=true", f"--leader-elect-resource-name={LEASE_NAME}",
-            f"--leader-elect-resource-namespace={LEASE_NAMESPACE}", "--scheduler-name=hami-scheduler",
-            f"--device-config-file={config}", f"--http_bind=127.0.0.1:{http_port}",
-            f"--metrics-bind-address=127.0.0.1:{metrics_port}"]
+    argv = [
+        str(binary),
+        "--leader-elect=true",
+        f"--leader-elect-resource-name={LEASE_NAME}",
+        f"--leader-elect-resource-namespace={LEASE_NAMESPACE}",
+        "--scheduler-name=hami-scheduler",
+        f"--device-config-file={config}",
+        f"--http_bind=127.0.0.1:{http_port}",
+        f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+    ]
     if qps is not None:
         argv.append(f"--kube-qps={qps:g}")
     if burst is not None:
         argv.append(f"--kube-burst={burst}")
-    env = {"KUBECONFIG": api.kubeconfig("admin"), "POD_NAMESPACE": LEASE_NAMESPACE,
-           "POD_NAME": "hami-scheduler-bench"}
+    env = {
+        "KUBECONFIG": api.kubeconfig("admin"),
+        "POD_NAMESPACE": LEASE_NAMESPACE,
+        "POD_NAME": "hami-scheduler-bench",
+    }
     with Daemon("HAMi scheduler", argv, workdir / "hami-scheduler.log", env) as daemon:
         yield HamiScheduler(daemon, f"http://127.0.0.1:{metrics_port}/metrics")
 
 
-_OVERVIEW = re.compile(r'^hami_node_gpu_overview\{(?P<labels>[^}]*)\}')
+_OVERVIEW = re.compile(r"^hami_node_gpu_overview\{(?P<labels>[^}]*)\}")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
@@ -176,12 +212,15 @@ def overview(metrics_url: str, timeout: float = 300.0) -> dict[str, dict[str, in
             continue
         labels = dict(_LABEL.findall(match["labels"]))
         nodes.setdefault(labels.get("node", ""), {})[labels.get("device_uuid", "")] = int(
-            labels.get("device_memory_limit", "0") or 0)
+            labels.get("device_memory_limit", "0") or 0
+        )
     return nodes
 
 
-_ADDED = re.compile(r'^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)\s+\d+ \S+\] "Node device added" '
-                    r'nodeName="([^"]+)"')
+_ADDED = re.compile(
+    r'^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)\s+\d+ \S+\] "Node device added" '
+    r'nodeName="([^"]+)"'
+)
 
 
 class AddedNodes:

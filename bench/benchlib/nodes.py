@@ -8,16 +8,21 @@ from typing import Any
 
 __all__ = ["NVIDIA_REGISTER", "VENDORS", "Vendor", "node_manifest", "nvidia_register"]
 
-_GPU = ('{{"id":"GPU-{node}-{k:02d}-8a3f6c1e-5b2d-4c7a-9e10","index":{k},"count":10,"devmem":{mem},'
-        '"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":0,"mode":"hami-core","health":true}}')
+_GPU = (
+    '{{"id":"GPU-{node}-{k:02d}-8a3f6c1e-5b2d-4c7a-9e10","index":{k},"count":10,"devmem":{mem},'
+    '"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":0,"mode":"hami-core","health":true}}'
+)
 
 NVIDIA_REGISTER = "hami.io/node-nvidia-register"
 
 
 def nvidia_register(node: str, gpus: int = 8, first_devmem: int = 32768) -> str:
     """The JSON register value of ``gpus`` V100s; ``first_devmem`` varies the first one (a changed value)."""
-    return "[" + ",".join(_GPU.format(node=node, k=k, mem=first_devmem if k == 0 else 32768)
-                          for k in range(gpus)) + "]"
+    return (
+        "["
+        + ",".join(_GPU.format(node=node, k=k, mem=first_devmem if k == 0 else 32768) for k in range(gpus))
+        + "]"
+    )
 
 
 def _dcu(node: str, count: int = 4) -> str:
@@ -29,8 +34,10 @@ def _mlu(node: str) -> str:
 
 
 def _xpu(node: str) -> str:
-    return (f'[{{"id":"XPU-{node}-0","index":0,"count":4,"devmem":98304,"devcore":100,"type":"P800",'
-            f'"numa":0,"mode":"hami-core","health":true}}]')
+    return (
+        f'[{{"id":"XPU-{node}-0","index":0,"count":4,"devmem":98304,"devcore":100,"type":"P800",'
+        f'"numa":0,"mode":"hami-core","health":true}}]'
+    )
 
 
 @dataclass(frozen=True)
@@ -47,20 +54,34 @@ class Vendor:
 
 
 VENDORS: Mapping[str, Vendor] = {
-    "nvidia": Vendor("nvidia", NVIDIA_REGISTER, "hami.io/node-handshake", "nvidia.com/gpu", "80", 8,
-                     nvidia_register),
-    "dcu": Vendor("dcu", "hami.io/node-dcu-register", "hami.io/node-handshake-dcu", "hygon.com/dcunum", "16",
-                  4, _dcu),
-    "mlu": Vendor("mlu", "hami.io/node-mlu-register", "hami.io/node-handshake-mlu", "cambricon.com/mlu", "10",
-                  1, _mlu),
-    "kunlun": Vendor("kunlun", "hami.io/node-register-xpu", "hami.io/node-handshake-xpu",
-                     "kunlunxin.com/vxpu", "4", 1, _xpu),
+    "nvidia": Vendor(
+        "nvidia", NVIDIA_REGISTER, "hami.io/node-handshake", "nvidia.com/gpu", "80", 8, nvidia_register
+    ),
+    "dcu": Vendor(
+        "dcu", "hami.io/node-dcu-register", "hami.io/node-handshake-dcu", "hygon.com/dcunum", "16", 4, _dcu
+    ),
+    "mlu": Vendor(
+        "mlu", "hami.io/node-mlu-register", "hami.io/node-handshake-mlu", "cambricon.com/mlu", "10", 1, _mlu
+    ),
+    "kunlun": Vendor(
+        "kunlun",
+        "hami.io/node-register-xpu",
+        "hami.io/node-handshake-xpu",
+        "kunlunxin.com/vxpu",
+        "4",
+        1,
+        _xpu,
+    ),
 }
 
 
-def node_manifest(name: str, vendors: Mapping[str, bool], labels: Mapping[str, str] | None = None,
-                  extra_annotations: Mapping[str, str] | None = None,
-                  extra_allocatable: Mapping[str, str] | None = None) -> dict[str, Any]:
+def node_manifest(
+    name: str,
+    vendors: Mapping[str, bool],
+    labels: Mapping[str, str] | None = None,
+    extra_annotations: Mapping[str, str] | None = None,
+    extra_allocatable: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """A Node carrying each named vendor's register value; ``vendors[name]`` says whether its plugin
     also left an allocatable count (``False``: a plugin that registered and then went silent)."""
     annotations: dict[str, str] = {}
@@ -75,7 +96,10 @@ def node_manifest(name: str, vendors: Mapping[str, bool], labels: Mapping[str, s
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})},
-                     "annotations": annotations},
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+            "annotations": annotations,
+        },
         "status": {"capacity": dict(allocatable), "allocatable": allocatable},
     }

@@ -47,16 +47,22 @@ def _die_with_parent() -> None:  # in the child: SIGKILL when the benchmark dies
 class Daemon:
     """One daemon process: started with its output in ``log``, stopped with TERM, then KILL."""
 
-    def __init__(self, name: str, argv: Sequence[str], log: Path,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, name: str, argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None
+    ) -> None:
         self.name = name
         self.log = log
         self.started = time.monotonic()
         self.started_wall = time.time()  # to place the daemon's own log timestamps on the same axis
         with log.open("wb") as out:
             self._proc = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})}, start_new_session=True, preexec_fn=_die_with_parent,
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
 
     @property
@@ -77,7 +83,7 @@ class Daemon:
             status = Path(f"/proc/{self.pid}/status").read_text()
         except OSError as exc:
             raise BenchError(f"{self.name} is gone (exit code {self.returncode}); see {self.log}") from exc
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state is fields[0]
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state is fields[0]
         cpu = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime (stat fields 14, 15)
         peak = 0
         for line in status.splitlines():
@@ -87,8 +93,9 @@ class Daemon:
 
     def check_alive(self) -> None:
         if not self.alive():
-            raise BenchError(f"{self.name} exited with code {self.returncode}; last lines of {self.log}:\n"
-                             + self.tail())
+            raise BenchError(
+                f"{self.name} exited with code {self.returncode}; last lines of {self.log}:\n" + self.tail()
+            )
 
     def tail(self, lines: int = 15) -> str:
         try:

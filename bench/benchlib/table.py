@@ -9,6 +9,7 @@ __all__ = ["markdown_table"]
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A GitHub Markdown table; ``|`` inside a cell is escaped."""
+
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 

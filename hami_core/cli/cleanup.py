@@ -127,22 +127,45 @@ def _checked(check: Callable[[str], bool], what: str) -> Callable[[click.Context
 
 @click.command("cleanup")
 @cluster_options
-@click.option("--node", "nodes", multiple=True, metavar="NAME", callback=_node_names,
-              help="A Node to clean up; repeat for more.")
+@click.option(
+    "--node",
+    "nodes",
+    multiple=True,
+    metavar="NAME",
+    callback=_node_names,
+    help="A Node to clean up; repeat for more.",
+)
 @click.option("--all", "all_nodes", is_flag=True, help="Clean up every Node.")
-@click.option("--vendors", envvar="HAMI_VENDORS", metavar="NAMES",
-              help="Comma-separated drivers whose annotations to remove (a driver name, or a plugin name "
-              "for all its drivers); default every installed one. Env: HAMI_VENDORS.")
-@click.option("--lease-namespace", envvar="HAMI_LEASE_NAMESPACE", default="kube-system", show_default=True,
-              callback=_checked(is_dns_label, "namespace name (a lower-case DNS label)"),
-              help="Namespace of the scheduler's leader Lease. Env: HAMI_LEASE_NAMESPACE.")
-@click.option("--lease-name", envvar="HAMI_LEASE_NAME", default=DEFAULT_LEASE_NAME, show_default=True,
-              callback=_checked(is_dns_subdomain, "Lease name (a lower-case DNS subdomain)"),
-              help="Name of the scheduler's leader Lease. Env: HAMI_LEASE_NAME.")
+@click.option(
+    "--vendors",
+    envvar="HAMI_VENDORS",
+    metavar="NAMES",
+    help="Comma-separated drivers whose annotations to remove (a driver name, or a plugin name "
+    "for all its drivers); default every installed one. Env: HAMI_VENDORS.",
+)
+@click.option(
+    "--lease-namespace",
+    envvar="HAMI_LEASE_NAMESPACE",
+    default="kube-system",
+    show_default=True,
+    callback=_checked(is_dns_label, "namespace name (a lower-case DNS label)"),
+    help="Namespace of the scheduler's leader Lease. Env: HAMI_LEASE_NAMESPACE.",
+)
+@click.option(
+    "--lease-name",
+    envvar="HAMI_LEASE_NAME",
+    default=DEFAULT_LEASE_NAME,
+    show_default=True,
+    callback=_checked(is_dns_subdomain, "Lease name (a lower-case DNS subdomain)"),
+    help="Name of the scheduler's leader Lease. Env: HAMI_LEASE_NAME.",
+)
 @click.option("--keep-lease", is_flag=True, help="Leave the scheduler's Lease alone.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
-@click.option("--force", is_flag=True,
-              help="Go on even while the scheduler still holds its Lease (it would stamp the nodes again).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Go on even while the scheduler still holds its Lease (it would stamp the nodes again).",
+)
 def cleanup_command(
     kubeconfig: str | None,
     context: str | None,
@@ -163,8 +186,9 @@ def cleanup_command(
     stderr; the other Nodes are still cleaned up), 2 for bad usage.
     """
     if all_nodes == bool(nodes):
-        raise click.UsageError("give --node NAME (repeatable) or --all" if not nodes
-                               else "--node and --all exclude each other")
+        raise click.UsageError(
+            "give --node NAME (repeatable) or --all" if not nodes else "--node and --all exclude each other"
+        )
     _, drivers = drivers_from_options(vendors, ())
     keys = annotation_keys(drivers)
     cluster = connect(kubeconfig, context, request_timeout=30.0)
@@ -182,8 +206,12 @@ def cleanup_command(
         )
     try:
         result = cleanup(
-            cluster, keys, nodes=None if all_nodes else nodes,
-            lease=None if keep_lease else (lease_namespace, lease_name), dry_run=dry_run, echo=click.echo,
+            cluster,
+            keys,
+            nodes=None if all_nodes else nodes,
+            lease=None if keep_lease else (lease_namespace, lease_name),
+            dry_run=dry_run,
+            echo=click.echo,
         )
     except ClusterError as exc:
         raise click.ClickException(str(exc)) from None

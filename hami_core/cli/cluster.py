@@ -39,11 +39,13 @@ class ConfigError(click.ClickException):
 
 def cluster_options(command: F) -> F:
     """``--kubeconfig`` and ``--context``, each also from the environment."""
+    command = click.option("--context", envvar="HAMI_CONTEXT", help="Kubeconfig context. Env: HAMI_CONTEXT.")(
+        command
+    )
     command = click.option(
-        "--context", envvar="HAMI_CONTEXT", help="Kubeconfig context. Env: HAMI_CONTEXT."
-    )(command)
-    command = click.option(
-        "--kubeconfig", envvar=["HAMI_KUBECONFIG", "KUBECONFIG"], metavar="FILE",
+        "--kubeconfig",
+        envvar=["HAMI_KUBECONFIG", "KUBECONFIG"],
+        metavar="FILE",
         help="Kubeconfig file (KUBECONFIG may list several, separated by ':'). Default: in-cluster config "
         "when running in a Pod, else ~/.kube/config. Env: HAMI_KUBECONFIG, KUBECONFIG.",
     )(command)
@@ -117,8 +119,11 @@ def connect(
     naming the file and why. ``pool_size``: connections kept open (at least the requests sent at once)."""
     from hami_core.kube.client import KubeCluster
 
-    timeouts: dict[str, Any] = {"request_timeout": request_timeout,
-                                "connect_timeout": min(10.0, request_timeout), "pool_size": pool_size}
+    timeouts: dict[str, Any] = {
+        "request_timeout": request_timeout,
+        "connect_timeout": min(10.0, request_timeout),
+        "pool_size": pool_size,
+    }
     if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
         try:
             return KubeCluster.in_cluster(**timeouts)

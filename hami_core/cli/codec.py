@@ -35,12 +35,23 @@ from hami_core.protocol.model import DeviceInfo
 __all__ = ["DECODERS", "ENCODERS", "OUTPUT_KEYS", "codec"]
 
 DECODERS: dict[str, Callable[[str], list[DeviceInfo]]] = {
-    "auto": decode_any, "json": decode_json, "legacy": decode_legacy,
+    "auto": decode_any,
+    "json": decode_json,
+    "legacy": decode_legacy,
 }
 ENCODERS: dict[str, Callable[[Sequence[DeviceInfo]], str]] = {"json": encode_json, "legacy": encode_legacy}
 #: The keys of each device object ``decode`` prints, in this order.
 OUTPUT_KEYS = (
-    "id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health", "migProfiles",
+    "id",
+    "index",
+    "count",
+    "devmem",
+    "devcore",
+    "type",
+    "numa",
+    "mode",
+    "health",
+    "migProfiles",
     "custominfo",
 )
 
@@ -167,7 +178,11 @@ def codec() -> None:
 
 @codec.command("decode")
 @click.option(
-    "--format", "encoding", type=click.Choice(sorted(DECODERS)), default="auto", show_default=True,
+    "--format",
+    "encoding",
+    type=click.Choice(sorted(DECODERS)),
+    default="auto",
+    show_default=True,
     help="The value's encoding; auto reads JSON when it starts with '[' or is null, else legacy.",
 )
 @click.option(
@@ -198,12 +213,14 @@ def decode(encoding: str, batch: bool) -> None:
 
 @codec.command("encode")
 @click.option(
-    "--format", "encoding", type=click.Choice(sorted(ENCODERS)), default="json", show_default=True,
+    "--format",
+    "encoding",
+    type=click.Choice(sorted(ENCODERS)),
+    default="json",
+    show_default=True,
     help="The encoding to write.",
 )
-@click.option(
-    "--batch", is_flag=True, help="JSON Lines: one JSON array per input line, one result per line."
-)
+@click.option("--batch", is_flag=True, help="JSON Lines: one JSON array per input line, one result per line.")
 def encode(encoding: str, batch: bool) -> None:
     """Read a JSON array of device objects from stdin and print the annotation value exactly."""
     encoder = ENCODERS[encoding]

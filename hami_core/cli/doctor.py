@@ -87,7 +87,8 @@ def parse_timezone(text: str) -> tzinfo:
         return ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(
-            f"{text!r} is not 'local', 'UTC', an offset like +08:00 or a known zone name") from None
+            f"{text!r} is not 'local', 'UTC', an offset like +08:00 or a known zone name"
+        ) from None
 
 
 def _zone(ctx: click.Context, param: click.Parameter, value: str) -> tzinfo:
@@ -117,8 +118,9 @@ def _moment(text: str, zone: tzinfo) -> datetime:
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise click.BadParameter(f"{text!r} is not a time like 2026-11-30T12:00:00+08:00",
-                                 param_hint="'--at'") from None
+        raise click.BadParameter(
+            f"{text!r} is not a time like 2026-11-30T12:00:00+08:00", param_hint="'--at'"
+        ) from None
     return moment.replace(tzinfo=zone) if moment.tzinfo is None else moment.astimezone(zone)
 
 
@@ -145,8 +147,10 @@ def _quantities_as_text(obj: dict[str, Any]) -> dict[str, Any]:
     status = obj.get("status")
     allocatable = status.get("allocatable") if isinstance(status, dict) else None
     if isinstance(allocatable, dict):
-        fixed = {k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
-                 for k, v in allocatable.items()}
+        fixed = {
+            k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+            for k, v in allocatable.items()
+        }
         obj = {**obj, "status": {**status, "allocatable": fixed}}  # type: ignore[dict-item]
     return obj
 
@@ -172,8 +176,9 @@ def load_node_file(path: str, name: str | None = None) -> NodeSnapshot:
         raise click.UsageError(f"{path}: not a Node: it holds a YAML {type(data).__name__}, not an object")
     kind = data.get("kind")
     if kind in ("List", "NodeList"):
-        items = [i for i in data.get("items") or []
-                 if isinstance(i, dict) and i.get("kind", "Node") == "Node"]
+        items = [
+            i for i in data.get("items") or [] if isinstance(i, dict) and i.get("kind", "Node") == "Node"
+        ]
         names = [str((i.get("metadata") or {}).get("name")) for i in items]
         if name is not None:
             if name not in names:
@@ -221,8 +226,10 @@ class LeaseFacts:
         if self.error is not None:
             return f"{where}: cannot be read: {self.error}"
         if not self.found:
-            return (f"{where}: not found: no scheduler with leader election has run here (or it uses another "
-                    "--lease-namespace/--lease-name)")
+            return (
+                f"{where}: not found: no scheduler with leader election has run here (or it uses another "
+                "--lease-namespace/--lease-name)"
+            )
         if not self.holder:
             return f"{where}: released: no replica holds it (a leader that stopped hands it over this way)"
         until = self.valid_until()
@@ -231,8 +238,10 @@ class LeaseFacts:
         renewed = f"renewed {span(now - self.renewed_at)} ago" if self.renewed_at is not None else "renewed"
         if until > now:
             return f"{where}: held by {self.holder}, {renewed}, valid until {_clock(until, now)}"
-        return (f"{where}: held by {self.holder} but expired {span(now - until)} ago ({renewed}): no replica "
-                "is leading now, so nothing is written")
+        return (
+            f"{where}: held by {self.holder} but expired {span(now - until)} ago ({renewed}): no replica "
+            "is leading now, so nothing is written"
+        )
 
 
 def lease_facts(cluster: Cluster, namespace: str, name: str) -> LeaseFacts:
@@ -246,8 +255,14 @@ def lease_facts(cluster: Cluster, namespace: str, name: str) -> LeaseFacts:
     except ClusterError as exc:
         return LeaseFacts(namespace=namespace, name=name, error=str(exc))
     duration = timedelta(seconds=lease.lease_duration_seconds) if lease.lease_duration_seconds else None
-    return LeaseFacts(namespace=namespace, name=name, found=True, holder=lease.holder_identity,
-                      renewed_at=lease.renew_time or lease.acquire_time, duration=duration)
+    return LeaseFacts(
+        namespace=namespace,
+        name=name,
+        found=True,
+        holder=lease.holder_identity,
+        renewed_at=lease.renew_time or lease.acquire_time,
+        duration=duration,
+    )
 
 
 def _lease_json(facts: LeaseFacts, now: datetime) -> dict[str, Any]:
@@ -325,30 +340,42 @@ def fetch_scheduler_view(url: str, node: str) -> dict[str, Any] | str:
     return body
 
 
-def _differs_why(mine: VendorExplanation, theirs: Mapping[str, Any], view: Mapping[str, Any],
-                 explanation: NodeExplanation) -> str:
+def _differs_why(
+    mine: VendorExplanation, theirs: Mapping[str, Any], view: Mapping[str, Any], explanation: NodeExplanation
+) -> str:
     state = theirs.get("state")
     if view.get("resource_version") != explanation.resource_version:
-        return (f"the scheduler judged resourceVersion {view.get('resource_version')}, the doctor read "
-                f"{explanation.resource_version}: a change on its way to the scheduler's watch (or since)")
+        return (
+            f"the scheduler judged resourceVersion {view.get('resource_version')}, the doctor read "
+            f"{explanation.resource_version}: a change on its way to the scheduler's watch (or since)"
+        )
     if view.get("selected") != explanation.selected:
-        return (f"the scheduler's node selector is {view.get('selector') or 'empty'!r}, the doctor's "
-                f"{explanation.selector or 'empty'!r}: give the doctor the scheduler's --node-selector")
+        return (
+            f"the scheduler's node selector is {view.get('selector') or 'empty'!r}, the doctor's "
+            f"{explanation.selector or 'empty'!r}: give the doctor the scheduler's --node-selector"
+        )
     awaiting = VendorState.AWAITING_SIGN_OF_LIFE
     if state == awaiting.value and mine.state is not awaiting:
-        return (f"the scheduler remembers cleaning {mine.vendor_key} up here and waits for a sign of "
-                "life; the doctor has no memory of earlier evaluations: the scheduler's view is the one that "
-                "counts")
+        return (
+            f"the scheduler remembers cleaning {mine.vendor_key} up here and waits for a sign of "
+            "life; the doctor has no memory of earlier evaluations: the scheduler's view is the one that "
+            "counts"
+        )
     if state in (VendorState.REGISTERED.value, VendorState.DEGRADED.value) and mine.state is awaiting:
-        return (f"the scheduler has {mine.vendor_key} in its cache from earlier evaluations; the doctor, "
-                "with no memory of them, finds it dead before it ever registered: the scheduler's view is "
-                "the one that counts")
-    return (f"judged at different moments (scheduler {view.get('judged_at')}, doctor "
-            f"{explanation.now.isoformat()}) or with different settings (window, time zone)")
+        return (
+            f"the scheduler has {mine.vendor_key} in its cache from earlier evaluations; the doctor, "
+            "with no memory of them, finds it dead before it ever registered: the scheduler's view is "
+            "the one that counts"
+        )
+    return (
+        f"judged at different moments (scheduler {view.get('judged_at')}, doctor "
+        f"{explanation.now.isoformat()}) or with different settings (window, time zone)"
+    )
 
 
-def compare_with_scheduler(explanation: NodeExplanation, url: str, view: Mapping[str, Any] | str
-                           ) -> SchedulerAgreement:
+def compare_with_scheduler(
+    explanation: NodeExplanation, url: str, view: Mapping[str, Any] | str
+) -> SchedulerAgreement:
     """Compare the doctor's explanation with a scheduler's ``/cache/<node>`` view (or why there is none)."""
     if isinstance(view, str):
         return SchedulerAgreement(url=url, error=view)
@@ -358,21 +385,38 @@ def compare_with_scheduler(explanation: NodeExplanation, url: str, view: Mapping
         theirs = theirs_all.get(mine.vendor_key)
         doctor_state, doctor_write = mine.state.value, mine.next.write.value
         if not isinstance(theirs, dict):
-            vendors.append(VendorAgreement(
-                vendor_key=mine.vendor_key, agrees=None, doctor_state=doctor_state, doctor_write=doctor_write,
-                why=f"the scheduler does not run the driver of {mine.vendor_key}"))
+            vendors.append(
+                VendorAgreement(
+                    vendor_key=mine.vendor_key,
+                    agrees=None,
+                    doctor_state=doctor_state,
+                    doctor_write=doctor_write,
+                    why=f"the scheduler does not run the driver of {mine.vendor_key}",
+                )
+            )
             continue
         state = theirs.get("state")
         write = (theirs.get("next") or {}).get("write")
         agrees = (state, write) == (doctor_state, doctor_write)
-        vendors.append(VendorAgreement(
-            vendor_key=mine.vendor_key, agrees=agrees, scheduler_state=state, scheduler_write=write,
-            doctor_state=doctor_state, doctor_write=doctor_write,
-            why=None if agrees else _differs_why(mine, theirs, view, explanation)))
+        vendors.append(
+            VendorAgreement(
+                vendor_key=mine.vendor_key,
+                agrees=agrees,
+                scheduler_state=state,
+                scheduler_write=write,
+                doctor_state=doctor_state,
+                doctor_write=doctor_write,
+                why=None if agrees else _differs_why(mine, theirs, view, explanation),
+            )
+        )
     return SchedulerAgreement(
-        url=url, identity=view.get("identity"), leader=view.get("leader"),
-        writes=view.get("this_replica_writes"), resource_version=view.get("resource_version"),
-        vendors=tuple(vendors))
+        url=url,
+        identity=view.get("identity"),
+        leader=view.get("leader"),
+        writes=view.get("this_replica_writes"),
+        resource_version=view.get("resource_version"),
+        vendors=tuple(vendors),
+    )
 
 
 def _agreement_json(agreement: SchedulerAgreement) -> dict[str, Any]:
@@ -436,15 +480,30 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
 
 def _wrapped(label: str, text: str) -> list[str]:
     head = f"  {label:<11} "
-    return textwrap.wrap(text, width=_WIDTH, initial_indent=head, subsequent_indent=" " * len(head),
-                         break_on_hyphens=False, break_long_words=False) or [head.rstrip()]
+    return textwrap.wrap(
+        text,
+        width=_WIDTH,
+        initial_indent=head,
+        subsequent_indent=" " * len(head),
+        break_on_hyphens=False,
+        break_long_words=False,
+    ) or [head.rstrip()]
 
 
 def _vendor_details(e: VendorExplanation, now: datetime) -> list[str]:
-    lines = textwrap.wrap(f"{e.vendor_key}: {e.summary}", width=_WIDTH, subsequent_indent="  ",
-                          break_on_hyphens=False, break_long_words=False)
-    if e.state is VendorState.NOT_PRESENT and not e.register.present and e.handshake.value is None \
-            and not e.notes:
+    lines = textwrap.wrap(
+        f"{e.vendor_key}: {e.summary}",
+        width=_WIDTH,
+        subsequent_indent="  ",
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+    if (
+        e.state is VendorState.NOT_PRESENT
+        and not e.register.present
+        and e.handshake.value is None
+        and not e.notes
+    ):
         return lines
     r = e.register
     if not r.present:
@@ -478,8 +537,13 @@ def _vendor_details(e: VendorExplanation, now: datetime) -> list[str]:
     return lines
 
 
-def render_text(explanation: NodeExplanation, *, source: str, lease: LeaseFacts | None,
-                agreement: SchedulerAgreement | None) -> str:
+def render_text(
+    explanation: NodeExplanation,
+    *,
+    source: str,
+    lease: LeaseFacts | None,
+    agreement: SchedulerAgreement | None,
+) -> str:
     e = explanation
     now = e.now
     lines = [f"Node {e.node} ({source}; uid {e.uid or '-'}, resourceVersion {e.resource_version or '-'})"]
@@ -494,8 +558,15 @@ def render_text(explanation: NodeExplanation, *, source: str, lease: LeaseFacts 
     lines.append("")
     header = ("VENDOR", "STATE", "REGISTER", "HANDSHAKE", "ALLOCATABLE", "VERDICT", "NEXT WRITE")
     rows = [header] + [
-        (v.vendor_key, v.state.value, _register_cell(v), _handshake_cell(v), _allocatable_cell(v),
-         v.verdict.value, v.next.write.value)
+        (
+            v.vendor_key,
+            v.state.value,
+            _register_cell(v),
+            _handshake_cell(v),
+            _allocatable_cell(v),
+            v.verdict.value,
+            v.next.write.value,
+        )
         for v in e.vendors
     ]
     lines += _table(rows)
@@ -514,22 +585,33 @@ def _agreement_text(agreement: SchedulerAgreement) -> list[str]:
     role = "leader" if agreement.leader else "not the leader"
     writes = "sends its writes" if agreement.writes else "sends no writes (shows what a leader would send)"
     verdict = {True: "agrees", False: "DIFFERS", None: "nothing to compare"}[agreement.agrees]
-    lines = [f"Scheduler {agreement.url} ({agreement.identity}, {role}, {writes}; resourceVersion "
-             f"{agreement.resource_version}): {verdict}"]
+    lines = [
+        f"Scheduler {agreement.url} ({agreement.identity}, {role}, {writes}; resourceVersion "
+        f"{agreement.resource_version}): {verdict}"
+    ]
     for v in agreement.vendors:
         if v.agrees is None:
             lines += _wrapped(v.vendor_key, v.why or "")
         elif v.agrees:
             lines += _wrapped(v.vendor_key, f"agrees: {v.doctor_state}, next write {v.doctor_write}")
         else:
-            lines += _wrapped(v.vendor_key, (
-                f"differs: scheduler {v.scheduler_state}, next write {v.scheduler_write}; doctor "
-                f"{v.doctor_state}, next write {v.doctor_write}: {v.why}"))
+            lines += _wrapped(
+                v.vendor_key,
+                (
+                    f"differs: scheduler {v.scheduler_state}, next write {v.scheduler_write}; doctor "
+                    f"{v.doctor_state}, next write {v.doctor_write}: {v.why}"
+                ),
+            )
     return lines
 
 
-def render_json(explanation: NodeExplanation, *, source: dict[str, Any], lease: LeaseFacts | None,
-                agreement: SchedulerAgreement | None) -> str:
+def render_json(
+    explanation: NodeExplanation,
+    *,
+    source: dict[str, Any],
+    lease: LeaseFacts | None,
+    agreement: SchedulerAgreement | None,
+) -> str:
     body = explanation_json(explanation)
     body["source"] = source
     body["lease"] = _lease_json(lease, explanation.now) if lease is not None else None
@@ -547,30 +629,70 @@ def doctor() -> None:
 
 @doctor.command("node")
 @click.argument("name", required=False)
-@click.option("--from-file", "from_file", metavar="FILE",
-              help="Examine a Node exported with 'kubectl get node NAME -o yaml' (or -o json; '-' reads "
-                   "stdin) instead of reading it from the cluster. A list of Nodes works too: NAME picks "
-                   "one.")
+@click.option(
+    "--from-file",
+    "from_file",
+    metavar="FILE",
+    help="Examine a Node exported with 'kubectl get node NAME -o yaml' (or -o json; '-' reads "
+    "stdin) instead of reading it from the cluster. A list of Nodes works too: NAME picks "
+    "one.",
+)
 @cluster_options
 @driver_options
-@click.option("--node-selector", envvar="HAMI_NODE_SELECTOR", callback=_selector, metavar="K=V,...",
-              help="The scheduler's node selector. Env: HAMI_NODE_SELECTOR.")
-@click.option("--handshake-window", envvar="HAMI_HANDSHAKE_WINDOW", type=DURATION, default="60s",
-              show_default=True, help="The scheduler's handshake window. Env: HAMI_HANDSHAKE_WINDOW.")
-@click.option("--timezone", "zone", envvar="HAMI_DOCTOR_TIMEZONE", default="local", show_default=True,
-              callback=_zone, metavar="ZONE",
-              help="The scheduler's time zone, in which stamps without a zone are read: 'local', 'UTC', an "
-                   "offset (+08:00) or a zone name (Asia/Shanghai). Env: HAMI_DOCTOR_TIMEZONE.")
-@click.option("--at", "at", metavar="TIME",
-              help="Judge as of TIME (e.g. 2026-11-30T12:00:00+08:00; without an offset, in --timezone) "
-                   "instead of now: for a Node exported earlier.")
-@click.option("--lease-namespace", envvar="HAMI_LEASE_NAMESPACE", default="kube-system", show_default=True,
-              help="Namespace of the scheduler's leader Lease. Env: HAMI_LEASE_NAMESPACE.")
-@click.option("--lease-name", envvar="HAMI_LEASE_NAME", default=DEFAULT_LEASE_NAME, show_default=True,
-              help="Name of the scheduler's leader Lease. Env: HAMI_LEASE_NAME.")
-@click.option("--scheduler-url", callback=_scheduler_url, metavar="URL",
-              help="A scheduler's status endpoint (e.g. http://127.0.0.1:9395): compare its /cache/NAME view "
-                   "with the doctor's.")
+@click.option(
+    "--node-selector",
+    envvar="HAMI_NODE_SELECTOR",
+    callback=_selector,
+    metavar="K=V,...",
+    help="The scheduler's node selector. Env: HAMI_NODE_SELECTOR.",
+)
+@click.option(
+    "--handshake-window",
+    envvar="HAMI_HANDSHAKE_WINDOW",
+    type=DURATION,
+    default="60s",
+    show_default=True,
+    help="The scheduler's handshake window. Env: HAMI_HANDSHAKE_WINDOW.",
+)
+@click.option(
+    "--timezone",
+    "zone",
+    envvar="HAMI_DOCTOR_TIMEZONE",
+    default="local",
+    show_default=True,
+    callback=_zone,
+    metavar="ZONE",
+    help="The scheduler's time zone, in which stamps without a zone are read: 'local', 'UTC', an "
+    "offset (+08:00) or a zone name (Asia/Shanghai). Env: HAMI_DOCTOR_TIMEZONE.",
+)
+@click.option(
+    "--at",
+    "at",
+    metavar="TIME",
+    help="Judge as of TIME (e.g. 2026-11-30T12:00:00+08:00; without an offset, in --timezone) "
+    "instead of now: for a Node exported earlier.",
+)
+@click.option(
+    "--lease-namespace",
+    envvar="HAMI_LEASE_NAMESPACE",
+    default="kube-system",
+    show_default=True,
+    help="Namespace of the scheduler's leader Lease. Env: HAMI_LEASE_NAMESPACE.",
+)
+@click.option(
+    "--lease-name",
+    envvar="HAMI_LEASE_NAME",
+    default=DEFAULT_LEASE_NAME,
+    show_default=True,
+    help="Name of the scheduler's leader Lease. Env: HAMI_LEASE_NAME.",
+)
+@click.option(
+    "--scheduler-url",
+    callback=_scheduler_url,
+    metavar="URL",
+    help="A scheduler's status endpoint (e.g. http://127.0.0.1:9395): compare its /cache/NAME view "
+    "with the doctor's.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 def node(
     name: str | None,
@@ -601,8 +723,9 @@ def node(
     if from_file is not None and scheduler_url is not None:
         raise click.UsageError("--scheduler-url compares with the live Node: leave out --from-file")
     if name is not None and not is_dns_subdomain(name):
-        raise click.BadParameter(f"{name!r} is not a Node name (a lower-case DNS subdomain)",
-                                 param_hint="'NAME'")
+        raise click.BadParameter(
+            f"{name!r} is not a Node name (a lower-case DNS subdomain)", param_hint="'NAME'"
+        )
     _, drivers = drivers_from_options(vendors, count_resources)
     now = _moment(at, zone) if at is not None else SYSTEM.now().astimezone(zone)
     lease: LeaseFacts | None = None
@@ -618,12 +741,20 @@ def node(
         source = {"kind": "cluster", "file": None}
         shown_source = "from the cluster"
     window = timedelta(seconds=handshake_window)
-    explanation = explain_node(snapshot.name, snapshot, [d.rules() for d in drivers], None,
-                               selector=node_selector, now=now, window=window)
+    explanation = explain_node(
+        snapshot.name,
+        snapshot,
+        [d.rules() for d in drivers],
+        None,
+        selector=node_selector,
+        now=now,
+        window=window,
+    )
     agreement = None
     if scheduler_url is not None:
-        agreement = compare_with_scheduler(explanation, scheduler_url,
-                                           fetch_scheduler_view(scheduler_url, snapshot.name))
+        agreement = compare_with_scheduler(
+            explanation, scheduler_url, fetch_scheduler_view(scheduler_url, snapshot.name)
+        )
     if as_json:
         click.echo(render_json(explanation, source=source, lease=lease, agreement=agreement))
     else:

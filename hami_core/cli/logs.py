@@ -53,8 +53,14 @@ from types import TracebackType
 from typing import Any, TextIO
 
 __all__ = [
-    "FIELDS", "LOG_FORMATS", "LOG_LEVELS", "JsonFormatter", "TextFormatter", "active_format",
-    "configure_logging", "report_error",
+    "FIELDS",
+    "LOG_FORMATS",
+    "LOG_LEVELS",
+    "JsonFormatter",
+    "TextFormatter",
+    "active_format",
+    "configure_logging",
+    "report_error",
 ]
 
 LOG_FORMATS = ("text", "json")
@@ -114,8 +120,14 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
-def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                  file: TextIO | None = None, line: str | None = None) -> None:
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
     """``warnings.showwarning`` as a record of ``py.warnings``, on one line (``logging.captureWarnings``
     does the same, but with the warning's source line on a second line)."""
     if file is not None:  # written somewhere on purpose: leave it be
@@ -143,8 +155,9 @@ def _main_exception(exc_type: type[BaseException], value: BaseException, tb: Tra
 def _unraisable(unraisable: Any) -> None:
     exc = unraisable.exc_value
     exc_info = (type(exc), exc, unraisable.exc_traceback) if exc is not None else None
-    logging.getLogger("hami_core").error("%s: %r", unraisable.err_msg or "exception ignored",
-                                         unraisable.object, exc_info=exc_info)
+    logging.getLogger("hami_core").error(
+        "%s: %r", unraisable.err_msg or "exception ignored", unraisable.object, exc_info=exc_info
+    )
 
 
 def configure_logging(fmt: str, level: str) -> None:

@@ -13,7 +13,13 @@ from hami_core.cli.logs import LOG_FORMATS, LOG_LEVELS
 from hami_core.durations import MAX_SECONDS, format_duration, parse_duration
 
 __all__ = [
-    "DURATION", "LOG_LEVEL", "Duration", "aliases", "go_bool_flag", "listen_address", "log_options",
+    "DURATION",
+    "LOG_LEVEL",
+    "Duration",
+    "aliases",
+    "go_bool_flag",
+    "listen_address",
+    "log_options",
 ]
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -46,8 +52,12 @@ class Duration(_FloatType):
                 self.fail(str(exc), param, ctx)
         if not 0 < result <= MAX_SECONDS:
             shown = value if isinstance(value, str) else format_duration(result)
-            self.fail(f"{shown!r} is not more than 0 and at most {format_duration(MAX_SECONDS)} "
-                      f"({MAX_SECONDS:g} seconds)", param, ctx)
+            self.fail(
+                f"{shown!r} is not more than 0 and at most {format_duration(MAX_SECONDS)} "
+                f"({MAX_SECONDS:g} seconds)",
+                param,
+                ctx,
+            )
         return result
 
 
@@ -74,12 +84,22 @@ def go_bool_flag(flag: str, *, envvar: str, default: bool, help: str) -> Callabl
         return value
 
     def decorate(command: F) -> F:
-        command = click.option(negation, is_flag=True, expose_value=False, callback=_negate,
-                               help=f"Same as {flag}=false.")(command)
-        command = click.option(flag, name, type=click.BOOL, is_flag=False, flag_value="true",
-                               default=str(default).lower(), show_default=True, envvar=envvar,
-                               callback=_resolve,
-                               metavar="[=true|false]", help=f"{help} Env: {envvar}.")(command)
+        command = click.option(
+            negation, is_flag=True, expose_value=False, callback=_negate, help=f"Same as {flag}=false."
+        )(command)
+        command = click.option(
+            flag,
+            name,
+            type=click.BOOL,
+            is_flag=False,
+            flag_value="true",
+            default=str(default).lower(),
+            show_default=True,
+            envvar=envvar,
+            callback=_resolve,
+            metavar="[=true|false]",
+            help=f"{help} Env: {envvar}.",
+        )(command)
         return command
 
     return decorate
@@ -120,12 +140,21 @@ LOG_LEVEL = click.Choice(LOG_LEVELS, case_sensitive=False)
 
 def log_options(command: F) -> F:
     """``--log-format`` and ``--log-level``, each also from the environment."""
-    command = click.option("--log-level", envvar="HAMI_LOG_LEVEL", type=LOG_LEVEL,
-                           default="info", show_default=True,
-                           help="Any case (INFO, info). Env: HAMI_LOG_LEVEL.")(command)
-    command = click.option("--log-format", envvar="HAMI_LOG_FORMAT",
-                           type=click.Choice(LOG_FORMATS, case_sensitive=False),
-                           default="text", show_default=True,
-                           help="text: one readable line per event; json: one JSON object per line, "
-                                "everything on stderr included. Env: HAMI_LOG_FORMAT.")(command)
+    command = click.option(
+        "--log-level",
+        envvar="HAMI_LOG_LEVEL",
+        type=LOG_LEVEL,
+        default="info",
+        show_default=True,
+        help="Any case (INFO, info). Env: HAMI_LOG_LEVEL.",
+    )(command)
+    command = click.option(
+        "--log-format",
+        envvar="HAMI_LOG_FORMAT",
+        type=click.Choice(LOG_FORMATS, case_sensitive=False),
+        default="text",
+        show_default=True,
+        help="text: one readable line per event; json: one JSON object per line, "
+        "everything on stderr included. Env: HAMI_LOG_FORMAT.",
+    )(command)
     return command

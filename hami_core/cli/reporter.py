@@ -29,20 +29,42 @@ def reporter() -> None:
 @reporter.command("run")
 @cluster_options
 @driver_options
-@click.option("--node-name", envvar=["HAMI_NODE_NAME", "NODE_NAME"], required=True,
-              help="The Node this reporter runs on. Env: HAMI_NODE_NAME, NODE_NAME (downward API).")
-@click.option("--interval", envvar="HAMI_REPORT_INTERVAL", type=DURATION, default="30s", show_default=True,
-              help="Between passes. Env: HAMI_REPORT_INTERVAL.")
-@click.option("--retry-interval", envvar="HAMI_REPORT_RETRY_INTERVAL", type=DURATION, default="5s",
-              show_default=True,
-              help="To the next pass after a failed one. Env: HAMI_REPORT_RETRY_INTERVAL.")
-@click.option("--once", is_flag=True,
-              help="One pass, then exit: 0 when it published and nothing failed, 1 when anything failed or "
-                   "no selected driver had a device source.")
-@click.option("--http-listen", envvar="HAMI_HTTP_LISTEN", default="off", show_default=True,
-              callback=listen_address,
-              help="HOST:PORT or [IPV6]:PORT serving /livez, /readyz and /metrics, or 'off'. "
-                   "Env: HAMI_HTTP_LISTEN.")
+@click.option(
+    "--node-name",
+    envvar=["HAMI_NODE_NAME", "NODE_NAME"],
+    required=True,
+    help="The Node this reporter runs on. Env: HAMI_NODE_NAME, NODE_NAME (downward API).",
+)
+@click.option(
+    "--interval",
+    envvar="HAMI_REPORT_INTERVAL",
+    type=DURATION,
+    default="30s",
+    show_default=True,
+    help="Between passes. Env: HAMI_REPORT_INTERVAL.",
+)
+@click.option(
+    "--retry-interval",
+    envvar="HAMI_REPORT_RETRY_INTERVAL",
+    type=DURATION,
+    default="5s",
+    show_default=True,
+    help="To the next pass after a failed one. Env: HAMI_REPORT_RETRY_INTERVAL.",
+)
+@click.option(
+    "--once",
+    is_flag=True,
+    help="One pass, then exit: 0 when it published and nothing failed, 1 when anything failed or "
+    "no selected driver had a device source.",
+)
+@click.option(
+    "--http-listen",
+    envvar="HAMI_HTTP_LISTEN",
+    default="off",
+    show_default=True,
+    callback=listen_address,
+    help="HOST:PORT or [IPV6]:PORT serving /livez, /readyz and /metrics, or 'off'. Env: HAMI_HTTP_LISTEN.",
+)
 @log_options
 def run(
     kubeconfig: str | None,
@@ -75,8 +97,9 @@ def run(
             report_error(problem)
         if result.ok and not result.published:
             names = ", ".join(d.name for d in drivers)
-            report_error(f"nothing published: no selected driver ({names}) has a device source on node "
-                         f"{node_name}")
+            report_error(
+                f"nothing published: no selected driver ({names}) has a device source on node {node_name}"
+            )
         sys.exit(0 if result.ok and result.published else 1)
     server = None
     if http_listen is not None:
@@ -84,8 +107,9 @@ def run(
             server = reporter_server(daemon, *http_listen)
         except OSError as exc:
             where = f"{http_listen[0]}:{http_listen[1]}"
-            raise click.BadParameter(f"cannot listen on {where}: {exc.strerror or exc}",
-                                     param_hint="'--http-listen'") from None
+            raise click.BadParameter(
+                f"cannot listen on {where}: {exc.strerror or exc}", param_hint="'--http-listen'"
+            ) from None
         server.start()
         log.info("serving /livez, /readyz, /metrics on http://%s:%d", *server.address)
 

@@ -65,49 +65,130 @@ KUBE_SCHEDULER_ALIASES = {
 @scheduler.command("run")
 @cluster_options
 @driver_options
-@click.option("--node-selector", envvar="HAMI_NODE_SELECTOR", callback=_selector, metavar="K=V,...",
-              help="Only nodes with all these labels register. Env: HAMI_NODE_SELECTOR.")
-@click.option("--lease-namespace", envvar="HAMI_LEASE_NAMESPACE", default="kube-system", show_default=True,
-              help="Namespace of the leader Lease. Env: HAMI_LEASE_NAMESPACE.")
-@click.option("--lease-name", envvar="HAMI_LEASE_NAME", default=DEFAULT_LEASE_NAME, show_default=True,
-              help="Name of the leader Lease. Env: HAMI_LEASE_NAME.")
-@click.option("--identity", envvar="HAMI_IDENTITY", default=None,
-              help="Holder identity, unique per replica. Default: <pod or host name>_<uuid>. "
-              "Env: HAMI_IDENTITY.")
-@go_bool_flag("--leader-elect", envvar="HAMI_LEADER_ELECT", default=True,
-              help="Elect a leader over the Lease before writing; false runs one replica that always "
-                   "leads, without a Lease (a one-node cluster, a test).")
-@go_bool_flag("--read-only", envvar="HAMI_READ_ONLY", default=False,
-              help="Watch, decode and decide as a leader would, and write nothing: no Lease, no patch, no "
-                   "Event. /cache/<node> shows the write a leader would send. For running beside another "
-                   "registrar (HAMi's scheduler); needs only get, list and watch on Nodes.")
-@click.option("--lease-duration", envvar="HAMI_LEASE_DURATION", type=DURATION, default="15s",
-              show_default=True, help="How long a Lease holds without renewal. Env: HAMI_LEASE_DURATION.")
-@click.option("--renew-deadline", envvar="HAMI_RENEW_DEADLINE", type=DURATION, default="10s",
-              show_default=True,
-              help="A leader that has not renewed for this long stops writing. Env: HAMI_RENEW_DEADLINE.")
-@click.option("--retry-period", envvar="HAMI_RETRY_PERIOD", type=DURATION, default="2s",
-              show_default=True, help="Between two tries to take or renew the Lease. Env: HAMI_RETRY_PERIOD.")
-@click.option("--resync", envvar="HAMI_RESYNC", type=DURATION, default="15s",
-              show_default=True, help="Between re-evaluations of every node. Env: HAMI_RESYNC.")
-@click.option("--handshake-window", envvar="HAMI_HANDSHAKE_WINDOW", type=DURATION,
-              default="60s", show_default=True,
-              help="After this a scheduler stamp is expired. Env: HAMI_HANDSHAKE_WINDOW.")
-@click.option("--qps", envvar="HAMI_QPS", type=click.FloatRange(min=0, min_open=True, max=100_000),
-              default=200.0, show_default=True,
-              help="Write rate limit (requests per second). Env: HAMI_QPS.")
-@click.option("--burst", envvar="HAMI_BURST", type=click.IntRange(min=1, max=100_000), default=400,
-              show_default=True,
-              help="Write burst. Env: HAMI_BURST.")
-@click.option("--max-in-flight", envvar="HAMI_MAX_IN_FLIGHT", type=click.IntRange(min=1, max=1024),
-              default=16, show_default=True, help="Concurrent patches. Env: HAMI_MAX_IN_FLIGHT.")
-@click.option("--http-listen", envvar="HAMI_HTTP_LISTEN", default=f"0.0.0.0:{DEFAULT_HTTP_PORT}",
-              show_default=True, callback=_listen,
-              help="HOST:PORT or [IPV6]:PORT of the status endpoint, or 'off'. Env: HAMI_HTTP_LISTEN.")
-@click.option("--check-hami-lease", envvar="HAMI_CHECK_HAMI_LEASE", default="/".join(HAMI_LEASE),
-              show_default=True, callback=_hami_lease, metavar="NAMESPACE/NAME",
-              help="HAMi's own scheduler Lease: at start, a warning is logged when it is held and fresh "
-              "(never run two registrars at once); 'off' skips the check. Env: HAMI_CHECK_HAMI_LEASE.")
+@click.option(
+    "--node-selector",
+    envvar="HAMI_NODE_SELECTOR",
+    callback=_selector,
+    metavar="K=V,...",
+    help="Only nodes with all these labels register. Env: HAMI_NODE_SELECTOR.",
+)
+@click.option(
+    "--lease-namespace",
+    envvar="HAMI_LEASE_NAMESPACE",
+    default="kube-system",
+    show_default=True,
+    help="Namespace of the leader Lease. Env: HAMI_LEASE_NAMESPACE.",
+)
+@click.option(
+    "--lease-name",
+    envvar="HAMI_LEASE_NAME",
+    default=DEFAULT_LEASE_NAME,
+    show_default=True,
+    help="Name of the leader Lease. Env: HAMI_LEASE_NAME.",
+)
+@click.option(
+    "--identity",
+    envvar="HAMI_IDENTITY",
+    default=None,
+    help="Holder identity, unique per replica. Default: <pod or host name>_<uuid>. Env: HAMI_IDENTITY.",
+)
+@go_bool_flag(
+    "--leader-elect",
+    envvar="HAMI_LEADER_ELECT",
+    default=True,
+    help="Elect a leader over the Lease before writing; false runs one replica that always "
+    "leads, without a Lease (a one-node cluster, a test).",
+)
+@go_bool_flag(
+    "--read-only",
+    envvar="HAMI_READ_ONLY",
+    default=False,
+    help="Watch, decode and decide as a leader would, and write nothing: no Lease, no patch, no "
+    "Event. /cache/<node> shows the write a leader would send. For running beside another "
+    "registrar (HAMi's scheduler); needs only get, list and watch on Nodes.",
+)
+@click.option(
+    "--lease-duration",
+    envvar="HAMI_LEASE_DURATION",
+    type=DURATION,
+    default="15s",
+    show_default=True,
+    help="How long a Lease holds without renewal. Env: HAMI_LEASE_DURATION.",
+)
+@click.option(
+    "--renew-deadline",
+    envvar="HAMI_RENEW_DEADLINE",
+    type=DURATION,
+    default="10s",
+    show_default=True,
+    help="A leader that has not renewed for this long stops writing. Env: HAMI_RENEW_DEADLINE.",
+)
+@click.option(
+    "--retry-period",
+    envvar="HAMI_RETRY_PERIOD",
+    type=DURATION,
+    default="2s",
+    show_default=True,
+    help="Between two tries to take or renew the Lease. Env: HAMI_RETRY_PERIOD.",
+)
+@click.option(
+    "--resync",
+    envvar="HAMI_RESYNC",
+    type=DURATION,
+    default="15s",
+    show_default=True,
+    help="Between re-evaluations of every node. Env: HAMI_RESYNC.",
+)
+@click.option(
+    "--handshake-window",
+    envvar="HAMI_HANDSHAKE_WINDOW",
+    type=DURATION,
+    default="60s",
+    show_default=True,
+    help="After this a scheduler stamp is expired. Env: HAMI_HANDSHAKE_WINDOW.",
+)
+@click.option(
+    "--qps",
+    envvar="HAMI_QPS",
+    type=click.FloatRange(min=0, min_open=True, max=100_000),
+    default=200.0,
+    show_default=True,
+    help="Write rate limit (requests per second). Env: HAMI_QPS.",
+)
+@click.option(
+    "--burst",
+    envvar="HAMI_BURST",
+    type=click.IntRange(min=1, max=100_000),
+    default=400,
+    show_default=True,
+    help="Write burst. Env: HAMI_BURST.",
+)
+@click.option(
+    "--max-in-flight",
+    envvar="HAMI_MAX_IN_FLIGHT",
+    type=click.IntRange(min=1, max=1024),
+    default=16,
+    show_default=True,
+    help="Concurrent patches. Env: HAMI_MAX_IN_FLIGHT.",
+)
+@click.option(
+    "--http-listen",
+    envvar="HAMI_HTTP_LISTEN",
+    default=f"0.0.0.0:{DEFAULT_HTTP_PORT}",
+    show_default=True,
+    callback=_listen,
+    help="HOST:PORT or [IPV6]:PORT of the status endpoint, or 'off'. Env: HAMI_HTTP_LISTEN.",
+)
+@click.option(
+    "--check-hami-lease",
+    envvar="HAMI_CHECK_HAMI_LEASE",
+    default="/".join(HAMI_LEASE),
+    show_default=True,
+    callback=_hami_lease,
+    metavar="NAMESPACE/NAME",
+    help="HAMi's own scheduler Lease: at start, a warning is logged when it is held and fresh "
+    "(never run two registrars at once); 'off' skips the check. Env: HAMI_CHECK_HAMI_LEASE.",
+)
 @log_options
 def run(
     kubeconfig: str | None,
@@ -142,11 +223,20 @@ def run(
     manager, drivers = drivers_from_options(vendors, count_resources)
     try:
         config = SchedulerConfig(
-            resync=resync, handshake_window=handshake_window, node_selector=node_selector,
-            lease_namespace=lease_namespace, lease_name=lease_name, identity=identity or default_identity(),
-            lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period,
-            leader_elect=leader_elect, read_only=read_only,
-            qps=qps, burst=burst, max_in_flight=max_in_flight,
+            resync=resync,
+            handshake_window=handshake_window,
+            node_selector=node_selector,
+            lease_namespace=lease_namespace,
+            lease_name=lease_name,
+            identity=identity or default_identity(),
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            retry_period=retry_period,
+            leader_elect=leader_elect,
+            read_only=read_only,
+            qps=qps,
+            burst=burst,
+            max_in_flight=max_in_flight,
             http_host=http_listen[0] if http_listen else "",
             http_port=http_listen[1] if http_listen else None,
             freeze_gc_after_sync=True,
@@ -161,20 +251,28 @@ def run(
 
     cluster = connect(kubeconfig, context, request_timeout=timeout, pool_size=max_in_flight + 16)
     # The first reads the daemon makes, so that a missing permission is one line at start, not a retry loop.
-    check_access([lambda: cluster.list_nodes(limit=1)] + (
-        [lambda: cluster.get_lease(config.lease_namespace, config.lease_name)] if elects else []))
+    check_access(
+        [lambda: cluster.list_nodes(limit=1)]
+        + ([lambda: cluster.get_lease(config.lease_namespace, config.lease_name)] if elects else [])
+    )
     try:
-        daemon = Scheduler(cluster, [d.rules() for d in drivers], config,
-                           on_node_deleted=lambda node: manager.node_deleted(drivers, node))
+        daemon = Scheduler(
+            cluster,
+            [d.rules() for d in drivers],
+            config,
+            on_node_deleted=lambda node: manager.node_deleted(drivers, node),
+        )
     except OSError as exc:  # the status endpoint's address: not local, in use, unknown host
         where = f"{config.http_host}:{config.http_port}"
-        raise click.BadParameter(f"cannot listen on {where}: {exc.strerror or exc}",
-                                 param_hint="'--http-listen'") from None
+        raise click.BadParameter(
+            f"cannot listen on {where}: {exc.strerror or exc}", param_hint="'--http-listen'"
+        ) from None
     if read_only:  # beside HAMi is what read-only is for; and its RBAC reads Nodes only
         log.info("read-only: no Lease, no patch, no Event; /cache/<node> shows what a leader would write")
     else:
-        warn_if_hami_scheduler_active(cluster, check_hami_lease, (lease_namespace, lease_name),
-                                      datetime.now(UTC))
+        warn_if_hami_scheduler_active(
+            cluster, check_hami_lease, (lease_namespace, lease_name), datetime.now(UTC)
+        )
 
     def _terminate(signum: int, frame: FrameType | None) -> None:
         log.info("received %s: stopping", signal.Signals(signum).name)

@@ -19,15 +19,29 @@ __all__ = ["simulate"]
 
 
 @click.command("simulate")
-@click.option("--scenario", "scenario_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A scenario JSON file (see --print-default), every value checked before the run. "
-                   "Default: the embedded scenario.")
+@click.option(
+    "--scenario",
+    "scenario_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A scenario JSON file (see --print-default), every value checked before the run. "
+    "Default: the embedded scenario.",
+)
 @click.option("--print-default", is_flag=True, help="Print the embedded scenario as JSON and exit.")
 @driver_options
-@click.option("--log-level", type=LOG_LEVEL, default="warning", show_default=True,
-              help="Level of the scheduler's own log lines (on stderr).")
-def simulate(scenario_path: Path | None, print_default: bool, vendors: str | None,
-             count_resources: tuple[str, ...], log_level: str) -> None:
+@click.option(
+    "--log-level",
+    type=LOG_LEVEL,
+    default="warning",
+    show_default=True,
+    help="Level of the scheduler's own log lines (on stderr).",
+)
+def simulate(
+    scenario_path: Path | None,
+    print_default: bool,
+    vendors: str | None,
+    count_resources: tuple[str, ...],
+    log_level: str,
+) -> None:
     """Run a real scheduler replica against simulated nodes and device plugins, print every registration
     change as it happens, and check the protocol's promises (exit 1 if one is broken).
 
@@ -57,11 +71,15 @@ def simulate(scenario_path: Path | None, print_default: bool, vendors: str | Non
         for vendor, (state, reason, count, error) in vendors_.items():
             click.echo(f"{node:<10} {vendor:<7} {state:<11} {count:>7}  {error or reason}")
     click.echo("")
-    click.echo("node API requests, scheduler and simulated plugins together: "
-               + ", ".join(f"{k} {v}" for k, v in result.requests.items()))
+    click.echo(
+        "node API requests, scheduler and simulated plugins together: "
+        + ", ".join(f"{k} {v}" for k, v in result.requests.items())
+    )
     if result.violations:
         for problem in result.violations:
             click.echo(f"VIOLATED: {problem}", err=True)
         sys.exit(1)
-    click.echo("all protocol promises held: no live vendor dropped, every dead one cleaned up once and "
-               "kept out, no stamp on nodes without accelerators")
+    click.echo(
+        "all protocol promises held: no live vendor dropped, every dead one cleaned up once and "
+        "kept out, no stamp on nodes without accelerators"
+    )

@@ -67,8 +67,13 @@ def missing_permission(error: BaseException) -> Permission | None:
     match = _RBAC.search(text)
     if match is not None:
         user, verb, resource, group, namespace = match.groups()
-        return Permission(user=_unquote(user), verb=verb, resource=_unquote(resource), group=_unquote(group),
-                          namespace=_unquote(namespace) if namespace is not None else None)
+        return Permission(
+            user=_unquote(user),
+            verb=verb,
+            resource=_unquote(resource),
+            group=_unquote(group),
+            namespace=_unquote(namespace) if namespace is not None else None,
+        )
     match = _PATH.search(text)
     if match is not None:
         user, verb, path = match.groups()
@@ -85,8 +90,10 @@ def explain(error: BaseException) -> str | None:
         return f"missing RBAC permission: {permission.describe()}; {RBAC_HINT}"
     text = str(error)
     if error.status == 401:
-        return ("the API server did not accept the credentials (401 Unauthorized): check the kubeconfig's "
-                "user (token, client certificate) or the Pod's service account token")
+        return (
+            "the API server did not accept the credentials (401 Unauthorized): check the kubeconfig's "
+            "user (token, client certificate) or the Pod's service account token"
+        )
     match = _POLICY.search(text) or _WEBHOOK.search(text)
     if match is not None:
         return f"refused by the admission policy {match.group(1)!r}, not for a missing RBAC permission"

@@ -329,7 +329,8 @@ class KubeCluster:
         try:
             request = serialize(**arguments)
             response = self.api_client._call_with_legacy_options(
-                request, {}, None, False, self._timeout, True)
+                request, {}, None, False, self._timeout, True
+            )
         except Exception as exc:
             _translate(action, exc)
         return _read_data(action, response)
@@ -407,8 +408,12 @@ class KubeCluster:
         operation. ``metadata.resourceVersion`` in ``patch`` is a precondition.
         """
         action = f"patch node {name!r}"
-        return self._node(action, self._call_unvalidated_data(
-            action, self._core, "patch_node", name=name, body=dict(patch), _content_type=MERGE_PATCH))
+        return self._node(
+            action,
+            self._call_unvalidated_data(
+                action, self._core, "patch_node", name=name, body=dict(patch), _content_type=MERGE_PATCH
+            ),
+        )
 
     def patch_node_annotations(
         self, name: str, changes: Mapping[str, str | None], *, resource_version: str | None = None
@@ -458,14 +463,25 @@ class KubeCluster:
 
     def create_lease(self, lease: Lease) -> Lease:
         action = f"create lease {lease.namespace}/{lease.name}"
-        body = self._call_unvalidated(action, self._coordination, "create_namespaced_lease",
-                                      namespace=lease.namespace, body=lease_body(lease))
+        body = self._call_unvalidated(
+            action,
+            self._coordination,
+            "create_namespaced_lease",
+            namespace=lease.namespace,
+            body=lease_body(lease),
+        )
         return _parsed(action, lease_from_json, body)
 
     def update_lease(self, lease: Lease) -> Lease:
         action = f"update lease {lease.namespace}/{lease.name}"
-        body = self._call_unvalidated(action, self._coordination, "replace_namespaced_lease",
-                                      name=lease.name, namespace=lease.namespace, body=lease_body(lease))
+        body = self._call_unvalidated(
+            action,
+            self._coordination,
+            "replace_namespaced_lease",
+            name=lease.name,
+            namespace=lease.namespace,
+            body=lease_body(lease),
+        )
         return _parsed(action, lease_from_json, body)
 
     def delete_lease(self, namespace: str, name: str) -> None:

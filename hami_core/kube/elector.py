@@ -175,12 +175,22 @@ class LeaderElector:
             term = self._term
         if started:
             self._announced = None
-            log.info("leader election: became leader of %s/%s as %r", self.config.namespace, self.config.name,
-                     self.config.identity, extra={"term": term})
+            log.info(
+                "leader election: became leader of %s/%s as %r",
+                self.config.namespace,
+                self.config.name,
+                self.config.identity,
+                extra={"term": term},
+            )
             self._on_started(term)
         if stopped:
-            log.warning("leader election: lost the lease %s/%s (no renewal within %s)", self.config.namespace,
-                        self.config.name, format_duration(self.config.renew_deadline), extra={"term": term})
+            log.warning(
+                "leader election: lost the lease %s/%s (no renewal within %s)",
+                self.config.namespace,
+                self.config.name,
+                format_duration(self.config.renew_deadline),
+                extra={"term": term},
+            )
             self._on_stopped()
 
     def release(self) -> None:
@@ -216,8 +226,14 @@ class LeaderElector:
             when = f"renewed {_clock_time(renewed)}, held until {_clock_time(until)} unless renewed"
         else:
             when = f"held for {format_duration(held_for)} from when this replica saw it unless renewed"
-        log.info("leader election: standing by: %r holds the lease %s/%s (%s)", holder, self.config.namespace,
-                 self.config.name, when, extra={"reason": "standby"})
+        log.info(
+            "leader election: standing by: %r holds the lease %s/%s (%s)",
+            holder,
+            self.config.namespace,
+            self.config.name,
+            when,
+            extra={"reason": "standby"},
+        )
 
     def _observe(self, lease: Lease) -> None:
         with self._lock:

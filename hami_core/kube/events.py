@@ -66,8 +66,10 @@ class EventRecorder:
         on_outcome: Callable[[str, str], object] = lambda reason, outcome: None,
     ) -> None:
         if burst < 1 or not refill > 0 or dedupe_window < 0:
-            raise ValueError(f"event recorder: need burst >= 1, refill > 0 and dedupe_window >= 0, got "
-                             f"{burst!r}, {refill!r}, {dedupe_window!r}")
+            raise ValueError(
+                f"event recorder: need burst >= 1, refill > 0 and dedupe_window >= 0, got "
+                f"{burst!r}, {refill!r}, {dedupe_window!r}"
+            )
         self._cluster = cluster
         self._component = component
         self._instance = instance
@@ -111,8 +113,12 @@ class EventRecorder:
         limit. True if queued."""
         outcome = self._admit(node, vendor, reason)
         if outcome is not None:
-            log.debug("%s Event not posted: %s", reason, outcome.replace("_", " "),
-                      extra={"node": node, "vendor": vendor, "reason": reason})
+            log.debug(
+                "%s Event not posted: %s",
+                reason,
+                outcome.replace("_", " "),
+                extra={"node": node, "vendor": vendor, "reason": reason},
+            )
             self._on_outcome(reason, outcome)
             return False
         now = self._clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -140,10 +146,14 @@ class EventRecorder:
                 self._busy -= 1
                 reported, self._full_reported = self._full_reported, True
             self._on_outcome(reason, "queue_full")
-            log.log(logging.DEBUG if reported else logging.WARNING,
-                    "%s Event not posted: %d Events already wait to be posted (the API server is slow or "
-                    "unreachable)", reason, self._queue.maxsize,
-                    extra={"node": node, "vendor": vendor, "reason": reason})
+            log.log(
+                logging.DEBUG if reported else logging.WARNING,
+                "%s Event not posted: %d Events already wait to be posted (the API server is slow or "
+                "unreachable)",
+                reason,
+                self._queue.maxsize,
+                extra={"node": node, "vendor": vendor, "reason": reason},
+            )
             return False
         return True
 

@@ -93,8 +93,9 @@ def node_list_from_json(data: bytes) -> NodeList | None:
             return None
         items.append(snapshot)
     meta = body.metadata or _ListMeta()
-    return NodeList(items=tuple(items), resource_version=meta.resourceVersion,
-                    continue_token=meta.continue_ or None)
+    return NodeList(
+        items=tuple(items), resource_version=meta.resourceVersion, continue_token=meta.continue_ or None
+    )
 
 
 def watch_event_from_json(line: bytes) -> tuple[str, NodeSnapshot] | None:

@@ -310,7 +310,11 @@ def _sharing(old: NodeSnapshot, new: NodeSnapshot) -> NodeSnapshot:
     each register value it read, and the name and uid as keys) would otherwise keep a second copy of it
     alive once the store moves on."""
     before, after = old.annotations, new.annotations
-    annotations = {key: before[key] if before.get(key) == value else value
-                   for key, value in after.items()} if before and after else after
-    return attrs.evolve(new, annotations=annotations, name=old.name,
-                        uid=old.uid if old.uid == new.uid else new.uid)
+    annotations = (
+        {key: before[key] if before.get(key) == value else value for key, value in after.items()}
+        if before and after
+        else after
+    )
+    return attrs.evolve(
+        new, annotations=annotations, name=old.name, uid=old.uid if old.uid == new.uid else new.uid
+    )

@@ -27,6 +27,7 @@ __all__ = [
     "validate_name",
 ]
 
+
 def validate_name(name: str, where: str) -> None:
     """An object name must be a DNS subdomain (lower case, at most 253 characters)."""
     if not is_dns_subdomain(name):

@@ -65,9 +65,7 @@ class _FunctionCodec:
 
 
 JSON_CODEC: Codec = _FunctionCodec("json", lambda: _gojson.decode_json, lambda: _gojson.encode_json)
-LEGACY_CODEC: Codec = _FunctionCodec(
-    "legacy", lambda: _legacy.decode_legacy, lambda: _legacy.encode_legacy
-)
+LEGACY_CODEC: Codec = _FunctionCodec("legacy", lambda: _legacy.decode_legacy, lambda: _legacy.encode_legacy)
 CODECS: dict[str, Codec] = {JSON_CODEC.name: JSON_CODEC, LEGACY_CODEC.name: LEGACY_CODEC}
 
 

@@ -29,17 +29,40 @@ __all__ = ["DEVICE_KEYS", "device_from_dict", "device_to_dict", "profile_from_di
 
 #: The keys of a device dict, in the order ``device_to_dict`` writes them.
 DEVICE_KEYS = (
-    "id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health", "migProfiles",
-    "custominfo", "devicevendor",
+    "id",
+    "index",
+    "count",
+    "devmem",
+    "devcore",
+    "type",
+    "numa",
+    "mode",
+    "health",
+    "migProfiles",
+    "custominfo",
+    "devicevendor",
 )
 
 _PLACEMENT_FIELDS: dict[str, IntRange] = {"start": UINT32, "size": UINT32}
 _PROFILE_FIELDS: dict[str, type | IntRange] = {
-    "name": str, "memoryMB": INT32, "core": INT32, "sliceCount": UINT32, "placements": list,
+    "name": str,
+    "memoryMB": INT32,
+    "core": INT32,
+    "sliceCount": UINT32,
+    "placements": list,
 }
 _DEVICE_FIELDS: dict[str, type | IntRange] = {
-    "id": str, "index": UINT64, "count": INT32, "devmem": INT32, "devcore": INT32, "type": str,
-    "numa": INT64, "mode": str, "health": bool, "migProfiles": list, "custominfo": dict,
+    "id": str,
+    "index": UINT64,
+    "count": INT32,
+    "devmem": INT32,
+    "devcore": INT32,
+    "type": str,
+    "numa": INT64,
+    "mode": str,
+    "health": bool,
+    "migProfiles": list,
+    "custominfo": dict,
     "devicevendor": str,
 }
 #: Keys that may hold null: a null list is an empty one, a null custominfo / placements is absent.
@@ -58,7 +81,10 @@ def _make_converter() -> cattrs.Converter:
     converter.register_structure_hook(
         MigProfile,
         make_dict_structure_fn(
-            MigProfile, converter, _cattrs_forbid_extra_keys=True, memory_mb=memory_mb,
+            MigProfile,
+            converter,
+            _cattrs_forbid_extra_keys=True,
+            memory_mb=memory_mb,
             slice_count=slice_count,
         ),
     )

@@ -388,8 +388,13 @@ def decide(
     has_handshake = rules.handshake_annotation is not None
     observed = obs.handshake if has_handshake else None
     if vendor_absent(obs, memory):
-        return Decision(write=None, memory=memory, cache=CacheChange.KEEP, reason=Reason.NO_VENDOR,
-                        verdict=Verdict.UNSTAMPED)
+        return Decision(
+            write=None,
+            memory=memory,
+            cache=CacheChange.KEEP,
+            reason=Reason.NO_VENDOR,
+            verdict=Verdict.UNSTAMPED,
+        )
     tz = now.tzinfo
     handshake = classify(observed, tz=tz)
     standing = stamp_standing(handshake, now=now, window=window)
@@ -460,8 +465,14 @@ def decide(
     if stamp is not None and rules.handshake_annotation is not None:
         write = HandshakeWrite(rules.handshake_annotation, stamp)
     if memory.awaiting_sign_of_life or memory.allocatable_seen != allocatable_seen or memory.delete_handshake:
-        memory = attrs.evolve(memory, allocatable_seen=allocatable_seen, awaiting_sign_of_life=False,
-                              register_at_cleanup=None, handshake_at_cleanup=None, delete_handshake=False)
+        memory = attrs.evolve(
+            memory,
+            allocatable_seen=allocatable_seen,
+            awaiting_sign_of_life=False,
+            register_at_cleanup=None,
+            handshake_at_cleanup=None,
+            delete_handshake=False,
+        )
 
     recheck_at = None
     if stamp is not None:
@@ -489,18 +500,37 @@ def _register(
 ) -> Decision:
     """Spec 5 for a live vendor: what its register annotation does to the cache."""
 
-    def done(new: VendorMemory, cache: CacheChange, reason: Reason, error: str | None = None,
-             error_is_new: bool = False) -> Decision:
-        return Decision(write=write, memory=new, cache=cache, reason=reason, verdict=verdict,
-                        recheck_at=recheck_at, error=error, error_is_new=error_is_new)
+    def done(
+        new: VendorMemory,
+        cache: CacheChange,
+        reason: Reason,
+        error: str | None = None,
+        error_is_new: bool = False,
+    ) -> Decision:
+        return Decision(
+            write=write,
+            memory=new,
+            cache=cache,
+            reason=reason,
+            verdict=verdict,
+            recheck_at=recheck_at,
+            error=error,
+            error_is_new=error_is_new,
+        )
 
-    healthy = memory if memory.degraded is None and memory.degraded_value is None \
+    healthy = (
+        memory
+        if memory.degraded is None and memory.degraded_value is None
         else attrs.evolve(memory, degraded=None, degraded_value=None)
+    )
     value = obs.register
     if value is None:
         if memory.registered:
-            return done(attrs.evolve(healthy, devices=None, register=None), CacheChange.DROP,
-                        Reason.UNREGISTERED_ABSENT)
+            return done(
+                attrs.evolve(healthy, devices=None, register=None),
+                CacheChange.DROP,
+                Reason.UNREGISTERED_ABSENT,
+            )
         gone = healthy if healthy.register is None else attrs.evolve(healthy, register=None)
         return done(gone, CacheChange.KEEP, Reason.NO_VENDOR)
     if value == memory.register:
@@ -511,8 +541,10 @@ def _register(
         return done(memory, CacheChange.KEEP, Reason.DEGRADED, memory.degraded)
 
     if decoded is None:
-        raise ValueError(f"decide: the register value of node {obs.node} was not read by the driver "
-                         "(see register_to_decode)")
+        raise ValueError(
+            f"decide: the register value of node {obs.node} was not read by the driver "
+            "(see register_to_decode)"
+        )
     if isinstance(decoded, str):
         degraded = attrs.evolve(memory, degraded=decoded, degraded_value=value)
         return done(degraded, CacheChange.KEEP, Reason.DEGRADED, decoded, error_is_new=True)

@@ -84,13 +84,29 @@ def _kept(device: DeviceInfo, vendor: str) -> DeviceInfo:
     # which must not become the one shared object every later equal value is replaced with
     kind, mode = sys.intern(plain_str(device.type)), sys.intern(plain_str(device.mode))
     devmem = _shared_size(plain_int(device.devmem))
-    if (device.devicevendor == vendor and kind is device.type and mode is device.mode
-            and devmem is device.devmem):
+    if (
+        device.devicevendor == vendor
+        and kind is device.type
+        and mode is device.mode
+        and devmem is device.devmem
+    ):
         return device
     # the device was validated when it was built: a copy need not be validated again (attrs.evolve would,
     # for each of the 100,000 devices a cold start at 10,000 nodes reads)
-    return trusted_device(device.id, device.index, device.count, devmem, device.devcore, kind, device.numa,
-                          mode, device.mig_profiles, device.health, vendor, device.custominfo)
+    return trusted_device(
+        device.id,
+        device.index,
+        device.count,
+        devmem,
+        device.devcore,
+        kind,
+        device.numa,
+        mode,
+        device.mig_profiles,
+        device.health,
+        vendor,
+        device.custominfo,
+    )
 
 
 def _alive(rules: VendorRules, facts: LivenessFacts, node: str) -> bool | str:
@@ -109,14 +125,24 @@ def ask_driver(
     value = register_to_decode(obs, memory)
     decoded = read_register(value, rules, obs.node, decode) if value is not None else None
     seen = memory.allocatable_seen
-    fresh = _alive(rules, LivenessFacts(stamp_expired=False, allocatable=obs.allocatable,
-                                        allocatable_seen=seen), obs.node)
-    expired = _alive(rules, LivenessFacts(stamp_expired=True, allocatable=obs.allocatable,
-                                          allocatable_seen=seen), obs.node)
+    fresh = _alive(
+        rules,
+        LivenessFacts(stamp_expired=False, allocatable=obs.allocatable, allocatable_seen=seen),
+        obs.node,
+    )
+    expired = _alive(
+        rules, LivenessFacts(stamp_expired=True, allocatable=obs.allocatable, allocatable_seen=seen), obs.node
+    )
     seen_after = seen or obs.allocatable > 0
-    at_expiry = expired if seen_after == seen else _alive(
-        rules, LivenessFacts(stamp_expired=True, allocatable=obs.allocatable, allocatable_seen=seen_after),
-        obs.node)
+    at_expiry = (
+        expired
+        if seen_after == seen
+        else _alive(
+            rules,
+            LivenessFacts(stamp_expired=True, allocatable=obs.allocatable, allocatable_seen=seen_after),
+            obs.node,
+        )
+    )
     return DriverAnswers(decoded=decoded, alive_fresh=fresh, alive_expired=expired, alive_at_expiry=at_expiry)
 
 

@@ -171,7 +171,10 @@ def _mig_profile(profile: _Profile, tally: _Tally) -> MigProfile:
         if profile.placements is not None:
             placements = [MigPlacement(start=p.start, size=p.size) for p in profile.placements]
     return MigProfile(
-        name=profile.name, memory_mb=profile.memory_mb, core=profile.core, slice_count=profile.slice_count,
+        name=profile.name,
+        memory_mb=profile.memory_mb,
+        core=profile.core,
+        slice_count=profile.slice_count,
         placements=placements,
     )
 
@@ -191,8 +194,18 @@ def _rich_device(item: _Device, index: int, tally: _Tally) -> DeviceInfo:
             custominfo, zero = _go_any(item.custominfo, 3)  # the array, the device, custominfo itself
             tally.zero = tally.zero or zero
     return trusted_device(
-        item.id, index, item.count, item.devmem, item.devcore, item.type, item.numa, item.mode, profiles,
-        item.health, item.devicevendor, custominfo,
+        item.id,
+        index,
+        item.count,
+        item.devmem,
+        item.devcore,
+        item.type,
+        item.numa,
+        item.mode,
+        profiles,
+        item.health,
+        item.devicevendor,
+        custominfo,
     )
 
 
@@ -234,8 +247,18 @@ def decode_json(text: str) -> list[DeviceInfo] | None:
         if item.mig_profiles is UNSET and item.custominfo is UNSET:
             devices.append(
                 trusted_device(
-                    item.id, index, item.count, item.devmem, item.devcore, item.type, item.numa,
-                    item.mode, (), item.health, item.devicevendor, None,
+                    item.id,
+                    index,
+                    item.count,
+                    item.devmem,
+                    item.devcore,
+                    item.type,
+                    item.numa,
+                    item.mode,
+                    (),
+                    item.health,
+                    item.devicevendor,
+                    None,
                 )
             )
             continue
@@ -271,10 +294,23 @@ def decode_legacy(value: str) -> list[DeviceInfo] | None:
     flat = value.replace(":", ",:,").split(",")
     if len(flat) != 10 * n + 1 or flat[9::10].count(":") != n:
         return None
-    columns = "".join([
-        "[[", ",".join(flat[1::10]), "],[", ",".join(flat[2::10]), "],[", ",".join(flat[3::10]), "],[",
-        ",".join(flat[5::10]), "],[", ",".join(flat[6::10]), "],[", ",".join(flat[7::10]), "]]",
-    ])
+    columns = "".join(
+        [
+            "[[",
+            ",".join(flat[1::10]),
+            "],[",
+            ",".join(flat[2::10]),
+            "],[",
+            ",".join(flat[3::10]),
+            "],[",
+            ",".join(flat[5::10]),
+            "],[",
+            ",".join(flat[6::10]),
+            "],[",
+            ",".join(flat[7::10]),
+            "]]",
+        ]
+    )
     # JSON's whitespace and brackets are the only things a field could hold that would still parse
     # as a column's integers or booleans: without them each field is exactly one JSON integer, or
     # ``true`` or ``false`` (the only spellings of a JSON boolean, and what Go's ParseBool reads as

@@ -107,8 +107,18 @@ def go_text(value: str) -> str:
 _ESCAPES: dict[str, str] = {chr(c): f"\\u{c:04x}" for c in range(0x20)}
 _ESCAPES.update(
     {
-        '"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-        "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029",
+        '"': '\\"',
+        "\\": "\\\\",
+        "\b": "\\b",
+        "\f": "\\f",
+        "\n": "\\n",
+        "\r": "\\r",
+        "\t": "\\t",
+        "<": "\\u003c",
+        ">": "\\u003e",
+        "&": "\\u0026",
+        "\u2028": "\\u2028",
+        "\u2029": "\\u2029",
     }
 )
 _NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f<>&\u2028\u2029\ud800-\udfff]')
@@ -150,9 +160,14 @@ def _encode_device(device: DeviceInfo) -> str:
     parts: list[str] = []
     # HAMi's field order; zero values omitted (Go's omitempty)
     scalars: tuple[tuple[str, str | int], ...] = (
-        ("id", plain_str(device.id)), ("index", plain_int(device.index)), ("count", plain_int(device.count)),
-        ("devmem", plain_int(device.devmem)), ("devcore", plain_int(device.devcore)),
-        ("type", plain_str(device.type)), ("numa", plain_int(device.numa)), ("mode", plain_str(device.mode)),
+        ("id", plain_str(device.id)),
+        ("index", plain_int(device.index)),
+        ("count", plain_int(device.count)),
+        ("devmem", plain_int(device.devmem)),
+        ("devcore", plain_int(device.devcore)),
+        ("type", plain_str(device.type)),
+        ("numa", plain_int(device.numa)),
+        ("mode", plain_str(device.mode)),
     )
     for key, value in scalars:
         if value:
@@ -346,7 +361,10 @@ def _refuse_constant(name: str) -> Any:
 #: and nesting (Python's limit is its recursion limit, Go's is MAX_DEPTH). Whatever it refuses, the
 #: strict parser decides.
 _FAST = json.JSONDecoder(
-    object_pairs_hook=_Object, parse_float=_Number, parse_int=_Number, parse_constant=_refuse_constant,
+    object_pairs_hook=_Object,
+    parse_float=_Number,
+    parse_int=_Number,
+    parse_constant=_refuse_constant,
     strict=True,
 )
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -436,8 +454,10 @@ def _syntax_error(text: str) -> tuple[int, str, str] | None:
             continue
         if state == "numdot":
             if c not in _DIGITS:
-                return i, f"invalid character {_char(c)} after decimal point in numeric literal", (
-                    "json_syntax"
+                return (
+                    i,
+                    f"invalid character {_char(c)} after decimal point in numeric literal",
+                    ("json_syntax"),
                 )
             state = "numdot0"
             continue
@@ -480,8 +500,10 @@ def _syntax_error(text: str) -> tuple[int, str, str] | None:
             elif c == '"':
                 state, in_key = "str", True
             else:
-                return i, f"invalid character {_char(c)} looking for beginning of object key string", (
-                    "json_syntax"
+                return (
+                    i,
+                    f"invalid character {_char(c)} looking for beginning of object key string",
+                    ("json_syntax"),
                 )
         elif state == "colon":
             if c != ":":
@@ -616,9 +638,30 @@ def _bool(value: Any, current: bool, path: str) -> bool:
 _EXACT = {
     name: name.upper()
     for name in (
-        "id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "migProfiles", "migtemplate",
-        "health", "devicevendor", "custominfo", "name", "memoryMB", "core", "sliceCount", "placements",
-        "start", "size", "Name", "Core", "Memory", "Count",
+        "id",
+        "index",
+        "count",
+        "devmem",
+        "devcore",
+        "type",
+        "numa",
+        "mode",
+        "migProfiles",
+        "migtemplate",
+        "health",
+        "devicevendor",
+        "custominfo",
+        "name",
+        "memoryMB",
+        "core",
+        "sliceCount",
+        "placements",
+        "start",
+        "size",
+        "Name",
+        "Core",
+        "Memory",
+        "Count",
     )
 }
 
@@ -814,16 +857,29 @@ def _device(value: Any, path: str) -> DeviceInfo:
     if profiles is not None:
         mig_profiles = tuple(
             MigProfile(
-                name=p[0], memory_mb=p[1], core=p[2], slice_count=p[3],
-                placements=None if p[4] is None else [
-                    MigPlacement(start=s, size=z) for s, z in p[4].backing[: p[4].length]
-                ],
+                name=p[0],
+                memory_mb=p[1],
+                core=p[2],
+                slice_count=p[3],
+                placements=None
+                if p[4] is None
+                else [MigPlacement(start=s, size=z) for s, z in p[4].backing[: p[4].length]],
             )
             for p in profiles.backing[: profiles.length]
         )
     return DeviceInfo(
-        id=id_, index=index, count=count, devmem=devmem, devcore=devcore, type=type_, numa=numa,
-        mode=mode, mig_profiles=mig_profiles, health=health, devicevendor=vendor, custominfo=custominfo,
+        id=id_,
+        index=index,
+        count=count,
+        devmem=devmem,
+        devcore=devcore,
+        type=type_,
+        numa=numa,
+        mode=mode,
+        mig_profiles=mig_profiles,
+        health=health,
+        devicevendor=vendor,
+        custominfo=custominfo,
     )
 
 

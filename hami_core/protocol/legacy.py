@@ -22,8 +22,18 @@ __all__ = ["decode_legacy", "decode_legacy_strict", "encode_legacy", "encode_leg
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 #: Every spelling Go's ``strconv.ParseBool`` accepts.
 _GO_BOOL = {
-    "1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
-    "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False,
+    "1": True,
+    "t": True,
+    "T": True,
+    "TRUE": True,
+    "true": True,
+    "True": True,
+    "0": False,
+    "f": False,
+    "F": False,
+    "FALSE": False,
+    "false": False,
+    "False": False,
 }
 #: More digits than this cannot be in range of any 64-bit type, whatever the leading zeros.
 _MAX_INT_DIGITS = 20
@@ -50,9 +60,7 @@ def _decode_record(segment: str, where: str) -> DeviceInfo:
         raise DecodeError(f"{where}: malformed segment {shorten(segment)}: no ',' in it")
     items = segment.split(",")
     if len(items) not in (7, 9):
-        raise DecodeError(
-            f"{where}: unexpected field count {len(items)} (want 7 or 9) in {shorten(segment)}"
-        )
+        raise DecodeError(f"{where}: unexpected field count {len(items)} (want 7 or 9) in {shorten(segment)}")
     # HAMi's order, so that the same bad record fails on the same field.
     count = _parse_int(items[1], "count", INT32, where)
     devmem = _parse_int(items[2], "memory", INT32, where)
@@ -68,8 +76,15 @@ def _decode_record(segment: str, where: str) -> DeviceInfo:
             raise DecodeError(f"{where}: index field must not be negative: {shorten(items[7])}")
         mode = items[8]
     return DeviceInfo(
-        id=items[0], index=index, count=count, devmem=devmem, devcore=devcore, type=items[4],
-        numa=numa, mode=mode, health=health,
+        id=items[0],
+        index=index,
+        count=count,
+        devmem=devmem,
+        devcore=devcore,
+        type=items[4],
+        numa=numa,
+        mode=mode,
+        health=health,
     )
 
 

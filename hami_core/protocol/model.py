@@ -127,8 +127,17 @@ _TrustedDevice = Callable[
 ]
 _TrustedPlainDevice = Callable[[str, int, int, int, int, str, int, str, bool], DeviceInfo]
 _TrustedPlainDevices = Callable[
-    [Iterable[str], Iterable[int], Iterable[int], Iterable[int], Iterable[int], Iterable[str], Iterable[int],
-     Iterable[str], Iterable[bool]],
+    [
+        Iterable[str],
+        Iterable[int],
+        Iterable[int],
+        Iterable[int],
+        Iterable[int],
+        Iterable[str],
+        Iterable[int],
+        Iterable[str],
+        Iterable[bool],
+    ],
     list[DeviceInfo],
 ]
 
@@ -199,8 +208,18 @@ def _draft_works() -> bool:
     """Whether this interpreter lets a ``_DeviceDraft`` become a DeviceInfo equal to one built by
     ``DeviceInfo(...)`` (checked once, at import)."""
     values: dict[str, Any] = {
-        "id": "a", "index": 1, "count": 2, "devmem": 3, "devcore": 4, "type": "t", "numa": 5, "mode": "m",
-        "mig_profiles": (), "health": True, "devicevendor": "v", "custominfo": None,
+        "id": "a",
+        "index": 1,
+        "count": 2,
+        "devmem": 3,
+        "devcore": 4,
+        "type": "t",
+        "numa": 5,
+        "mode": "m",
+        "mig_profiles": (),
+        "health": True,
+        "devicevendor": "v",
+        "custominfo": None,
     }
     try:
         built = _trusted_factory(list(values), {})(*values.values())
@@ -217,8 +236,20 @@ _DRAFT = _draft_works()
 #: check (every value of its field's type and Go range, ``mig_profiles`` a tuple of ``MigProfile``): the
 #: codecs' fast paths, which decode into range-checked types first. Everyone else calls ``DeviceInfo``.
 trusted_device: _TrustedDevice = _trusted_factory(
-    ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "mig_profiles", "health",
-     "devicevendor", "custominfo"],
+    [
+        "id",
+        "index",
+        "count",
+        "devmem",
+        "devcore",
+        "type",
+        "numa",
+        "mode",
+        "mig_profiles",
+        "health",
+        "devicevendor",
+        "custominfo",
+    ],
     {},
     draft=_DRAFT,
 )

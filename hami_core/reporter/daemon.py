@@ -113,9 +113,13 @@ class Reporter:
 
     def run(self) -> None:
         """Pass after pass until :meth:`request_stop`."""
-        log.info("reporter started: drivers %s, every %gs (%gs after a failure)",
-                 ", ".join(d.name for d in self._drivers), self.config.interval, self.config.retry_interval,
-                 extra={"node": self.config.node_name})
+        log.info(
+            "reporter started: drivers %s, every %gs (%gs after a failure)",
+            ", ".join(d.name for d in self._drivers),
+            self.config.interval,
+            self.config.retry_interval,
+            extra={"node": self.config.node_name},
+        )
         with self._lock:
             self._running = True
         try:
@@ -171,20 +175,30 @@ class Reporter:
         found = [self._probe(driver) for driver in self._drivers]
         for discovery in found:
             self.metrics.device_source.labels(vendor=discovery.driver.vendor_key).set(
-                0 if discovery.devices is None and discovery.error is None else 1)
+                0 if discovery.devices is None and discovery.error is None else 1
+            )
         try:
             node = self._cluster.get_node(name)
         except ClusterError as exc:
             return self._failed(None, "read", exc)
         plan = plan_pass(node.annotations, found, self._clock.now())
         for driver, why in plan.failures:
-            log.warning("%s", why, extra={"node": name, "vendor": self._by_name[driver].vendor_key,
-                                          "reason": "probe-failed"})
+            log.warning(
+                "%s",
+                why,
+                extra={"node": name, "vendor": self._by_name[driver].vendor_key, "reason": "probe-failed"},
+            )
         for driver in plan.unsourced:
-            log.warning("no device source: the %s driver has no way to look for devices on this node; "
-                        "select only this node's drivers (--vendors)", driver,
-                        extra={"node": name, "vendor": self._by_name[driver].vendor_key,
-                               "reason": "no-device-source"})
+            log.warning(
+                "no device source: the %s driver has no way to look for devices on this node; "
+                "select only this node's drivers (--vendors)",
+                driver,
+                extra={
+                    "node": name,
+                    "vendor": self._by_name[driver].vendor_key,
+                    "reason": "no-device-source",
+                },
+            )
         if plan.patch:
             try:
                 self._cluster.patch_node_annotations(name, plan.patch)
@@ -192,12 +206,16 @@ class Reporter:
                 return self._failed(plan, "patch", exc)
             self.metrics.patches.inc()
             for driver in plan.published:
-                log.info("published the %s devices", driver,
-                         extra={"node": name, "vendor": self._by_name[driver].vendor_key,
-                                "reason": "published"})
+                log.info(
+                    "published the %s devices",
+                    driver,
+                    extra={"node": name, "vendor": self._by_name[driver].vendor_key, "reason": "published"},
+                )
         devices = {d.driver.name: len(d.devices) for d in found if d.devices is not None}
         for driver in plan.current:
-            self.metrics.published_devices.labels(vendor=self._by_name[driver].vendor_key).set(devices[driver])
+            self.metrics.published_devices.labels(vendor=self._by_name[driver].vendor_key).set(
+                devices[driver]
+            )
         for driver in plan.unsourced:
             self.metrics.published_devices.labels(vendor=self._by_name[driver].vendor_key).set(0)
         return PassResult(plan=plan, sent=bool(plan.patch), problems=plan.problems)
@@ -211,8 +229,12 @@ class Reporter:
 
     def _failed(self, plan: PassPlan | None, verb: str, error: ClusterError) -> PassResult:
         detail = describe_error(error)
-        log.warning("cannot %s the Node: %s", verb, detail,
-                    extra={"node": self.config.node_name, "reason": f"{verb}-failed"})
+        log.warning(
+            "cannot %s the Node: %s",
+            verb,
+            detail,
+            extra={"node": self.config.node_name, "reason": f"{verb}-failed"},
+        )
         problem = f"cannot {verb} node {self.config.node_name}: {detail}"
         problems = (*plan.problems, problem) if plan is not None else (problem,)
         return PassResult(plan=plan, sent=False, problems=problems)

@@ -104,5 +104,11 @@ def plan_pass(annotations: Mapping[str, str], found: Sequence[Discovery], now: d
         if driver.writes_reported and driver.handshake_annotation is not None:
             patch[driver.handshake_annotation] = format_report(now)
             heartbeats.append(driver.name)
-    return PassPlan(patch=patch, published=tuple(published), heartbeats=tuple(heartbeats),
-                    current=tuple(current), unsourced=tuple(unsourced), failures=tuple(failures))
+    return PassPlan(
+        patch=patch,
+        published=tuple(published),
+        heartbeats=tuple(heartbeats),
+        current=tuple(current),
+        unsourced=tuple(unsourced),
+        failures=tuple(failures),
+    )

@@ -76,11 +76,17 @@ class Scheduler:
         self.clock = clock
         self._on_node_deleted = on_node_deleted
         self.cache = DeviceCache()
-        self.metrics = SchedulerMetrics([v.vendor_key for v in vendors], live=self.live_state,
-                                        event_reasons=EVENT_REASONS)
+        self.metrics = SchedulerMetrics(
+            [v.vendor_key for v in vendors], live=self.live_state, event_reasons=EVENT_REASONS
+        )
         cluster = MeteredCluster(cluster, self.metrics)  # every request from here on is counted and timed
-        self.registrar = Registrar(vendors, self.cache, selector=cfg.node_selector,
-                                   window=timedelta(seconds=cfg.handshake_window), metrics=self.metrics)
+        self.registrar = Registrar(
+            vendors,
+            self.cache,
+            selector=cfg.node_selector,
+            window=timedelta(seconds=cfg.handshake_window),
+            metrics=self.metrics,
+        )
         self.queue: WorkQueue[str] = WorkQueue(clock=clock)
         #: What the store (and the view's PATCH replies) keep of a Node: what the vendors and selector read.
         self.trim = NodeTrim.of(vendors, cfg.node_selector)
@@ -92,18 +98,28 @@ class Scheduler:
         elif cfg.leader_elect:
             self.elector = LeaderElector(
                 cluster,
-                ElectionConfig(namespace=cfg.lease_namespace, name=cfg.lease_name, identity=cfg.identity,
-                               lease_duration=cfg.lease_duration, renew_deadline=cfg.renew_deadline,
-                               retry_period=cfg.retry_period),
+                ElectionConfig(
+                    namespace=cfg.lease_namespace,
+                    name=cfg.lease_name,
+                    identity=cfg.identity,
+                    lease_duration=cfg.lease_duration,
+                    renew_deadline=cfg.renew_deadline,
+                    retry_period=cfg.retry_period,
+                ),
                 on_started=self._leadership_changed,
                 on_stopped=lambda: self._leadership_changed(None),
                 clock=clock,
             )
         else:
             self.elector = Standalone(on_started=self._leadership_changed, identity=cfg.identity)
-        self.events = EventRecorder(cluster, component="hami-scheduler", instance=cfg.identity,
-                                    namespace=cfg.event_namespace, clock=clock,
-                                    on_outcome=self.metrics.event_outcome)
+        self.events = EventRecorder(
+            cluster,
+            component="hami-scheduler",
+            instance=cfg.identity,
+            namespace=cfg.event_namespace,
+            clock=clock,
+            on_outcome=self.metrics.event_outcome,
+        )
         self.writer = PatchWriter(
             cluster,
             limiter=TokenBucket(cfg.qps, cfg.burst, clock=clock),
@@ -143,17 +159,24 @@ class Scheduler:
         return self._http.address if self._http else None
 
     def start(self) -> None:
-        log.info("scheduler %s starting: vendors %s, selector %r, window %ss, resync %ss",
-                 self.config.identity, ", ".join(v.vendor_key for v in self.registrar.vendors),
-                 str(self.config.node_selector), self.config.handshake_window, self.config.resync)
+        log.info(
+            "scheduler %s starting: vendors %s, selector %r, window %ss, resync %ss",
+            self.config.identity,
+            ", ".join(v.vendor_key for v in self.registrar.vendors),
+            str(self.config.node_selector),
+            self.config.handshake_window,
+            self.config.resync,
+        )
         self.events.start()
         if self._http is not None:
             self._http.start()
             log.info("serving status on http://%s:%d", *self._http.address)
         self.reflector.start()
         self.queue.add_after(_RESYNC, self.config.resync)
-        for target, name in ((self._work, "hami-worker"),
-                             (lambda: self.elector.run(self._stop), "hami-elector")):
+        for target, name in (
+            (self._work, "hami-worker"),
+            (lambda: self.elector.run(self._stop), "hami-elector"),
+        ):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -190,8 +213,13 @@ class Scheduler:
         evaluated, no write unsent or unconfirmed by the watch, no Event unposted, the elector waiting.
         For tests and the simulation, which advance a fake clock only once a replica has settled."""
         confirmed = self.view.pending() == 0 or self.reflector.backing_off()  # else the watch shows them
-        return (self.queue.idle() and self.writer.idle() and confirmed and self.events.idle()
-                and self.elector.idle())
+        return (
+            self.queue.idle()
+            and self.writer.idle()
+            and confirmed
+            and self.events.idle()
+            and self.elector.idle()
+        )
 
     # -- reflector callbacks (reflector thread) ---------------------------------------------------------
 
@@ -208,8 +236,7 @@ class Scheduler:
         # Every node the list showed new or changed is queued already (on_upsert); the term may start now,
         # ahead of them: a leader then decides each node once, with its writes, instead of a first pass
         # without them and a second one when the term's key comes out of the queue behind every node.
-        log.info("node cache %s: %d nodes", "relisted" if relisted else "synced",
-                 len(self.reflector.names()))
+        log.info("node cache %s: %d nodes", "relisted" if relisted else "synced", len(self.reflector.names()))
         self.queue.add_first(_TERM)
 
     # -- elector callbacks (elector thread) -------------------------------------------------------------
@@ -247,8 +274,9 @@ class Scheduler:
 
     def _may_write(self) -> bool:
         """Leading, not read-only, and the worker has started this term (its full pass is queued)."""
-        return (not self.config.read_only and self.elector.is_leader()
-                and self._term_started == self.elector.term)
+        return (
+            not self.config.read_only and self.elector.is_leader() and self._term_started == self.elector.term
+        )
 
     def _start_term(self) -> None:
         term = self.elector.term
@@ -329,8 +357,15 @@ class Scheduler:
         node = evaluation.node
         for warning in evaluation.warnings:
             detail = _about(node, warning.message)
-            log.warning("degraded: %s", detail, extra={"node": node, "vendor": warning.vendor_key,
-                                                       "reason": _WARNING_CODES.get(warning.reason)})
+            log.warning(
+                "degraded: %s",
+                detail,
+                extra={
+                    "node": node,
+                    "vendor": warning.vendor_key,
+                    "reason": _WARNING_CODES.get(warning.reason),
+                },
+            )
             if self._may_write():  # every replica logs it; only the one that writes posts the Event
                 self._post(warning, detail)
             elif not self.config.read_only:
@@ -340,8 +375,12 @@ class Scheduler:
             fields = {"node": node, "vendor": vendor, "reason": decision.reason.value}
             event = events.get(vendor)
             if event is not None:
-                log.log(logging.WARNING if event.type == "Warning" else logging.INFO, "%s", event.message,
-                        extra=fields)
+                log.log(
+                    logging.WARNING if event.type == "Warning" else logging.INFO,
+                    "%s",
+                    event.message,
+                    extra=fields,
+                )
                 if self._may_write():
                     self._post(event, event.message)
             elif decision.cache is not CacheChange.KEEP:
@@ -349,13 +388,19 @@ class Scheduler:
             elif log.isEnabledFor(logging.DEBUG):
                 write = decision.write
                 sends = "" if write is None else "; stamp" if write.value is not None else "; delete stamp"
-                log.debug("%s (liveness: %s%s)", decision.reason.value, decision.verdict.value, sends,
-                          extra=fields)
+                log.debug(
+                    "%s (liveness: %s%s)", decision.reason.value, decision.verdict.value, sends, extra=fields
+                )
 
     def _post(self, event: VendorEvent | VendorWarning, message: str) -> None:
-        self.events.record(event.node, event.uid, vendor=event.vendor_key,
-                           type=event.type if isinstance(event, VendorEvent) else "Warning",
-                           reason=event.reason, message=message)
+        self.events.record(
+            event.node,
+            event.uid,
+            vendor=event.vendor_key,
+            type=event.type if isinstance(event, VendorEvent) else "Warning",
+            reason=event.reason,
+            message=message,
+        )
 
     def _post_unposted(self) -> None:
         """Post the Events for bad values seen while following that are still what the cache shows."""
@@ -461,8 +506,12 @@ class Scheduler:
             return None
         registrar = self.registrar
         explanation = explain_node(
-            node, snapshot, registrar.vendors, lambda vendor: registrar.memory(node, vendor),
-            selector=self.config.node_selector, now=self.clock.now(),
+            node,
+            snapshot,
+            registrar.vendors,
+            lambda vendor: registrar.memory(node, vendor),
+            selector=self.config.node_selector,
+            now=self.clock.now(),
             window=timedelta(seconds=self.config.handshake_window),
         )
         body = explanation_json(explanation)
@@ -488,9 +537,11 @@ class Scheduler:
             for key, entry in self.cache.node(name).items():
                 was = vendors.get(key, VendorCounts())
                 degraded = entry.state == "degraded"
-                vendors[key] = VendorCounts(registered=was.registered + (not degraded),
-                                            degraded=was.degraded + degraded,
-                                            devices=was.devices + len(entry.devices))
+                vendors[key] = VendorCounts(
+                    registered=was.registered + (not degraded),
+                    degraded=was.degraded + degraded,
+                    devices=was.devices + len(entry.devices),
+                )
         leader = self.elector.is_leader()
         with self._lock:
             synced_term = self._synced_term
@@ -504,14 +555,19 @@ class Scheduler:
                     pair = (vendor_of.get(annotation, "?"), "stamp" if value is not None else "delete")
                     would[pair] = would.get(pair, 0) + 1
         return LiveState(
-            leader=leader, ready=self.ready(), term=self.elector.term,
+            leader=leader,
+            ready=self.ready(),
+            term=self.elector.term,
             cache_synced=listed and (not leader or synced_term == self.elector.term),
-            nodes_watched=len(self.reflector.names()), queue_depth=len(self.queue),
-            queue_delayed=self.queue.delayed(), vendors=vendors, would_write=would,
+            nodes_watched=len(self.reflector.names()),
+            queue_depth=len(self.queue),
+            queue_delayed=self.queue.delayed(),
+            vendors=vendors,
+            would_write=would,
         )
 
 
 def _about(node: str, message: str) -> str:
     """``message`` without its leading ``node NAME:`` (a log record or an Event names the node already)."""
     prefix = f"node {node}: "
-    return message[len(prefix):] if message.startswith(prefix) else message
+    return message[len(prefix) :] if message.startswith(prefix) else message

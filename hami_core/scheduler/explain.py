@@ -308,9 +308,17 @@ def explain_node(
         raise ValueError(f"explain_node: now must be an aware datetime in the scheduler's zone, got {now!r}")
     selected = node is not None and selector.matches(node.labels)
     explained = tuple(
-        _explain_vendor(name, node, rules, _memory_of(memory, rules.vendor_key),
-                        remembered=memory is not None, selected=selected, selector=selector, now=now,
-                        window=window)
+        _explain_vendor(
+            name,
+            node,
+            rules,
+            _memory_of(memory, rules.vendor_key),
+            remembered=memory is not None,
+            selected=selected,
+            selector=selector,
+            now=now,
+            window=window,
+        )
         for rules in vendors
     )
     return NodeExplanation(
@@ -387,11 +395,22 @@ def _explain_vendor(
     handshake = classify(observed, tz=tz)
     standing = stamp_standing(handshake, now=now, window=window)
     case = _Case(
-        rules=rules, obs=obs, memory=memory, decision=decision, handshake=handshake, standing=standing,
+        rules=rules,
+        obs=obs,
+        memory=memory,
+        decision=decision,
+        handshake=handshake,
+        standing=standing,
         register=_register_facts(obs, memory, decision, rules),
-        allocatable=AllocatableFacts(resource=rules.count_resource, raw=seen.allocatable_raw,
-                                     count=obs.allocatable, invalid=seen.allocatable_invalid),
-        now=now, window=window, selector=selector,
+        allocatable=AllocatableFacts(
+            resource=rules.count_resource,
+            raw=seen.allocatable_raw,
+            count=obs.allocatable,
+            invalid=seen.allocatable_invalid,
+        ),
+        now=now,
+        window=window,
+        selector=selector,
     )
     state = _state(decision)
     notes = _notes(case, state, remembered=remembered)
@@ -430,8 +449,9 @@ def _register_facts(
     size = len(value.encode("utf-8", "surrogatepass"))
     for known in (decision.memory, memory):
         if known.register == value:
-            return RegisterFacts(annotation=annotation, present=True, size=size,
-                                 devices=len(known.devices or ()))
+            return RegisterFacts(
+                annotation=annotation, present=True, size=size, devices=len(known.devices or ())
+            )
         if known.degraded_value == value and known.degraded is not None:
             return RegisterFacts(annotation=annotation, present=True, size=size, error=known.degraded)
     # Not applied by the decision (not judged, or judged dead): read it as the scheduler would on readmission.
@@ -463,15 +483,21 @@ def _summary(case: _Case, state: VendorState, *, remembered: bool) -> str:
     vendor = case.vendor
     if state is VendorState.REGISTERED:
         count = len(d.memory.devices or ())
-        what = {Reason.REGISTERED: "registers now", Reason.UPDATED: "takes the new register value"}.get(
-            d.reason) if remembered else None
+        what = (
+            {Reason.REGISTERED: "registers now", Reason.UPDATED: "takes the new register value"}.get(d.reason)
+            if remembered
+            else None
+        )
         return f"registered with {_devices(count)}" + (f" (the scheduler {what})" if what else "")
     if state is VendorState.DEGRADED:
         kept = len(d.memory.devices or ())
         if d.verdict is Verdict.RULE_FAILED:
             return "degraded: the driver's liveness rule failed, so nothing is judged (see error)"
-        keep = f"the cache keeps the last good list ({_devices(kept)})" if d.memory.registered \
+        keep = (
+            f"the cache keeps the last good list ({_devices(kept)})"
+            if d.memory.registered
             else "nothing to schedule on"
+        )
         return f"degraded: the register value does not decode (see register); {keep}"
     if state is VendorState.AWAITING_SIGN_OF_LIFE:
         if d.reason is Reason.CLEANED_UP:
@@ -497,13 +523,16 @@ def _dead_why(case: _Case) -> str:
     rule = case.rules.liveness.name
     age = case.age
     if rule == "allocatable" and case.memory.allocatable_seen and case.obs.allocatable == 0:
-        return (f"allocatable {case.res} was above 0 and is now 0 (the allocatable rule: once the count has "
-                "been seen, liveness is the count)")
+        return (
+            f"allocatable {case.res} was above 0 and is now 0 (the allocatable rule: once the count has "
+            "been seen, liveness is the count)"
+        )
     if rule in ("handshake", "allocatable") and case.standing is StampStanding.EXPIRED and age is not None:
         return f"its stamp expired {span(age - case.window)} ago and allocatable {case.res} is 0"
     stamp = {StampStanding.FRESH: "fresh", StampStanding.EXPIRED: "expired"}.get(case.standing, "missing")
-    return (f"the liveness rule '{rule}' says dead (stamp {stamp}, allocatable {case.res} "
-            f"{case.obs.allocatable})")
+    return (
+        f"the liveness rule '{rule}' says dead (stamp {stamp}, allocatable {case.res} {case.obs.allocatable})"
+    )
 
 
 def _sign_of_life(case: _Case) -> str:
@@ -518,8 +547,10 @@ def _sign_of_life(case: _Case) -> str:
 def _stamp_why(case: _Case) -> str:
     """Why a stamp is written now."""
     if case.memory.awaiting_sign_of_life:
-        return (f"{_sign_of_life(case)} is a sign of life after the cleanup: {case.vendor} is readmitted "
-                "and a fresh window starts")
+        return (
+            f"{_sign_of_life(case)} is a sign of life after the cleanup: {case.vendor} is readmitted "
+            "and a fresh window starts"
+        )
     h = case.handshake
     value = shorten(h.value or "")
     if h.kind is HandshakeKind.ABSENT:
@@ -542,14 +573,21 @@ def _alive_why(case: _Case) -> str:
     age = case.age
     if d.verdict is Verdict.FRESH and age is not None:
         left = case.window - age
-        return f"the stamp is fresh ({span(age)} old, {span(left)} left)" if age >= timedelta(0) \
+        return (
+            f"the stamp is fresh ({span(age)} old, {span(left)} left)"
+            if age >= timedelta(0)
             else f"the stamp is fresh (it names a moment {span(age)} ahead)"
+        )
     if d.verdict is Verdict.KEPT_BY_ALLOCATABLE and age is not None:
-        return (f"the stamp expired {span(age - case.window)} ago, but allocatable {case.res} is "
-                f"{case.obs.allocatable}, which keeps {case.vendor} alive")
+        return (
+            f"the stamp expired {span(age - case.window)} ago, but allocatable {case.res} is "
+            f"{case.obs.allocatable}, which keeps {case.vendor} alive"
+        )
     if d.verdict is Verdict.NO_HANDSHAKE:
-        return (f"{case.vendor} has no handshake annotation; its liveness rule '{case.rules.liveness.name}' "
-                f"keeps it (allocatable {case.res} {case.obs.allocatable})")
+        return (
+            f"{case.vendor} has no handshake annotation; its liveness rule '{case.rules.liveness.name}' "
+            f"keeps it (allocatable {case.res} {case.obs.allocatable})"
+        )
     return f"the liveness verdict is {d.verdict.value}"
 
 
@@ -557,8 +595,10 @@ def _at_deadline(case: _Case) -> str:
     keeps = f"the plugin reports in {case.hs} or allocatable {case.res} is above 0 before then"
     if case.decision.memory.registered:
         return f"the stamp expires: unless {keeps}, {case.vendor} is cleaned up (the handshake deleted)"
-    return (f"the stamp expires: unless {keeps}, {case.vendor} is judged dead; there is nothing to clean, "
-            "and from then on it registers here only on a sign of life")
+    return (
+        f"the stamp expires: unless {keeps}, {case.vendor} is judged dead; there is nothing to clean, "
+        "and from then on it registers here only on a sign of life"
+    )
 
 
 def _next_step(case: _Case) -> NextStep:
@@ -567,20 +607,33 @@ def _next_step(case: _Case) -> NextStep:
     deadline = d.recheck_at.astimezone(case.now.tzinfo) if d.recheck_at is not None else None
     at_deadline = _at_deadline(case) if deadline is not None else None
     if write is not None and write.value is not None:
-        return NextStep(write=WriteKind.STAMP, annotation=write.annotation, value=write.value,
-                        why=f"stamp {write.annotation} now: {_stamp_why(case)}", deadline=deadline,
-                        at_deadline=at_deadline)
+        return NextStep(
+            write=WriteKind.STAMP,
+            annotation=write.annotation,
+            value=write.value,
+            why=f"stamp {write.annotation} now: {_stamp_why(case)}",
+            deadline=deadline,
+            at_deadline=at_deadline,
+        )
     if write is not None:
         if d.reason is Reason.CLEANED_UP:
-            why = (f"delete {write.annotation} now: {case.vendor} is cleaned up: {_dead_why(case)}; its "
-                   f"devices leave the cache, and it comes back only when {case.signs()}")
+            why = (
+                f"delete {write.annotation} now: {case.vendor} is cleaned up: {_dead_why(case)}; its "
+                f"devices leave the cache, and it comes back only when {case.signs()}"
+            )
         else:
-            why = (f"delete {write.annotation} now: {case.vendor} was cleaned up and the node still shows "
-                   f"{shorten(case.obs.handshake or '')}, the value judged then (the delete was not sent, or "
-                   "has not landed)")
+            why = (
+                f"delete {write.annotation} now: {case.vendor} was cleaned up and the node still shows "
+                f"{shorten(case.obs.handshake or '')}, the value judged then (the delete was not sent, or "
+                "has not landed)"
+            )
         return NextStep(write=WriteKind.DELETE, annotation=write.annotation, why=why)
-    return NextStep(write=WriteKind.NOTHING, why="nothing to write: " + _nothing_why(case), deadline=deadline,
-                    at_deadline=at_deadline)
+    return NextStep(
+        write=WriteKind.NOTHING,
+        why="nothing to write: " + _nothing_why(case),
+        deadline=deadline,
+        at_deadline=at_deadline,
+    )
 
 
 def _nothing_why(case: _Case) -> str:
@@ -593,11 +646,15 @@ def _nothing_why(case: _Case) -> str:
     if d.verdict is Verdict.RULE_FAILED:
         return f"the liveness rule failed, so nothing is judged: {d.error}"
     if d.reason is Reason.AWAITING_SIGN_OF_LIFE and d.verdict is Verdict.DEAD:
-        return (f"{_dead_why(case)}, but {vendor} never got into the cache here: there is nothing to clean "
-                f"and the stamp is left as it is; it registers when {case.signs()}")
+        return (
+            f"{_dead_why(case)}, but {vendor} never got into the cache here: there is nothing to clean "
+            f"and the stamp is left as it is; it registers when {case.signs()}"
+        )
     if d.reason is Reason.AWAITING_SIGN_OF_LIFE:
-        return (f"{vendor} was cleaned up and has shown no sign of life since; a stamp is not one, so none "
-                f"is written; it comes back when {case.signs()}")
+        return (
+            f"{vendor} was cleaned up and has shown no sign of life since; a stamp is not one, so none "
+            f"is written; it comes back when {case.signs()}"
+        )
     if d.verdict is Verdict.UNSTAMPED:
         return f"the node carries neither {case.register.annotation} nor {case.hs}"
     why = _alive_why(case)
@@ -618,43 +675,93 @@ def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, 
     present = case.obs.present and case.obs.selected
     if case.allocatable.invalid:
         raw = shorten(case.allocatable.raw or "")
-        notes.append(Note("allocatable-invalid",
-                          f"allocatable {case.res}={raw} is not a quantity: it counts as 0"))
+        notes.append(
+            Note("allocatable-invalid", f"allocatable {case.res}={raw} is not a quantity: it counts as 0")
+        )
     if not present or case.rules.handshake_annotation is None:
         return tuple(notes)
     is_stamp = h.kind in (HandshakeKind.STAMP, HandshakeKind.BAD_STAMP)
     if is_stamp and case.obs.register is None and not case.decision.memory.registered:
-        notes.append(Note("hami-stamp-without-vendor", (
-            f"{case.hs} holds a scheduler stamp ({value}), but the node has no {case.register.annotation}: "
-            "HAMi's scheduler stamps every node for every vendor, CPU-only ones included. The stamp says "
-            f"nothing about {vendor} here; without its register annotation nothing is registered")))
+        notes.append(
+            Note(
+                "hami-stamp-without-vendor",
+                (
+                    f"{case.hs} holds a scheduler stamp ({value}), but the node has no "
+                    f"{case.register.annotation}: "
+                    "HAMi's scheduler stamps every node for every vendor, CPU-only ones included. The "
+                    "stamp says "
+                    f"nothing about {vendor} here; without its register annotation nothing is registered"
+                ),
+            )
+        )
     if h.kind is HandshakeKind.STAMP and h.value is not None:
         layout = _stamp_layout(h.value)
         if layout is not None:
-            notes.append(Note("hami-cannot-parse", (
-                f"{value} is in {layout}, which HAMi v2.10 cannot parse: HAMi counts it as healthy forever "
-                f"and never cleans {vendor} up through it; hami-core reads it as a stamp that expires")))
+            notes.append(
+                Note(
+                    "hami-cannot-parse",
+                    (
+                        f"{value} is in {layout}, which HAMi v2.10 cannot parse: HAMi counts it as healthy "
+                        "forever "
+                        f"and never cleans {vendor} up through it; hami-core reads it as a stamp that expires"
+                    ),
+                )
+            )
         elif case.age is not None and case.standing is StampStanding.MISSING:
-            notes.append(Note("hami-far-future", (
-                f"{value} lies {span(case.age)} ahead: HAMi counts it as healthy until then; hami-core "
-                "counts a stamp more than a window ahead as no stamp and stamps again")))
+            notes.append(
+                Note(
+                    "hami-far-future",
+                    (
+                        f"{value} lies {span(case.age)} ahead: HAMi counts it as healthy until then; "
+                        "hami-core "
+                        "counts a stamp more than a window ahead as no stamp and stamps again"
+                    ),
+                )
+            )
     if h.kind is HandshakeKind.BAD_STAMP:
-        notes.append(Note("hami-cannot-parse", (
-            f"{value} is a Requesting value without a readable time: HAMi counts it as healthy forever and "
-            f"never cleans {vendor} up through it; hami-core counts it as no stamp and stamps again")))
+        notes.append(
+            Note(
+                "hami-cannot-parse",
+                (
+                    f"{value} is a Requesting value without a readable time: HAMi counts it as healthy "
+                    "forever and "
+                    f"never cleans {vendor} up through it; hami-core counts it as no stamp and stamps again"
+                ),
+            )
+        )
     if h.kind is HandshakeKind.REPORT and (h.value or "").startswith("Deleted"):
-        notes.append(Note("hami-deleted-mark", (
-            f"{value} is the mark HAMi up to v2.9 wrote on cleanup; HAMi v2.10 and hami-core both count it "
-            "as no stamp")))
+        notes.append(
+            Note(
+                "hami-deleted-mark",
+                (
+                    f"{value} is the mark HAMi up to v2.9 wrote on cleanup; HAMi v2.10 and hami-core both "
+                    "count it "
+                    "as no stamp"
+                ),
+            )
+        )
     memory = case.memory
-    if (remembered and memory.awaiting_sign_of_life and h.kind is HandshakeKind.STAMP
-            and h.value != memory.handshake_at_cleanup):
+    if (
+        remembered
+        and memory.awaiting_sign_of_life
+        and h.kind is HandshakeKind.STAMP
+        and h.value != memory.handshake_at_cleanup
+    ):
         age = f", {span(case.age)} old" if case.age is not None and case.age >= timedelta(0) else ""
-        notes.append(Note("hami-flapping", (
-            f"{vendor} was cleaned up here and has shown no sign of life since, yet the node carries a "
-            f"stamp hami-core did not write ({value}{age}): HAMi's scheduler stamps a vendor again after "
-            "cleaning it up and re-adds its devices, then cleans it again a window later (its flapping). A "
-            f"stamp is not a sign of life: hami-core keeps {vendor} out until {case.signs()}")))
+        notes.append(
+            Note(
+                "hami-flapping",
+                (
+                    f"{vendor} was cleaned up here and has shown no sign of life since, yet the node "
+                    "carries a "
+                    f"stamp hami-core did not write ({value}{age}): HAMi's scheduler stamps a vendor again "
+                    "after "
+                    "cleaning it up and re-adds its devices, then cleans it again a window later (its "
+                    "flapping). A "
+                    f"stamp is not a sign of life: hami-core keeps {vendor} out until {case.signs()}"
+                ),
+            )
+        )
     if not remembered:
         notes.extend(_without_memory(case, state))
     return tuple(notes)
@@ -674,12 +781,18 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
     if obs.register is not None:
         decoded = read_register(obs.register, case.rules, obs.node)
         if not isinstance(decoded, str) and decoded:
-            pasts.append((f"has {case.vendor} registered here", VendorMemory(devices=decoded,
-                                                                             register=obs.register)))
+            pasts.append(
+                (f"has {case.vendor} registered here", VendorMemory(devices=decoded, register=obs.register))
+            )
     report = obs.handshake if case.handshake.kind is HandshakeKind.REPORT else None
-    pasts.append((f"cleaned {case.vendor} up here when the node looked as it does now",
-                  VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=obs.register,
-                               handshake_at_cleanup=report)))
+    pasts.append(
+        (
+            f"cleaned {case.vendor} up here when the node looked as it does now",
+            VendorMemory(
+                awaiting_sign_of_life=True, register_at_cleanup=obs.register, handshake_at_cleanup=report
+            ),
+        )
+    )
     actual = (state in _IN_CACHE, write_kind(case.decision))
     others = []
     for who, memory in pasts:
@@ -688,9 +801,17 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
             others.append(f"a scheduler that {who} would {_would(case, then)}")
     if not others:
         return []
-    return [Note("no-memory", (
-        "hami doctor has no memory of earlier evaluations and judges as a scheduler that has just started: "
-        + "; ".join(others) + f". A running scheduler's /cache/{obs.node} view knows which applies"))]
+    return [
+        Note(
+            "no-memory",
+            (
+                "hami doctor has no memory of earlier evaluations and judges as a scheduler that has just "
+                "started: "
+                + "; ".join(others)
+                + f". A running scheduler's /cache/{obs.node} view knows which applies"
+            ),
+        )
+    ]
 
 
 def write_kind(decision: Decision) -> WriteKind:
@@ -709,8 +830,11 @@ def _would(case: _Case, then: Decision) -> str:
     if kind is WriteKind.STAMP:
         return f"stamp {case.hs} now"
     if state is VendorState.AWAITING_SIGN_OF_LIFE:
-        alone = " (a stamp alone, such as HAMi's, does not readmit it)" \
-            if case.handshake.kind is HandshakeKind.STAMP else ""
+        alone = (
+            " (a stamp alone, such as HAMi's, does not readmit it)"
+            if case.handshake.kind is HandshakeKind.STAMP
+            else ""
+        )
         return f"keep it out and write nothing until {case.signs()}{alone}"
     return f"write nothing and show it {state.value}"
 

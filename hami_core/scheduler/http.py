@@ -59,7 +59,7 @@ def _respond(view: SchedulerView, path: str) -> Response:
     if path == "/cache":
         return json_response(HTTPStatus.OK, view.cache_json())
     if path.startswith("/cache/"):
-        name = unquote(path[len("/cache/"):])
+        name = unquote(path[len("/cache/") :])
         node = view.node_json(name)
         if node is None:
             return json_response(HTTPStatus.NOT_FOUND, {"error": f"this scheduler watches no Node {name!r}"})

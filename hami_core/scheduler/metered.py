@@ -58,8 +58,13 @@ class MeteredCluster:
     def list_nodes(
         self, *, label_selector: str = "", limit: int = 500, continue_token: str | None = None
     ) -> NodeList:
-        return self._measure("list", "nodes", lambda: self._inner.list_nodes(
-            label_selector=label_selector, limit=limit, continue_token=continue_token))
+        return self._measure(
+            "list",
+            "nodes",
+            lambda: self._inner.list_nodes(
+                label_selector=label_selector, limit=limit, continue_token=continue_token
+            ),
+        )
 
     def watch_nodes(
         self,
@@ -69,15 +74,25 @@ class MeteredCluster:
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
     ) -> WatchStream:
-        return self._measure("watch", "nodes", lambda: self._inner.watch_nodes(
-            resource_version=resource_version, label_selector=label_selector,
-            timeout_seconds=timeout_seconds, allow_bookmarks=allow_bookmarks))
+        return self._measure(
+            "watch",
+            "nodes",
+            lambda: self._inner.watch_nodes(
+                resource_version=resource_version,
+                label_selector=label_selector,
+                timeout_seconds=timeout_seconds,
+                allow_bookmarks=allow_bookmarks,
+            ),
+        )
 
     def patch_node_annotations(
         self, name: str, changes: Mapping[str, str | None], *, resource_version: str | None = None
     ) -> NodeSnapshot:
-        return self._measure("patch", "nodes", lambda: self._inner.patch_node_annotations(
-            name, changes, resource_version=resource_version))
+        return self._measure(
+            "patch",
+            "nodes",
+            lambda: self._inner.patch_node_annotations(name, changes, resource_version=resource_version),
+        )
 
     # -- leases -----------------------------------------------------------------------------------------
 

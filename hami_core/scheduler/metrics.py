@@ -50,8 +50,16 @@ from prometheus_client.registry import Collector
 from hami_core.serve.metrics import exposition, new_registry
 
 __all__ = [
-    "API_CALLS", "EVENT_DROP_CAUSES", "LATENCY_BUCKETS", "NODE_STATES", "PATCH_RESULTS", "LiveState",
-    "SchedulerMetrics", "VendorCounts", "status_class", "total",
+    "API_CALLS",
+    "EVENT_DROP_CAUSES",
+    "LATENCY_BUCKETS",
+    "NODE_STATES",
+    "PATCH_RESULTS",
+    "LiveState",
+    "SchedulerMetrics",
+    "VendorCounts",
+    "status_class",
+    "total",
 ]
 
 #: The cluster port's methods the scheduler calls, as (verb, resource) for the API request metrics.
@@ -129,28 +137,49 @@ class _LiveCollector(Collector):
             return family
 
         s = state
-        yield gauge("hami_scheduler_leader", "1 while this replica leads (holds the Lease, renewed in time).",
-                    bool(s and s.leader))
-        yield gauge("hami_scheduler_ready",
-                    "1 while this replica leads and its cache is synced for the current term (/readyz).",
-                    bool(s and s.ready))
-        yield gauge("hami_scheduler_cache_synced",
-                    "1 when the node list is loaded and, on the leader, the current term's full pass is "
-                    "done.",
-                    bool(s and s.cache_synced))
-        yield gauge("hami_scheduler_term",
-                    "Leadership terms of this process (the current one while leading).", s.term if s else 0)
-        yield gauge("hami_scheduler_nodes_watched", "Nodes in the watch cache, selected or not.",
-                    s.nodes_watched if s else 0)
-        yield gauge("hami_scheduler_work_queue_depth", "Node keys ready for the worker.",
-                    s.queue_depth if s else 0)
-        yield gauge("hami_scheduler_work_queue_delayed",
-                    "Work queue keys waiting for a later time (stamp expiries, retries, the resync).",
-                    s.queue_delayed if s else 0)
-        nodes = gauge("hami_scheduler_nodes", "Nodes where the vendor is registered or degraded (its "
-                      "register value does not decode, or its liveness rule failed).", 0, ("vendor", "state"))
-        devices = gauge("hami_scheduler_devices", "Devices of the vendor in the device cache.", 0,
-                        ("vendor",))
+        yield gauge(
+            "hami_scheduler_leader",
+            "1 while this replica leads (holds the Lease, renewed in time).",
+            bool(s and s.leader),
+        )
+        yield gauge(
+            "hami_scheduler_ready",
+            "1 while this replica leads and its cache is synced for the current term (/readyz).",
+            bool(s and s.ready),
+        )
+        yield gauge(
+            "hami_scheduler_cache_synced",
+            "1 when the node list is loaded and, on the leader, the current term's full pass is done.",
+            bool(s and s.cache_synced),
+        )
+        yield gauge(
+            "hami_scheduler_term",
+            "Leadership terms of this process (the current one while leading).",
+            s.term if s else 0,
+        )
+        yield gauge(
+            "hami_scheduler_nodes_watched",
+            "Nodes in the watch cache, selected or not.",
+            s.nodes_watched if s else 0,
+        )
+        yield gauge(
+            "hami_scheduler_work_queue_depth", "Node keys ready for the worker.", s.queue_depth if s else 0
+        )
+        yield gauge(
+            "hami_scheduler_work_queue_delayed",
+            "Work queue keys waiting for a later time (stamp expiries, retries, the resync).",
+            s.queue_delayed if s else 0,
+        )
+        nodes = gauge(
+            "hami_scheduler_nodes",
+            "Nodes where the vendor is registered or degraded (its "
+            "register value does not decode, or its liveness rule failed).",
+            0,
+            ("vendor", "state"),
+        )
+        devices = gauge(
+            "hami_scheduler_devices", "Devices of the vendor in the device cache.", 0, ("vendor",)
+        )
         if s is not None:
             for vendor in self._vendors:
                 counts = s.vendors.get(vendor, VendorCounts())
@@ -159,9 +188,13 @@ class _LiveCollector(Collector):
                 devices.add_metric([vendor], counts.devices)
         yield nodes
         yield devices
-        would = gauge("hami_scheduler_read_only_pending_writes",
-                      "Read-only mode: nodes a leader would write to now, by vendor and kind (stamp, "
-                      "delete); no series unless --read-only.", 0, ("vendor", "kind"))
+        would = gauge(
+            "hami_scheduler_read_only_pending_writes",
+            "Read-only mode: nodes a leader would write to now, by vendor and kind (stamp, "
+            "delete); no series unless --read-only.",
+            0,
+            ("vendor", "kind"),
+        )
         if s is not None and s.would_write is not None:
             for vendor in self._vendors:
                 for kind in ("stamp", "delete"):
@@ -171,8 +204,12 @@ class _LiveCollector(Collector):
 
 def total(counter: Counter, **labels: str) -> float:
     """The sum of a counter's ``_total`` samples whose labels include ``labels``."""
-    return sum(s.value for family in counter.collect() for s in family.samples
-               if s.name.endswith("_total") and labels.items() <= s.labels.items())
+    return sum(
+        s.value
+        for family in counter.collect()
+        for s in family.samples
+        if s.name.endswith("_total") and labels.items() <= s.labels.items()
+    )
 
 
 class SchedulerMetrics:
@@ -199,51 +236,69 @@ class SchedulerMetrics:
                 counter.labels(vendor=vendor)
             return counter
 
-        self.evaluations = Counter("hami_scheduler_evaluations", "Node evaluations (every vendor decided).",
-                                   registry=r)
+        self.evaluations = Counter(
+            "hami_scheduler_evaluations", "Node evaluations (every vendor decided).", registry=r
+        )
         self.decode_errors = per_vendor(
-            "hami_scheduler_decode_errors", "Register values of the vendor that do not decode (each distinct "
-            "value counted once per node).")
+            "hami_scheduler_decode_errors",
+            "Register values of the vendor that do not decode (each distinct value counted once per node).",
+        )
         self.liveness_rule_errors = per_vendor(
-            "hami_scheduler_liveness_rule_errors", "Times the vendor driver's liveness rule raised (each "
-            "distinct error counted once per node).")
+            "hami_scheduler_liveness_rule_errors",
+            "Times the vendor driver's liveness rule raised (each distinct error counted once per node).",
+        )
         self.cleanups = per_vendor("hami_scheduler_cleanups", "Vendors found dead on a node and cleaned up.")
         self.stamps = per_vendor("hami_scheduler_stamps", "Handshake stamps handed to the patch writer.")
         self.handshake_deletes = per_vendor(
-            "hami_scheduler_handshake_deletes", "Handshake deletes of cleanups handed to the patch writer.")
+            "hami_scheduler_handshake_deletes", "Handshake deletes of cleanups handed to the patch writer."
+        )
         self.dropped_not_leader = Counter(
             "hami_scheduler_dropped_not_leader",
-            "Writes not sent because this replica stopped leading before their turn.", registry=r)
+            "Writes not sent because this replica stopped leading before their turn.",
+            registry=r,
+        )
         self.api_requests = Counter(
             "hami_scheduler_api_requests",
             "API requests by verb, resource and result: the HTTP status class (2xx, 4xx, 5xx), or error "
             "when no answer came (connection refused, timeout).",
-            ["verb", "resource", "result"], registry=r)
+            ["verb", "resource", "result"],
+            registry=r,
+        )
         self.api_request_duration = Histogram(
             "hami_scheduler_api_request_duration_seconds",
             "API request latency, until the answer (for a watch: until the stream opened).",
-            ["verb", "resource"], buckets=LATENCY_BUCKETS, registry=r)
+            ["verb", "resource"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         for verb, resource in API_CALLS.values():
             self.api_request_duration.labels(verb=verb, resource=resource)
             for result in PATCH_RESULTS:
                 self.api_requests.labels(verb=verb, resource=resource, result=result)
-        self.events_posted = Counter("hami_scheduler_events_posted", "Events posted about Nodes, by reason.",
-                                     ["reason"], registry=r)
+        self.events_posted = Counter(
+            "hami_scheduler_events_posted", "Events posted about Nodes, by reason.", ["reason"], registry=r
+        )
         self.events_dropped = Counter(
             "hami_scheduler_events_dropped",
             "Events not posted: duplicate (same reason for the node and vendor lately), rate_limited (the "
             "node's burst is spent), queue_full, failed (the API server refused or did not answer).",
-            ["reason", "cause"], registry=r)
+            ["reason", "cause"],
+            registry=r,
+        )
         for reason in event_reasons:
             self.events_posted.labels(reason=reason)
             for cause in EVENT_DROP_CAUSES:
                 self.events_dropped.labels(reason=reason, cause=cause)
         self.leadership_changes = Counter(
-            "hami_scheduler_leadership_changes", "Times this replica became leader or stopped leading.",
-            registry=r)
+            "hami_scheduler_leadership_changes",
+            "Times this replica became leader or stopped leading.",
+            registry=r,
+        )
         self.last_full_pass = Gauge(
             "hami_scheduler_last_full_pass_timestamp_seconds",
-            "Unix time the last term-start full pass over every node finished (0: none yet).", registry=r)
+            "Unix time the last term-start full pass over every node finished (0: none yet).",
+            registry=r,
+        )
         if live is not None:
             r.register(_LiveCollector(live, self.vendor_keys))
 
@@ -257,16 +312,22 @@ class SchedulerMetrics:
     def patch_requests(self) -> dict[str, float]:
         """Node patch requests by result (for tests and status)."""
         verb, resource = API_CALLS["patch_node_annotations"]
-        return {result: total(self.api_requests, verb=verb, resource=resource, result=result)
-                for result in PATCH_RESULTS}
+        return {
+            result: total(self.api_requests, verb=verb, resource=resource, result=result)
+            for result in PATCH_RESULTS
+        }
 
     def totals(self) -> dict[str, float]:
         """Every counter summed over its labels, by short name (``cleanups``, ``stamps``, ...)."""
         counters = {
-            "evaluations": self.evaluations, "decode_errors": self.decode_errors,
-            "liveness_rule_errors": self.liveness_rule_errors, "cleanups": self.cleanups,
-            "stamps": self.stamps, "handshake_deletes": self.handshake_deletes,
-            "dropped_not_leader": self.dropped_not_leader, "events_posted": self.events_posted,
+            "evaluations": self.evaluations,
+            "decode_errors": self.decode_errors,
+            "liveness_rule_errors": self.liveness_rule_errors,
+            "cleanups": self.cleanups,
+            "stamps": self.stamps,
+            "handshake_deletes": self.handshake_deletes,
+            "dropped_not_leader": self.dropped_not_leader,
+            "events_posted": self.events_posted,
             "leadership_changes": self.leadership_changes,
         }
         return {name: total(counter) for name, counter in counters.items()}

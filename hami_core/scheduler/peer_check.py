@@ -85,7 +85,8 @@ def warn_if_hami_scheduler_active(
         log.warning(
             "this scheduler's Lease %s/%s is the one HAMi's scheduler uses: cannot check whether HAMi's "
             "scheduler is active; give hami-core its own Lease (--lease-name, --lease-namespace)",
-            namespace, name,
+            namespace,
+            name,
         )
         return None
     try:

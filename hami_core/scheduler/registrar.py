@@ -129,8 +129,9 @@ class Registrar:
     def counters(self) -> Counter[str]:
         """What the registrar counted, summed over vendors (a snapshot of its metrics, for tests)."""
         totals = self.metrics.totals()
-        return Counter({k: int(totals[k]) for k in
-                        ("evaluations", "decode_errors", "liveness_rule_errors", "cleanups")})
+        return Counter(
+            {k: int(totals[k]) for k in ("evaluations", "decode_errors", "liveness_rule_errors", "cleanups")}
+        )
 
     def memory(self, node: str, vendor_key: str) -> VendorMemory:
         return self._memory.get((node, vendor_key), _NOTHING_KNOWN)
@@ -188,27 +189,52 @@ class Registrar:
                 self.metrics.cleanups.labels(vendor=rules.vendor_key).inc()
             event = self._event(observed, memory, decision, rules, now=now, seen_before=seen_before)
             if event is not None:
-                events.append(VendorEvent(node=name, uid=node.uid if node else "",
-                                          vendor_key=rules.vendor_key, type=event[0], reason=event[1],
-                                          message=event[2]))
+                events.append(
+                    VendorEvent(
+                        node=name,
+                        uid=node.uid if node else "",
+                        vendor_key=rules.vendor_key,
+                        type=event[0],
+                        reason=event[1],
+                        message=event[2],
+                    )
+                )
             if decision.error_is_new and decision.error is not None:
                 rule_failed = decision.verdict is Verdict.RULE_FAILED
                 errors = self.metrics.liveness_rule_errors if rule_failed else self.metrics.decode_errors
                 errors.labels(vendor=rules.vendor_key).inc()
-                warnings.append(VendorWarning(
-                    node=name, uid=node.uid if node else "", vendor_key=rules.vendor_key,
-                    reason=LIVENESS_RULE_FAILED if rule_failed else INVALID_REGISTER, message=decision.error,
-                ))
+                warnings.append(
+                    VendorWarning(
+                        node=name,
+                        uid=node.uid if node else "",
+                        vendor_key=rules.vendor_key,
+                        reason=LIVENESS_RULE_FAILED if rule_failed else INVALID_REGISTER,
+                        message=decision.error,
+                    )
+                )
             if decision.recheck_at is not None and (recheck is None or decision.recheck_at < recheck):
                 recheck = decision.recheck_at
         if node is None:
             self.cache.remove_node(name)
-        return Evaluation(node=name, patch=patch, recheck_at=recheck, warnings=tuple(warnings),
-                          events=tuple(events), decisions=decisions, node_gone=replaced or node is None)
+        return Evaluation(
+            node=name,
+            patch=patch,
+            recheck_at=recheck,
+            warnings=tuple(warnings),
+            events=tuple(events),
+            decisions=decisions,
+            node_gone=replaced or node is None,
+        )
 
     def _event(
-        self, obs: Observation, memory: VendorMemory, decision: Decision, rules: VendorRules, *,
-        now: datetime, seen_before: bool,
+        self,
+        obs: Observation,
+        memory: VendorMemory,
+        decision: Decision,
+        rules: VendorRules,
+        *,
+        now: datetime,
+        seen_before: bool,
     ) -> tuple[Literal["Normal", "Warning"], str, str] | None:
         """The Event a decision is worth, as (type, reason, message), or ``None``.
 
@@ -224,8 +250,11 @@ class Registrar:
         devices = f"{count} device{'s' if count != 1 else ''}"
         if memory.awaiting_sign_of_life:
             sign = _sign_of_life(obs, memory, rules, now=now)
-            return "Normal", READMITTED, f"{vendor} is back after a sign of life ({sign}): {devices} " \
-                "registered"
+            return (
+                "Normal",
+                READMITTED,
+                f"{vendor} is back after a sign of life ({sign}): {devices} registered",
+            )
         if seen_before:
             return "Normal", REGISTERED, f"{vendor} registered {devices} from {rules.register_annotation}"
         return None
@@ -234,7 +263,8 @@ class Registrar:
     def _absent(node: NodeSnapshot, rules: VendorRules) -> bool:
         ann = node.annotations
         return rules.register_annotation not in ann and (
-            rules.handshake_annotation is None or rules.handshake_annotation not in ann)
+            rules.handshake_annotation is None or rules.handshake_annotation not in ann
+        )
 
     def _forget_node(self, name: str) -> None:
         """Drop the memory and cache entries of the Node object ``name`` held."""
@@ -247,8 +277,12 @@ class Registrar:
     ) -> Observation:
         seen = observe(name, node, rules, selected=selected)
         if seen.allocatable_invalid:
-            log.warning("allocatable %s=%r is not a quantity; counted as 0", rules.count_resource,
-                        seen.allocatable_raw, extra={"node": name, "vendor": rules.vendor_key})
+            log.warning(
+                "allocatable %s=%r is not a quantity; counted as 0",
+                rules.count_resource,
+                seen.allocatable_raw,
+                extra={"node": name, "vendor": rules.vendor_key},
+            )
         return seen.observation
 
     def _apply_cache(self, node: str, vendor_key: str, decision: Decision, now: datetime) -> None:
@@ -270,14 +304,17 @@ class Registrar:
             or entry.state != state
             or entry.error != decision.error
         ):
-            self.cache.put(node, VendorEntry(
-                vendor_key=vendor_key,
-                devices=devices,
-                state=state,
-                reason=decision.reason.value,
-                error=decision.error if degraded else None,
-                updated_at=now,
-            ))
+            self.cache.put(
+                node,
+                VendorEntry(
+                    vendor_key=vendor_key,
+                    devices=devices,
+                    state=state,
+                    reason=decision.reason.value,
+                    error=decision.error if degraded else None,
+                    updated_at=now,
+                ),
+            )
 
 
 def _handshake_words(obs: Observation, rules: VendorRules, *, now: datetime, window: timedelta) -> str:
@@ -303,9 +340,11 @@ def _cleanup_message(
     if obs.allocatable == 0 and memory.allocatable_seen:
         allocatable += " (it was above 0)"
     stamp = _handshake_words(obs, rules, now=now, window=window)
-    return (f"{rules.vendor_key} cleaned up by the {rules.liveness.name!r} liveness rule: {stamp}, "
-            f"{allocatable}; its {count} device{'s' if count != 1 else ''} left the device cache until a "
-            f"sign of life (a plugin report, {rules.count_resource} above 0, or a new register value)")
+    return (
+        f"{rules.vendor_key} cleaned up by the {rules.liveness.name!r} liveness rule: {stamp}, "
+        f"{allocatable}; its {count} device{'s' if count != 1 else ''} left the device cache until a "
+        f"sign of life (a plugin report, {rules.count_resource} above 0, or a new register value)"
+    )
 
 
 def _sign_of_life(obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime) -> str:

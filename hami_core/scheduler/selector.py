@@ -38,8 +38,10 @@ def parse_node_selector(text: str) -> NodeSelector:
         if not is_qualified_name(key):
             raise ValueError(f"node selector item {position}: {key!r} is not a valid label key")
         if not is_label_value(value):
-            raise ValueError(f"node selector item {position}: {value!r} is not a valid label value "
-                             "(at most 63 of A-Z a-z 0-9 - _ ., alphanumeric at both ends)")
+            raise ValueError(
+                f"node selector item {position}: {value!r} is not a valid label value "
+                "(at most 63 of A-Z a-z 0-9 - _ ., alphanumeric at both ends)"
+            )
         if key in required and required[key] != value:
             raise ValueError(f"node selector: label {key!r} required twice with different values")
         required[key] = value

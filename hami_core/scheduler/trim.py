@@ -67,11 +67,14 @@ class NodeTrim:
     @classmethod
     def of(cls, vendors: Iterable[VendorRules], selector: NodeSelector) -> NodeTrim:
         vendors = tuple(vendors)
-        return cls(register_keys=_keys(v.register_annotation for v in vendors),
-                   handshake_keys=_keys(v.handshake_annotation for v in vendors
-                                        if v.handshake_annotation is not None),
-                   allocatable_keys=_keys(v.count_resource for v in vendors),
-                   label_keys=_keys(selector.required))
+        return cls(
+            register_keys=_keys(v.register_annotation for v in vendors),
+            handshake_keys=_keys(
+                v.handshake_annotation for v in vendors if v.handshake_annotation is not None
+            ),
+            allocatable_keys=_keys(v.count_resource for v in vendors),
+            label_keys=_keys(selector.required),
+        )
 
     def __call__(self, node: NodeSnapshot) -> NodeSnapshot:
         # A register value is long and differs per node: kept as it is. A handshake value is a stamp,

@@ -69,9 +69,13 @@ class PatchWriter:
         """A snapshot of the writer's metrics (for tests and benchmarks): ``patches`` answered 2xx,
         ``patch_errors`` every other result, ``dropped_not_leader``."""
         results = self.metrics.patch_requests()
-        return Counter({"patches": int(results["2xx"]),
-                        "patch_errors": int(sum(v for k, v in results.items() if k != "2xx")),
-                        "dropped_not_leader": int(self.metrics.totals()["dropped_not_leader"])})
+        return Counter(
+            {
+                "patches": int(results["2xx"]),
+                "patch_errors": int(sum(v for k, v in results.items() if k != "2xx")),
+                "dropped_not_leader": int(self.metrics.totals()["dropped_not_leader"]),
+            }
+        )
 
     def submit(self, write: PendingWrite) -> None:
         with self._lock:
@@ -143,8 +147,12 @@ class PatchWriter:
             self._fail(writes, exc)
             return
         except ClusterError as exc:
-            log.warning("patch of %s failed: %s", ", ".join(sorted(patch)), describe_error(exc),
-                        extra={"node": node, "reason": "patch-failed"})
+            log.warning(
+                "patch of %s failed: %s",
+                ", ".join(sorted(patch)),
+                describe_error(exc),
+                extra={"node": node, "reason": "patch-failed"},
+            )
             self._fail(writes, exc)
             return
         except Exception as exc:

@@ -20,7 +20,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = [
-    "EndpointServer", "Response", "Routes", "health_response", "json_response", "not_found", "text_response",
+    "EndpointServer",
+    "Response",
+    "Routes",
+    "health_response",
+    "json_response",
+    "not_found",
+    "text_response",
 ]
 
 log = logging.getLogger(__name__)
@@ -41,8 +47,11 @@ def text_response(status: HTTPStatus, text: str) -> Response:
 
 def health_response(ok: bool) -> Response:
     """A ``/livez`` or ``/readyz`` answer: 200 ``ok`` or 503 ``not ready``."""
-    return text_response(HTTPStatus.OK, "ok\n") if ok else \
-        text_response(HTTPStatus.SERVICE_UNAVAILABLE, "not ready\n")
+    return (
+        text_response(HTTPStatus.OK, "ok\n")
+        if ok
+        else text_response(HTTPStatus.SERVICE_UNAVAILABLE, "not ready\n")
+    )
 
 
 def not_found(path: str) -> Response:
@@ -83,8 +92,9 @@ class EndpointServer:
         return str(host), int(port)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._server.serve_forever, name=f"{self._name}-http",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name=f"{self._name}-http", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:

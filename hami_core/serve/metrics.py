@@ -39,11 +39,17 @@ def new_registry(component: str) -> CollectorRegistry:
     (``process_cpu_seconds_total``, ``process_resident_memory_bytes``, open file descriptors, start
     time, where the platform has them) and the Python runtime's (``python_info``, ``python_gc_*``)."""
     registry = CollectorRegistry(auto_describe=True)
-    Info("hami_build", "The hami-core build this daemon runs: component, version and Python version.",
-         registry=registry).info({
-             "component": component, "version": build_version(),
-             "python_version": platform.python_version(),
-         })
+    Info(
+        "hami_build",
+        "The hami-core build this daemon runs: component, version and Python version.",
+        registry=registry,
+    ).info(
+        {
+            "component": component,
+            "version": build_version(),
+            "python_version": platform.python_version(),
+        }
+    )
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     GCCollector(registry=registry)

@@ -72,19 +72,27 @@ def run_scenario(
         if allocatable:
             writes.saw(cluster.patch_node_status(node.name, allocatable))
         for p in node.plugins:
-            plugins[(node.name, p.driver)] = _PluginState(node.name, drivers[p.driver], p.register,
-                                                          p.allocatable)
+            plugins[(node.name, p.driver)] = _PluginState(
+                node.name, drivers[p.driver], p.register, p.allocatable
+            )
     config = SchedulerConfig(
-        resync=scenario.resync, handshake_window=scenario.handshake_window, lease_namespace="kube-system",
-        identity="simulated-scheduler", lease_duration=3.0, renew_deadline=2.0, retry_period=0.5,
+        resync=scenario.resync,
+        handshake_window=scenario.handshake_window,
+        lease_namespace="kube-system",
+        identity="simulated-scheduler",
+        lease_duration=3.0,
+        renew_deadline=2.0,
+        retry_period=0.5,
         http_port=None,
     )
     used = sorted({p.driver.name for p in plugins.values()}) or sorted(drivers)
     clock = FakeClock()
     scheduler = Scheduler(cluster, [drivers[name].rules() for name in used], config, clock=clock)
     observer = _Observer(scheduler, say)
-    say(f"{len(scenario.nodes)} nodes, drivers {', '.join(used)}; handshake window "
-        f"{scenario.handshake_window:g}s, resync {scenario.resync:g}s, {scenario.duration:g}s in all")
+    say(
+        f"{len(scenario.nodes)} nodes, drivers {', '.join(used)}; handshake window "
+        f"{scenario.handshake_window:g}s, resync {scenario.resync:g}s, {scenario.duration:g}s in all"
+    )
     scheduler.start()
     actions = sorted(scenario.actions, key=lambda a: a.at)
     deleted: dict[str, float] = {}
@@ -110,8 +118,9 @@ def run_scenario(
         node: {k: (e.state, e.reason, len(e.devices), e.error) for k, e in sorted(vendors.items())}
         for node, vendors in ((n, scheduler.cache.node(n)) for n in scheduler.cache.nodes())
     }
-    return SimulationResult(timeline=tuple(observer.timeline), final=final, violations=tuple(violations),
-                            requests=requests)
+    return SimulationResult(
+        timeline=tuple(observer.timeline), final=final, violations=tuple(violations), requests=requests
+    )
 
 
 class _Observer:
@@ -129,8 +138,11 @@ class _Observer:
         current: dict[tuple[str, str], str] = {}
         for node in cache.nodes():
             for vendor, entry in cache.node(node).items():
-                current[(node, vendor)] = f"{entry.state} ({entry.reason})" if entry.state != "registered" \
+                current[(node, vendor)] = (
+                    f"{entry.state} ({entry.reason})"
+                    if entry.state != "registered"
                     else f"registered, {len(entry.devices)} devices"
+                )
         for key in sorted(set(current) | set(self._last)):
             old, new = self._last.get(key, "absent"), current.get(key, "absent")
             if old == new:
@@ -144,8 +156,9 @@ class _Observer:
         self._last = current
 
 
-def _report(cluster: MemoryCluster, writes: NodeWrites, plugins: Mapping[tuple[str, str], _PluginState],
-            report: str) -> None:
+def _report(
+    cluster: MemoryCluster, writes: NodeWrites, plugins: Mapping[tuple[str, str], _PluginState], report: str
+) -> None:
     """Every live plugin that writes reports sends ``Reported_<now>`` (spec 7), all of a node in one patch."""
     by_node: dict[str, dict[str, str | None]] = {}
     for state in plugins.values():
@@ -159,11 +172,19 @@ def _report(cluster: MemoryCluster, writes: NodeWrites, plugins: Mapping[tuple[s
             continue
 
 
-def _apply(action: Action, cluster: MemoryCluster, writes: NodeWrites,
-           plugins: dict[tuple[str, str], _PluginState], deleted: dict[str, float], elapsed: float,
-           say: Callable[[str], None]) -> None:
-    say(f"t={elapsed:5.1f}s  {action.node:<10} {action.driver or '-':<7} ** {action.do}"
-        + (f" {action.value[:40]!r}..." if action.value else ""))
+def _apply(
+    action: Action,
+    cluster: MemoryCluster,
+    writes: NodeWrites,
+    plugins: dict[tuple[str, str], _PluginState],
+    deleted: dict[str, float],
+    elapsed: float,
+    say: Callable[[str], None],
+) -> None:
+    say(
+        f"t={elapsed:5.1f}s  {action.node:<10} {action.driver or '-':<7} ** {action.do}"
+        + (f" {action.value[:40]!r}..." if action.value else "")
+    )
     if action.do == "delete":
         cluster.delete_node(action.node)
         writes.deleted(action.node)
@@ -186,8 +207,12 @@ def _apply(action: Action, cluster: MemoryCluster, writes: NodeWrites,
 
 
 def _check(
-    scenario: Scenario, scheduler: Scheduler, cluster: MemoryCluster,
-    plugins: Mapping[tuple[str, str], _PluginState], observer: _Observer, deleted: Mapping[str, float],
+    scenario: Scenario,
+    scheduler: Scheduler,
+    cluster: MemoryCluster,
+    plugins: Mapping[tuple[str, str], _PluginState],
+    observer: _Observer,
+    deleted: Mapping[str, float],
 ) -> Sequence[str]:
     problems: list[str] = []
     grace = scenario.handshake_window + scenario.resync + 1.5
@@ -200,16 +225,20 @@ def _check(
             continue
         if state.revived_at is not None:
             # A revival is a sign of life: the vendor must be back by the end.
-            if scheduler.cache.vendor(node, state.driver.vendor_key) is None \
-                    and scenario.duration - state.revived_at > grace:
+            if (
+                scheduler.cache.vendor(node, state.driver.vendor_key) is None
+                and scenario.duration - state.revived_at > grace
+            ):
                 problems.append(f"{node}/{name}: revived at t={state.revived_at:.1f}s but not registered")
             continue
         if state.killed_at is None:
             if observer.left_at.get(key):
                 problems.append(f"{node}/{name}: a live plugin was dropped at {observer.left_at[key]}")
             continue
-        if scheduler.cache.vendor(node, state.driver.vendor_key) is not None \
-                and scenario.duration - state.killed_at > grace:
+        if (
+            scheduler.cache.vendor(node, state.driver.vendor_key) is not None
+            and scenario.duration - state.killed_at > grace
+        ):
             problems.append(f"{node}/{name}: dead since t={state.killed_at:.1f}s but still registered")
         later = [t for t in entries if t > state.killed_at + 0.5]
         if later:

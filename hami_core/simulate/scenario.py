@@ -25,7 +25,13 @@ from hami_core.protocol.errors import member_path, shorten
 from hami_core.protocol.size import MAX_ANNOTATION_BYTES
 
 __all__ = [
-    "DEFAULT_SCENARIO", "Action", "Plugin", "Scenario", "ScenarioError", "SimNode", "load_scenario",
+    "DEFAULT_SCENARIO",
+    "Action",
+    "Plugin",
+    "Scenario",
+    "ScenarioError",
+    "SimNode",
+    "load_scenario",
     "validate_scenario",
 ]
 
@@ -89,10 +95,13 @@ DEFAULT_SCENARIO = Scenario(
     nodes=(
         # The seed's node: two V100s in the legacy encoding an old NVIDIA plugin writes (read anyway,
         # spec 3.4), and two MLUs whose second record is truncated.
-        SimNode(name="seed-node", plugins=(
-            Plugin(driver="nvidia", register=_SEED_NVIDIA, allocatable=20),
-            Plugin(driver="mlu", register=_SEED_MLU, allocatable=2),
-        )),
+        SimNode(
+            name="seed-node",
+            plugins=(
+                Plugin(driver="nvidia", register=_SEED_NVIDIA, allocatable=20),
+                Plugin(driver="mlu", register=_SEED_MLU, allocatable=2),
+            ),
+        ),
         SimNode(name="dcu-live", plugins=(Plugin(driver="dcu", register=_DCU, allocatable=8),)),
         SimNode(name="dcu-dies", plugins=(Plugin(driver="dcu", register=_DCU, allocatable=8),)),
         SimNode(name="xpu-node", plugins=(Plugin(driver="kunlun", register=_XPU, allocatable=4),)),
@@ -124,8 +133,9 @@ def load_scenario(path: Path) -> Scenario:
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
     except _DuplicateKey as exc:
-        raise ScenarioError("", f"the key {shorten(exc.field)} appears twice in one JSON object",
-                            source=str(path)) from None
+        raise ScenarioError(
+            "", f"the key {shorten(exc.field)} appears twice in one JSON object", source=str(path)
+        ) from None
     except RecursionError:
         raise ValueError(f"scenario {path}: nested too deeply") from None
     except (OSError, ValueError) as exc:  # JSONDecodeError, UnicodeDecodeError, an integer too long
@@ -156,19 +166,24 @@ def validate_scenario(scenario: Scenario) -> None:
         where = f"nodes[{i}]"
         _check_text(f"{where}.name", node.name)
         if not is_dns_subdomain(node.name):
-            raise ScenarioError(f"{where}.name", f"{shorten(node.name)} is not a valid node name (a DNS "
-                                "subdomain: at most 253 of a-z, 0-9, '-' and '.')")
+            raise ScenarioError(
+                f"{where}.name",
+                f"{shorten(node.name)} is not a valid node name (a DNS "
+                "subdomain: at most 253 of a-z, 0-9, '-' and '.')",
+            )
         if node.name in nodes:
-            raise ScenarioError(f"{where}.name",
-                                f"{node.name!r} is already the name of nodes[{nodes[node.name][0]}]")
+            raise ScenarioError(
+                f"{where}.name", f"{node.name!r} is already the name of nodes[{nodes[node.name][0]}]"
+            )
         for key, value in node.labels.items():
             _check_text(f"{where}.labels", key)
             _check_text(member_path(f"{where}.labels", key), value)
             if not is_qualified_name(key):
                 raise ScenarioError(f"{where}.labels", f"{shorten(key)} is not a valid label key")
             if not is_label_value(value):
-                raise ScenarioError(member_path(f"{where}.labels", key),
-                                    f"{shorten(value)} is not a valid label value")
+                raise ScenarioError(
+                    member_path(f"{where}.labels", key), f"{shorten(value)} is not a valid label value"
+                )
         drivers: dict[str, int] = {}
         for j, plugin in enumerate(node.plugins):
             at = f"{where}.plugins[{j}]"
@@ -176,23 +191,34 @@ def validate_scenario(scenario: Scenario) -> None:
             if not plugin.driver:
                 raise ScenarioError(f"{at}.driver", "must not be empty")
             if plugin.driver in drivers:
-                raise ScenarioError(f"{at}.driver", f"{plugin.driver!r} is already the driver of "
-                                    f"{where}.plugins[{drivers[plugin.driver]}] (one plugin per driver)")
+                raise ScenarioError(
+                    f"{at}.driver",
+                    f"{plugin.driver!r} is already the driver of "
+                    f"{where}.plugins[{drivers[plugin.driver]}] (one plugin per driver)",
+                )
             drivers[plugin.driver] = j
             _check_text(f"{at}.register", plugin.register)
             if isinstance(plugin.allocatable, bool) or not isinstance(plugin.allocatable, int):
-                raise ScenarioError(f"{at}.allocatable",
-                                    f"expected a whole number, got {_show(plugin.allocatable)}")
+                raise ScenarioError(
+                    f"{at}.allocatable", f"expected a whole number, got {_show(plugin.allocatable)}"
+                )
             if not 0 <= plugin.allocatable <= _MAX_COUNT:
-                raise ScenarioError(f"{at}.allocatable",
-                                    f"{_show(plugin.allocatable)} is not from 0 to {_MAX_COUNT}")
+                raise ScenarioError(
+                    f"{at}.allocatable", f"{_show(plugin.allocatable)} is not from 0 to {_MAX_COUNT}"
+                )
         nodes[node.name] = (i, drivers)
         _check_annotation_size(f"{where}.plugins", {p.driver: p.register for p in node.plugins})
     for k, action in enumerate(scenario.actions):
-        if isinstance(action.at, bool) or not isinstance(action.at, int | float) \
-                or math.isnan(action.at) or not 0 <= action.at < scenario.duration:
-            raise ScenarioError(f"actions[{k}].at", f"{_show(action.at)} is not from 0 to before the "
-                                f"duration ({scenario.duration:g} s)")
+        if (
+            isinstance(action.at, bool)
+            or not isinstance(action.at, int | float)
+            or math.isnan(action.at)
+            or not 0 <= action.at < scenario.duration
+        ):
+            raise ScenarioError(
+                f"actions[{k}].at",
+                f"{_show(action.at)} is not from 0 to before the duration ({scenario.duration:g} s)",
+            )
     deleted: dict[str, int] = {}  # node -> index of the action that deletes it
     registers = {n.name: {p.driver: p.register for p in n.plugins} for n in scenario.nodes}
     # In the order they run: by time, then as listed.
@@ -205,20 +231,25 @@ def validate_scenario(scenario: Scenario) -> None:
         if action.node not in nodes:
             raise ScenarioError(f"{where}.node", f"{shorten(action.node)} is not a node of the scenario")
         if action.node in deleted:
-            raise ScenarioError(f"{where}.node", f"{action.node!r} is already deleted by "
-                                f"actions[{deleted[action.node]}]")
+            raise ScenarioError(
+                f"{where}.node", f"{action.node!r} is already deleted by actions[{deleted[action.node]}]"
+            )
         index, drivers = nodes[action.node]
         if action.do == "delete":
             if action.driver:
                 raise ScenarioError(f"{where}.driver", "a delete takes no driver (it removes the whole node)")
             deleted[action.node] = k
         elif not action.driver:
-            raise ScenarioError(f"{where}.driver", f"a {action.do} needs the driver of one of the node's "
-                                "plugins")
+            raise ScenarioError(
+                f"{where}.driver", f"a {action.do} needs the driver of one of the node's plugins"
+            )
         elif action.driver not in drivers:
             has = ", ".join(sorted(drivers)) or "none"
-            raise ScenarioError(f"{where}.driver", f"{shorten(action.driver)} is not a plugin of node "
-                                f"{action.node!r} (nodes[{index}] has: {has})")
+            raise ScenarioError(
+                f"{where}.driver",
+                f"{shorten(action.driver)} is not a plugin of node "
+                f"{action.node!r} (nodes[{index}] has: {has})",
+            )
         if action.do == "set-register":
             registers[action.node][action.driver] = action.value
             _check_annotation_size(f"{where}.value", registers[action.node])
@@ -235,10 +266,19 @@ _MAX_COUNT = 2**63 - 1
 def _check_seconds(field: str, value: float, *, minimum: float) -> None:
     """A finite number of seconds, greater than 0 (at least ``minimum``), at most a day."""
     least = f"from {minimum:g}" if minimum > 0 else "greater than 0 and"
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value <= 0 or value < minimum or value > MAX_SECONDS:
-        raise ScenarioError(field, f"{_show(value)} is not a number of seconds {least} "
-                            f"{'to' if minimum > 0 else 'at most'} {MAX_SECONDS:g} (a day)")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+        or value < minimum
+        or value > MAX_SECONDS
+    ):
+        raise ScenarioError(
+            field,
+            f"{_show(value)} is not a number of seconds {least} "
+            f"{'to' if minimum > 0 else 'at most'} {MAX_SECONDS:g} (a day)",
+        )
 
 
 def _show(value: object) -> str:
@@ -263,8 +303,11 @@ def _check_annotation_size(field: str, registers: Mapping[str, str]) -> None:
     """The register values of one node together must fit the API server's limit on its annotations."""
     size = sum(len(value.encode("utf-8")) for value in registers.values())
     if size > MAX_ANNOTATION_BYTES:
-        raise ScenarioError(field, f"the node's register values take {size} bytes, more than the "
-                            f"{MAX_ANNOTATION_BYTES} a Node's annotations may hold")
+        raise ScenarioError(
+            field,
+            f"the node's register values take {size} bytes, more than the "
+            f"{MAX_ANNOTATION_BYTES} a Node's annotations may hold",
+        )
 
 
 # -- JSON -> Scenario, strictly: every field its own type, no unknown or repeated fields -----------------
@@ -333,8 +376,9 @@ def _timing(field: str, value: object) -> float:
         except ValueError as exc:
             raise ScenarioError(field, str(exc)) from None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ScenarioError(field, "expected a number of seconds or a duration string, got "
-                            f"{_json_type(value)}")
+        raise ScenarioError(
+            field, f"expected a number of seconds or a duration string, got {_json_type(value)}"
+        )
     return _number(field, value)
 
 
@@ -376,8 +420,8 @@ def _structure_node(field: str, data: object) -> SimNode:
         node["labels"] = dict(labels)
     if "plugins" in node:
         node["plugins"] = tuple(
-            _structure_plugin(f"{field}.plugins[{j}]", p) for j, p in enumerate(_array(f"{field}.plugins",
-                                                                                     node["plugins"]))
+            _structure_plugin(f"{field}.plugins[{j}]", p)
+            for j, p in enumerate(_array(f"{field}.plugins", node["plugins"]))
         )
     return SimNode(**node)
 

@@ -66,11 +66,20 @@ def wait_settled(replicas: Iterable[Scheduler], writes: NodeWrites, *, timeout: 
         if not pending:
             return
         if time.monotonic() > deadline:
-            states = [dict(identity=r.config.identity, backing_off=r.reflector.backing_off(),
-                           synced=r.reflector.has_synced, caught_up=writes.caught_up(r),
-                           queue_idle=r.queue.idle(), writer_idle=r.writer.idle(),
-                           pending_writes=r.view.pending(), events_idle=r.events.idle(),
-                           elector_idle=r.elector.idle()) for r in pending]
+            states = [
+                dict(
+                    identity=r.config.identity,
+                    backing_off=r.reflector.backing_off(),
+                    synced=r.reflector.has_synced,
+                    caught_up=writes.caught_up(r),
+                    queue_idle=r.queue.idle(),
+                    writer_idle=r.writer.idle(),
+                    pending_writes=r.view.pending(),
+                    events_idle=r.events.idle(),
+                    elector_idle=r.elector.idle(),
+                )
+                for r in pending
+            ]
             raise SettleTimeout(f"the replicas did not settle in {timeout:g}s: {states}")
         time.sleep(delay)
         delay = min(0.005, delay * 2)

@@ -31,22 +31,28 @@ def fake_source(root: Path, module: str = "github.com/Project-HAMi/HAMi") -> Pat
     return root
 
 
-@pytest.mark.parametrize(("args", "names"), [
-    (["--nodes", "0"], "--nodes: 0 is not between 1 and 100000"),
-    (["--nodes", "many"], "--nodes: invalid int value: 'many'"),
-    (["--timeout", "-5"], "--timeout: -5 is not between 0 and 86400 seconds"),
-])
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--nodes", "0"], "--nodes: 0 is not between 1 and 100000"),
+        (["--nodes", "many"], "--nodes: invalid int value: 'many'"),
+        (["--timeout", "-5"], "--timeout: -5 is not between 0 and 86400 seconds"),
+    ],
+)
 def test_coldstart_bad_flags(args: list[str], names: str) -> None:
     code, stderr = run([sys.executable, "bench/coldstart.py", *args])
     assert code == 2
     assert last_line(stderr).endswith(names), stderr
 
 
-@pytest.mark.parametrize(("args", "names"), [
-    (["--phase", "soon"], "--phase: 'soon' is not a number of seconds"),
-    (["--nvidia", "0"], "--nvidia: 0 is not between 1 and 20000"),
-    (["--large", "-1"], "--large: -1 is not between 0 and 100000"),
-])
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--phase", "soon"], "--phase: 'soon' is not a number of seconds"),
+        (["--nvidia", "0"], "--nvidia: 0 is not between 1 and 20000"),
+        (["--large", "-1"], "--large: -1 is not between 0 and 100000"),
+    ],
+)
 def test_peer_bad_flags(args: list[str], names: str) -> None:
     code, stderr = run([sys.executable, "bench/peer.py", *args])
     assert code == 2
@@ -57,23 +63,34 @@ def test_peer_without_hami_source(tmp_path: Path) -> None:
     missing = tmp_path / "no-hami"
     code, stderr = run([sys.executable, "bench/peer.py", "--hami-src", str(missing)])
     assert code == 2
-    assert stderr.strip() == (f"error: HAMi v2.10.0's source not found (looked in: {missing}); "
-                              "pass --hami-src DIR (a checkout of HAMi at v2.10.0) or set HAMI_SRC or "
-                              "HAMI_SHARED")
+    assert stderr.strip() == (
+        f"error: HAMi v2.10.0's source not found (looked in: {missing}); "
+        "pass --hami-src DIR (a checkout of HAMi at v2.10.0) or set HAMI_SRC or "
+        "HAMI_SHARED"
+    )
 
 
 def test_peer_with_a_source_that_is_not_hami(tmp_path: Path) -> None:
     source = fake_source(tmp_path / "other", module="example.com/other")
     code, stderr = run([sys.executable, "bench/peer.py", "--hami-src", str(source)])
     assert code == 2
-    assert stderr.strip() == (f"error: {source}/go.mod is not HAMi's module "
-                              "(first line: 'module example.com/other')")
+    assert stderr.strip() == (
+        f"error: {source}/go.mod is not HAMi's module (first line: 'module example.com/other')"
+    )
 
 
 def test_peer_with_a_missing_device_config(tmp_path: Path) -> None:
     source = fake_source(tmp_path / "hami")
-    code, stderr = run([sys.executable, "bench/peer.py", "--hami-src", str(source), "--device-config",
-                        str(tmp_path / "nope.yaml")])
+    code, stderr = run(
+        [
+            sys.executable,
+            "bench/peer.py",
+            "--hami-src",
+            str(source),
+            "--device-config",
+            str(tmp_path / "nope.yaml"),
+        ]
+    )
     assert code == 2
     assert stderr.strip() == f"error: --device-config: {tmp_path / 'nope.yaml'} is not a file"
 
@@ -97,9 +114,11 @@ def test_build_script_bad_usage(args: list[str]) -> None:
 def test_build_script_without_source(tmp_path: Path) -> None:
     code, stderr = run(["bash", "scripts/build-hami-scheduler.sh", "--src", str(tmp_path / "none")])
     assert code == 2
-    assert stderr.strip() == (f"build-hami-scheduler: error: HAMi v2.10.0's source not found (looked in: "
-                              f"{tmp_path / 'none'}); pass --src DIR (a checkout of HAMi at v2.10.0) or set "
-                              "HAMI_SRC or HAMI_SHARED")
+    assert stderr.strip() == (
+        f"build-hami-scheduler: error: HAMi v2.10.0's source not found (looked in: "
+        f"{tmp_path / 'none'}); pass --src DIR (a checkout of HAMi at v2.10.0) or set "
+        "HAMI_SRC or HAMI_SHARED"
+    )
 
 
 def test_build_script_refuses_another_module(tmp_path: Path) -> None:

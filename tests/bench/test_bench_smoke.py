@@ -20,8 +20,13 @@ pytestmark = pytest.mark.apiserver
 
 def run_bench(script: str, *args: str, timeout: float) -> str:
     binaries_or_fail()
-    proc = subprocess.run([sys.executable, str(REPO / "bench" / script), *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, f"{script} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
     return proc.stdout
 
@@ -63,15 +68,34 @@ def test_coldstart_smoke(tmp_path: Path) -> None:
     assert re.fullmatch(rf"\d+ \(\d+\.\d\d per node\) {VERDICT}", row(rows, "PATCH nodes")[0])
     assert re.fullmatch(rf"\d+ {VERDICT}", row(rows, "GET of a single node")[0])
     assert row(rows, "node and Event requests answered with an error")[0].isdigit()
-    for name in ("setup:", "LIST / WATCH nodes", "Events created", "Lease requests", "daemon CPU time",
-                 "daemon peak RSS", "HAMi v2.10.0's design"):
+    for name in (
+        "setup:",
+        "LIST / WATCH nodes",
+        "Events created",
+        "Lease requests",
+        "daemon CPU time",
+        "daemon peak RSS",
+        "HAMi v2.10.0's design",
+    ):
         assert row(rows, name)[0], name
     assert row(rows, "HAMi v2.10.0's design")[0].startswith("20 stamps, 40 requests: 8.0 s")
 
 
 def test_peer_smoke(tmp_path: Path) -> None:
-    out = run_bench("peer.py", "--nvidia", "2", "--dcu", "1", "--phase", "2", "--changes", "1",
-                    "--workdir", str(tmp_path), timeout=600)
+    out = run_bench(
+        "peer.py",
+        "--nvidia",
+        "2",
+        "--dcu",
+        "1",
+        "--phase",
+        "2",
+        "--changes",
+        "1",
+        "--workdir",
+        str(tmp_path),
+        timeout=600,
+    )
     assert out.startswith("HAMi v2.10.0's scheduler and hami-core, one at a time on the real API server")
     header, rows = parse_table(out)
     assert header == ["", "HAMi v2.10.0", "hami-core"]
@@ -83,8 +107,13 @@ def test_peer_smoke(tmp_path: Path) -> None:
     hami, core = row(rows, "requests per node at cold start")
     for cell in (hami, core):
         assert re.match(r"(\d+\.\d\d [A-Z]+)( \+ \d+\.\d\d [A-Z]+)*( \(and .* for the run\))?$", cell), cell
-    for name in ("CPU time and peak RSS", "silent DCU plugin", "node requests while nothing changes",
-                 "a `[null]` element", "register value changed"):
+    for name in (
+        "CPU time and peak RSS",
+        "silent DCU plugin",
+        "node requests while nothing changes",
+        "a `[null]` element",
+        "register value changed",
+    ):
         hami, core = row(rows, name)
         assert hami and core and "not measured" not in hami + core, (name, hami, core)
     for cell in row(rows, "register value changed"):

@@ -34,8 +34,9 @@ AT = "2026-11-30T12:00:00+08:00"
 def hami_process(*args: str) -> subprocess.CompletedProcess[str]:
     """The installed ``hami`` command, in its own process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HAMI_") and k != "KUBECONFIG"}
-    return subprocess.run([HAMI, *args], capture_output=True, text=True, timeout=60, env=env,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [HAMI, *args], capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL
+    )
 
 
 def hami(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -94,8 +95,10 @@ def exported_node(name: str = "gpu-1") -> dict[str, Any]:
             },
         },
         "spec": {"podCIDR": "10.0.0.0/24"},
-        "status": {"allocatable": {"cpu": "32", "memory": "131072Mi", "hygon.com/dcunum": "0"},
-                   "capacity": {"cpu": "32"}},
+        "status": {
+            "allocatable": {"cpu": "32", "memory": "131072Mi", "hygon.com/dcunum": "0"},
+            "capacity": {"cpu": "32"},
+        },
     }
 
 
@@ -131,8 +134,9 @@ def test_an_exported_node_in_yaml_as_a_table(tmp_path: Path) -> None:
     result = hami_process("doctor", "node", "--from-file", str(path), "--at", AT, "--timezone", "+08:00")
     assert result.returncode == 0 and result.stderr == "", result
     out = result.stdout
-    assert out.startswith(f"Node gpu-1 (from {path}; uid 0b7c6d1e-0000-4000-8000-000000000001, "
-                          "resourceVersion 12345)")
+    assert out.startswith(
+        f"Node gpu-1 (from {path}; uid 0b7c6d1e-0000-4000-8000-000000000001, resourceVersion 12345)"
+    )
     assert "judged at 2026-11-30 12:00:00 +0800, handshake window 1 min" in out
     assert "no memory of earlier evaluations" in out
     rows = {line.split()[0]: line.split() for line in out.splitlines()[4:9] if line.strip()}
@@ -164,21 +168,31 @@ def test_an_exported_node_in_json_as_json(tmp_path: Path) -> None:
     assert "segment 1" in mlu["register"]["error"] and mlu["next"]["write"] == "stamp"
     assert mlu["next"]["value"] == "Requesting_2026-11-30 12:00:00"
     # the same moment in another zone: the dotted stamp is read in the scheduler's zone (UTC here)
-    utc = doctor_json("--from-file", str(path), "--at", "2026-11-30T11:59:59Z", "--timezone", "UTC",
-                      "--vendors", "dcu")
+    utc = doctor_json(
+        "--from-file", str(path), "--at", "2026-11-30T11:59:59Z", "--timezone", "UTC", "--vendors", "dcu"
+    )
     assert utc["vendors"]["DCU"]["handshake"]["age_seconds"] == 9.0
 
 
 def test_a_later_moment_and_a_selector(tmp_path: Path) -> None:
     path = tmp_path / "node.json"
     path.write_text(json.dumps(exported_node()))
-    later = doctor_json("--from-file", str(path), "--at", "2026-11-30T12:05:00+08:00", "--timezone", "+08:00",
-                        "--vendors", "dcu")
+    later = doctor_json(
+        "--from-file",
+        str(path),
+        "--at",
+        "2026-11-30T12:05:00+08:00",
+        "--timezone",
+        "+08:00",
+        "--vendors",
+        "dcu",
+    )
     dcu = later["vendors"]["DCU"]
     assert dcu["state"] == "awaiting-sign-of-life" and dcu["next"]["write"] == "nothing"
     assert any("has DCU registered here would clean it up now" in n["text"] for n in dcu["notes"])
-    outside = doctor_json("--from-file", str(path), "--at", AT, "--node-selector", "pool=gpu",
-                          "--vendors", "dcu")
+    outside = doctor_json(
+        "--from-file", str(path), "--at", AT, "--node-selector", "pool=gpu", "--vendors", "dcu"
+    )
     assert outside["selected"] is False and outside["vendors"]["DCU"]["state"] == "not-selected"
 
 
@@ -193,26 +207,37 @@ def test_a_list_of_nodes_and_standard_input(tmp_path: Path) -> None:
     assert body["node"] == "gpu-1" and body["source"]["file"] == "-"
 
 
-@pytest.mark.parametrize(("content", "args", "message"), [
-    (None, (), "{path}: not found"),
-    ("", (), "{path}: not a Node: the file is empty"),
-    ("kind: Pod\nmetadata: {name: p}\n", (), "{path}: not a Node: it holds a Pod"),
-    ("metadata: {name: n}\n", (), "{path}: not a Node: it holds an object without a kind"),
-    ("- a\n- b\n", (), "{path}: not a Node: it holds a YAML list, not an object"),
-    ("kind: Node\nmetadata: [\n", (), "{path}: not a Node: not valid YAML or JSON at line 3"),
-    ("kind: Node\nmetadata: {}\n", (), "{path}: not a Node: malformed Node: metadata.name is None"),
-    ("kind: Node\nmetadata: {name: n, annotations: {a: [1]}}\n", (),
-     "{path}: not a Node: malformed Node 'n' metadata.annotations['a']: expected a string, got list"),
-    (YAML_EXPORT, ("gpu-2",), "{path}: holds Node 'gpu-1', not 'gpu-2'"),
-    (YAML_EXPORT, ("--vendors", "nosuch"), "unknown vendor driver 'nosuch'"),
-    (YAML_EXPORT, ("--timezone", "Mars/Base"), "Invalid value for '--timezone': 'Mars/Base' is not"),
-    (YAML_EXPORT, ("--at", "yesterday"), "Invalid value for '--at': 'yesterday' is not a time"),
-    (YAML_EXPORT, ("--handshake-window", "0s"), "Invalid value for '--handshake-window'"),
-    (YAML_EXPORT, ("--node-selector", "a=b=c"), "Invalid value for '--node-selector'"),
-    (YAML_EXPORT, ("--scheduler-url", "http://127.0.0.1:1"), "--scheduler-url compares with the live Node"),
-])
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content: str | None, args: tuple[str, ...],
-                                          message: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "args", "message"),
+    [
+        (None, (), "{path}: not found"),
+        ("", (), "{path}: not a Node: the file is empty"),
+        ("kind: Pod\nmetadata: {name: p}\n", (), "{path}: not a Node: it holds a Pod"),
+        ("metadata: {name: n}\n", (), "{path}: not a Node: it holds an object without a kind"),
+        ("- a\n- b\n", (), "{path}: not a Node: it holds a YAML list, not an object"),
+        ("kind: Node\nmetadata: [\n", (), "{path}: not a Node: not valid YAML or JSON at line 3"),
+        ("kind: Node\nmetadata: {}\n", (), "{path}: not a Node: malformed Node: metadata.name is None"),
+        (
+            "kind: Node\nmetadata: {name: n, annotations: {a: [1]}}\n",
+            (),
+            "{path}: not a Node: malformed Node 'n' metadata.annotations['a']: expected a string, got list",
+        ),
+        (YAML_EXPORT, ("gpu-2",), "{path}: holds Node 'gpu-1', not 'gpu-2'"),
+        (YAML_EXPORT, ("--vendors", "nosuch"), "unknown vendor driver 'nosuch'"),
+        (YAML_EXPORT, ("--timezone", "Mars/Base"), "Invalid value for '--timezone': 'Mars/Base' is not"),
+        (YAML_EXPORT, ("--at", "yesterday"), "Invalid value for '--at': 'yesterday' is not a time"),
+        (YAML_EXPORT, ("--handshake-window", "0s"), "Invalid value for '--handshake-window'"),
+        (YAML_EXPORT, ("--node-selector", "a=b=c"), "Invalid value for '--node-selector'"),
+        (
+            YAML_EXPORT,
+            ("--scheduler-url", "http://127.0.0.1:1"),
+            "--scheduler-url compares with the live Node",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, content: str | None, args: tuple[str, ...], message: str
+) -> None:
     path = tmp_path / "node.yaml"
     if content is not None:
         path.write_text(content)
@@ -220,12 +245,21 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, content: str | None, a
     assert message.format(path=path) in line, line
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ((), "give a Node NAME, or --from-file FILE"),
-    (("Not_A_Name",), "Invalid value for 'NAME': 'Not_A_Name' is not a Node name"),
-    (("gpu-1", "--scheduler-url", "ftp://host"), "Invalid value for '--scheduler-url': 'ftp://host' is not"),
-    (("gpu-1", "--kubeconfig", "/nonexistent/kubeconfig"), "kubeconfig /nonexistent/kubeconfig: not found"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "give a Node NAME, or --from-file FILE"),
+        (("Not_A_Name",), "Invalid value for 'NAME': 'Not_A_Name' is not a Node name"),
+        (
+            ("gpu-1", "--scheduler-url", "ftp://host"),
+            "Invalid value for '--scheduler-url': 'ftp://host' is not",
+        ),
+        (
+            ("gpu-1", "--kubeconfig", "/nonexistent/kubeconfig"),
+            "kubeconfig /nonexistent/kubeconfig: not found",
+        ),
+    ],
+)
 def test_bad_usage_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
     line = one_error(hami("doctor", "node", *args), 2)
     assert message in line, line
@@ -244,17 +278,20 @@ def _identity(apiserver: Any, name: str, rules: list[dict[str, Any]] | None) -> 
     user = str(apiserver.add_identity(f"hami-doctor-{name}-{uuid.uuid4().hex[:6]}"))
     if rules is not None:
         role = {"apiVersion": rbac.RBAC_V1, "kind": "ClusterRole", "metadata": {"name": user}, "rules": rules}
-        for path, body in (("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
-                           ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-                            rbac.binding(user, rbac.user(user)))):
+        for path, body in (
+            ("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
+            ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", rbac.binding(user, rbac.user(user))),
+        ):
             status, answer = apiserver.request("POST", path, body)
             assert status == 201, answer
     return user
 
 
 #: What the doctor needs: get on Nodes, get on Leases; nothing else.
-READ_ONLY = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
-             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get"]}]
+READ_ONLY = [
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get"]},
+]
 
 
 def test_live_node_lease_and_no_write(apiserver: Any, apiserver_namespace: str) -> None:
@@ -278,9 +315,16 @@ def test_live_node_lease_and_no_write(apiserver: Any, apiserver_namespace: str) 
     assert body["lease"]["found"] is False and "not found" in body["lease"]["summary"]
 
     renewed = datetime.now(UTC)
-    admin.create_lease(Lease(name=DEFAULT_LEASE_NAME, namespace=apiserver_namespace,
-                             holder_identity="replica-7", lease_duration_seconds=3600, acquire_time=renewed,
-                             renew_time=renewed))
+    admin.create_lease(
+        Lease(
+            name=DEFAULT_LEASE_NAME,
+            namespace=apiserver_namespace,
+            holder_identity="replica-7",
+            lease_duration_seconds=3600,
+            acquire_time=renewed,
+            renew_time=renewed,
+        )
+    )
     result = hami("doctor", "node", name, *args)
     assert result.returncode == 0, result
     assert f"Lease {apiserver_namespace}/{DEFAULT_LEASE_NAME}: held by replica-7, renewed" in result.stdout
@@ -291,8 +335,9 @@ def test_live_node_lease_and_no_write(apiserver: Any, apiserver_namespace: str) 
     admin.delete_node(name)
 
 
-def test_live_failures_are_one_line_and_exit_1(apiserver: Any, apiserver_namespace: str,
-                                               tmp_path: Path) -> None:
+def test_live_failures_are_one_line_and_exit_1(
+    apiserver: Any, apiserver_namespace: str, tmp_path: Path
+) -> None:
     admin = apiserver.kubeconfig("admin")
     line = one_error(hami("doctor", "node", unique_node_name("missing"), "--kubeconfig", admin), 1)
     assert "not found in the cluster" in line
@@ -331,11 +376,22 @@ def test_live_next_to_a_running_scheduler(real_world: World) -> None:  # noqa: F
     address = replica.http_address
     assert address is not None
     now = world.clock.now()  # the scheduler's fake clock stands still while the doctor runs
-    args = ("--kubeconfig", world.server.kubeconfig("admin"),  # type: ignore[attr-defined]
-            "--lease-namespace", world.namespace, "--vendors", "dcu,mlu",
-            "--node-selector", ",".join(f"{k}={v}" for k, v in world.label.items()),
-            "--at", now.isoformat(), "--timezone", now.strftime("%z"),
-            "--scheduler-url", f"http://127.0.0.1:{address[1]}")
+    args = (
+        "--kubeconfig",
+        world.server.kubeconfig("admin"),  # type: ignore[attr-defined]
+        "--lease-namespace",
+        world.namespace,
+        "--vendors",
+        "dcu,mlu",
+        "--node-selector",
+        ",".join(f"{k}={v}" for k, v in world.label.items()),
+        "--at",
+        now.isoformat(),
+        "--timezone",
+        now.strftime("%z"),
+        "--scheduler-url",
+        f"http://127.0.0.1:{address[1]}",
+    )
 
     for name in (registered, cpu, degraded):
         body = doctor_json(name, *args)
@@ -378,11 +434,23 @@ def test_live_next_to_a_read_only_scheduler(real_world: World) -> None:  # noqa:
     address = replica.http_address
     assert address is not None
     now = world.clock.now()
-    body = doctor_json(needs_stamp, "--kubeconfig", world.server.kubeconfig("admin"),  # type: ignore[attr-defined]
-                       "--lease-namespace", world.namespace, "--vendors", "dcu",
-                       "--node-selector", ",".join(f"{k}={v}" for k, v in world.label.items()),
-                       "--at", now.isoformat(), "--timezone", now.strftime("%z"),
-                       "--scheduler-url", f"http://127.0.0.1:{address[1]}")
+    body = doctor_json(
+        needs_stamp,
+        "--kubeconfig",
+        world.server.kubeconfig("admin"),  # type: ignore[attr-defined]
+        "--lease-namespace",
+        world.namespace,
+        "--vendors",
+        "dcu",
+        "--node-selector",
+        ",".join(f"{k}={v}" for k, v in world.label.items()),
+        "--at",
+        now.isoformat(),
+        "--timezone",
+        now.strftime("%z"),
+        "--scheduler-url",
+        f"http://127.0.0.1:{address[1]}",
+    )
     scheduler = body["scheduler"]
     assert scheduler["error"] is None and scheduler["agrees"] is True, scheduler
     assert scheduler["identity"] == "doctor-read-only" and scheduler["leader"] is False

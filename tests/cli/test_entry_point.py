@@ -12,18 +12,26 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_bad_flag_value_is_one_line_and_exit_2() -> None:
-    for args in (["scheduler", "run", "--qps", "-1"], ["scheduler", "run", "--node-selector", "a"],
-                 ["scheduler", "run", "--http-listen", "nowhere"], ["scheduler", "run", "--resync", "x"],
-                 ["scheduler", "run", "--retry-period", "20"], ["nonsense"],
-                 ["reporter", "run", "--node-name", " "],
-                 ["reporter", "run", "--node-name", "n", "--interval", "0"],
-                 ["reporter", "run", "--node-name", "n", "--vendors", "no-such-driver"],
-                 ["scheduler", "run", "--handshake-window", "inf"], ["scheduler", "run", "--resync", "1e300"],
-                 ["scheduler", "run", "--qps", "1e9"], ["scheduler", "run", "--lease-name", "Bad Name!"],
-                 ["scheduler", "run", "--lease-namespace", "a.b"],
-                 ["scheduler", "run", "--node-selector", "é=ü"], ["scheduler", "run", "--resync", "nan"],
-                 ["scheduler", "run", "--http-listen", "127.0.0.1:\u0663"],
-                 ["reporter", "run", "--node-name", "n", "--retry-interval", "nan"]):
+    for args in (
+        ["scheduler", "run", "--qps", "-1"],
+        ["scheduler", "run", "--node-selector", "a"],
+        ["scheduler", "run", "--http-listen", "nowhere"],
+        ["scheduler", "run", "--resync", "x"],
+        ["scheduler", "run", "--retry-period", "20"],
+        ["nonsense"],
+        ["reporter", "run", "--node-name", " "],
+        ["reporter", "run", "--node-name", "n", "--interval", "0"],
+        ["reporter", "run", "--node-name", "n", "--vendors", "no-such-driver"],
+        ["scheduler", "run", "--handshake-window", "inf"],
+        ["scheduler", "run", "--resync", "1e300"],
+        ["scheduler", "run", "--qps", "1e9"],
+        ["scheduler", "run", "--lease-name", "Bad Name!"],
+        ["scheduler", "run", "--lease-namespace", "a.b"],
+        ["scheduler", "run", "--node-selector", "é=ü"],
+        ["scheduler", "run", "--resync", "nan"],
+        ["scheduler", "run", "--http-listen", "127.0.0.1:\u0663"],
+        ["reporter", "run", "--node-name", "n", "--retry-interval", "nan"],
+    ):
         result = run(*args)
         assert result.returncode == 2, (args, result)
         lines = result.stderr.strip().splitlines()
@@ -31,8 +39,13 @@ def test_bad_flag_value_is_one_line_and_exit_2() -> None:
 
 
 def test_env_var_values_are_checked_too() -> None:
-    result = subprocess.run([HAMI, "scheduler", "run"], capture_output=True, text=True, timeout=60,
-                            env={"PATH": "/usr/bin:/bin", "HAMI_HANDSHAKE_WINDOW": "0"})
+    result = subprocess.run(
+        [HAMI, "scheduler", "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HAMI_HANDSHAKE_WINDOW": "0"},
+    )
     assert result.returncode == 2 and "--handshake-window" in result.stderr
 
 
@@ -71,7 +84,7 @@ def test_help_lists_every_sub_command_in_order() -> None:
     from hami_core.cli import SUBCOMMANDS
 
     text = run("--help").stdout
-    commands = text[text.index("Commands:"):].split("\n")[1:]
+    commands = text[text.index("Commands:") :].split("\n")[1:]
     assert [line.split()[0] for line in commands if line.strip()] == list(SUBCOMMANDS)
 
 
@@ -88,9 +101,11 @@ def test_a_command_loads_only_what_it_needs() -> None:
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'kubernetes', 'prometheus_client'}),\n"
         "      'hami_core.scheduler.daemon' in sys.modules)\n"
     )
-    for args, loaded in ((["codec", "decode", "--help"], "[] False"),
-                         (["scheduler", "run", "--resync", "x"], "[] False"),
-                         (["vendors", "--json"], "[] False")):
+    for args, loaded in (
+        (["codec", "decode", "--help"], "[] False"),
+        (["scheduler", "run", "--resync", "x"], "[] False"),
+        (["vendors", "--json"], "[] False"),
+    ):
         done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True,
                               timeout=60)  # fmt: skip
         assert done.stdout.strip().splitlines()[-1] == loaded, (args, done.stdout, done.stderr)

@@ -23,12 +23,21 @@ def parsed(*args: str) -> dict[str, Any]:
         return ctx.params
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    ((), True), (("--leader-elect",), True), (("--leader-elect=true",), True),
-    (("--leader-elect=false",), False), (("--leader-elect", "false"), False), (("--leader-elect=0",), False),
-    (("--no-leader-elect",), False), (("--leader-elect=false", "--leader-elect"), True),
-    (("--leader-elect", "--no-leader-elect"), False), (("--no-leader-elect", "--leader-elect=true"), True),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((), True),
+        (("--leader-elect",), True),
+        (("--leader-elect=true",), True),
+        (("--leader-elect=false",), False),
+        (("--leader-elect", "false"), False),
+        (("--leader-elect=0",), False),
+        (("--no-leader-elect",), False),
+        (("--leader-elect=false", "--leader-elect"), True),
+        (("--leader-elect", "--no-leader-elect"), False),
+        (("--no-leader-elect", "--leader-elect=true"), True),
+    ],
+)
 def test_leader_elect_as_kubernetes_commands_take_it(args: tuple[str, ...], expected: bool) -> None:
     # The last one given wins, as with Go's flag package.
     assert parsed(*args)["leader_elect"] is expected
@@ -41,18 +50,31 @@ def test_leader_elect_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_a_bad_leader_elect_value_is_one_line_and_exit_2() -> None:
-    result = subprocess.run([HAMI, "scheduler", "run", "--leader-elect=maybe"], capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [HAMI, "scheduler", "run", "--leader-elect=maybe"], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "'--leader-elect'" in lines[0] and "'maybe' is not a valid boolean" in lines[0]
 
 
 def test_kube_scheduler_flag_names_are_aliases() -> None:
-    params = parsed("--leader-elect-lease-duration", "20s", "--leader-elect-renew-deadline", "12s",
-                    "--leader-elect-retry-period", "3s", "--leader-elect-resource-name", "hami-x",
-                    "--leader-elect-resource-namespace", "hami-system", "--kube-api-qps", "50",
-                    "--kube-api-burst", "100")
+    params = parsed(
+        "--leader-elect-lease-duration",
+        "20s",
+        "--leader-elect-renew-deadline",
+        "12s",
+        "--leader-elect-retry-period",
+        "3s",
+        "--leader-elect-resource-name",
+        "hami-x",
+        "--leader-elect-resource-namespace",
+        "hami-system",
+        "--kube-api-qps",
+        "50",
+        "--kube-api-burst",
+        "100",
+    )
     assert (params["lease_duration"], params["renew_deadline"], params["retry_period"]) == (20.0, 12.0, 3.0)
     assert (params["lease_name"], params["lease_namespace"]) == ("hami-x", "hami-system")
     assert (params["qps"], params["burst"]) == (50.0, 100)

@@ -27,10 +27,13 @@ def record(msg: str, *args: object, **fields: object) -> logging.LogRecord:
 
 
 def test_text_names_the_fields_once_before_the_message() -> None:
-    line = TextFormatter().format(record("registered (liveness: %s)", "report", node="gpu-1",
-                                         vendor="NVIDIA", reason="registered"))
-    assert line.endswith(" INFO    hami_core.scheduler.daemon: node=gpu-1 vendor=NVIDIA reason=registered: "
-                         "registered (liveness: report)")
+    line = TextFormatter().format(
+        record("registered (liveness: %s)", "report", node="gpu-1", vendor="NVIDIA", reason="registered")
+    )
+    assert line.endswith(
+        " INFO    hami_core.scheduler.daemon: node=gpu-1 vendor=NVIDIA reason=registered: "
+        "registered (liveness: report)"
+    )
     assert line.count("gpu-1") == 1
     assert TextFormatter().format(record("became leader", term=3)).endswith(": term=3: became leader")
     assert TextFormatter().format(record("plain")).endswith("hami_core.scheduler.daemon: plain")
@@ -40,8 +43,11 @@ def test_text_names_the_fields_once_before_the_message() -> None:
 
 
 def test_json_has_each_field_as_its_own_key() -> None:
-    entry = json.loads(JsonFormatter().format(record("cleaned up: stamp %ds old", 75, node="gpu-1",
-                                                     vendor="NVIDIA", reason="expired", term=2)))
+    entry = json.loads(
+        JsonFormatter().format(
+            record("cleaned up: stamp %ds old", 75, node="gpu-1", vendor="NVIDIA", reason="expired", term=2)
+        )
+    )
     assert entry["msg"] == "cleaned up: stamp 75s old"
     fields = (entry["node"], entry["vendor"], entry["reason"], entry["term"])
     assert fields == ("gpu-1", "NVIDIA", "expired", 2)
@@ -78,8 +84,9 @@ def test_warnings_and_escaped_exceptions_are_json_records_too() -> None:
         "t = threading.Thread(target=lambda: 1 / 0, name='worker'); t.start(); t.join()\n"
         "raise RuntimeError('boom')\n"
     )
-    result = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 1
     entries = _json_lines(result.stderr)
     warned = [e["msg"] for e in entries if e["logger"] == "py.warnings"]
@@ -111,22 +118,54 @@ def test_a_real_urllib3_warning_is_json_in_json_mode(apiserver: Any, tmp_path: P
     env.pop("PYTHONWARNINGS", None)  # as in production: urllib3 shows its own warnings once per place
     try:
         result = subprocess.run(
-            [HAMI, "reporter", "run", "--once", "--node-name", node, "--vendors", "mlu", "--kubeconfig",
-             str(insecure), "--log-format", "json", "--log-level", "DEBUG"],
-            capture_output=True, text=True, timeout=60, env=env)
+            [
+                HAMI,
+                "reporter",
+                "run",
+                "--once",
+                "--node-name",
+                node,
+                "--vendors",
+                "mlu",
+                "--kubeconfig",
+                str(insecure),
+                "--log-format",
+                "json",
+                "--log-level",
+                "DEBUG",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
     finally:
         apiserver.request("DELETE", f"/api/v1/nodes/{node}")
     entries = _json_lines(result.stderr)
     assert result.returncode == 0, result.stderr
-    assert any(e["logger"] == "py.warnings" and e["msg"].startswith("InsecureRequestWarning: ")
-               for e in entries), result.stderr
+    assert any(
+        e["logger"] == "py.warnings" and e["msg"].startswith("InsecureRequestWarning: ") for e in entries
+    ), result.stderr
     assert any(e.get("node") == node and e.get("vendor") == "MLU" for e in entries), result.stderr
 
 
 def test_an_error_that_ends_a_command_is_json_in_json_mode(tmp_path: Path) -> None:
-    result = subprocess.run([HAMI, "reporter", "run", "--node-name", "n", "--log-format", "json",
-                             "--kubeconfig", str(tmp_path / "missing")], capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [
+            HAMI,
+            "reporter",
+            "run",
+            "--node-name",
+            "n",
+            "--log-format",
+            "json",
+            "--kubeconfig",
+            str(tmp_path / "missing"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     (entry,) = _json_lines(result.stderr)
     assert entry["level"] == "error" and "kubeconfig" in entry["msg"]

@@ -211,7 +211,10 @@ class Oracle:
         if "value_b64" in raw:
             value = base64.b64decode(raw["value_b64"]).decode("utf-8", "surrogateescape")
         return OracleResult(
-            ok=bool(raw["ok"]), devices=raw.get("devices"), value=value, error=raw.get("error"),
+            ok=bool(raw["ok"]),
+            devices=raw.get("devices"),
+            value=value,
+            error=raw.get("error"),
             panic=raw.get("panic"),
         )
 
@@ -256,17 +259,24 @@ class Oracle:
         ``None``: absent), with HAMi's client pointed at a fake clientset holding that Node."""
         raw = self.request(
             {
-                "op": "check_health", "vendor": vendor, "handshake_key": handshake_key,
-                "handshake": handshake, "resource": resource, "allocatable": allocatable,
+                "op": "check_health",
+                "vendor": vendor,
+                "handshake_key": handshake_key,
+                "handshake": handshake,
+                "resource": resource,
+                "allocatable": allocatable,
             }
         )
         if not raw.get("ok"):
             raise OracleError(f"check_health failed: {raw}")
         health = raw["health"]
         return HealthResult(
-            healthy=health["healthy"], need_update=health["need_update"],
-            handshake_after=health["handshake_after"], actions=tuple(health["actions"]),
-            now_before=_go_time(health["now_before"]), now_after=_go_time(health["now_after"]),
+            healthy=health["healthy"],
+            need_update=health["need_update"],
+            handshake_after=health["handshake_after"],
+            actions=tuple(health["actions"]),
+            now_before=_go_time(health["now_before"]),
+            now_after=_go_time(health["now_after"]),
             zone=health["zone"],
         )
 
@@ -285,7 +295,10 @@ class Oracle:
         iteration count that takes at least ``min_seconds``, on the ``wall`` clock or in ``cpu`` time
         (the process's user and system time, all threads)."""
         message: dict[str, Any] = {
-            "op": "bench", "function": function, "min_seconds": min_seconds, "repeat": repeat,
+            "op": "bench",
+            "function": function,
+            "min_seconds": min_seconds,
+            "repeat": repeat,
             "clock": clock,
         }
         if value is not None:

@@ -38,8 +38,14 @@ from harness.tcpproxy import TcpProxy
 
 #: Protocol timings as in production (time is fake, so they cost nothing to wait out).
 WINDOW = 60.0
-FAST = dict(handshake_window=WINDOW, resync=15.0, lease_duration=15.0, renew_deadline=10.0,
-            retry_period=2.0, http_port=0)
+FAST = dict(
+    handshake_window=WINDOW,
+    resync=15.0,
+    lease_duration=15.0,
+    renew_deadline=10.0,
+    retry_period=2.0,
+    http_port=0,
+)
 #: How far the fake clock moves between two settles.
 STEP = 1.0
 
@@ -134,8 +140,12 @@ class World:
     def rules(self, *names: str) -> list[VendorRules]:
         return [self.drivers[n].rules() for n in (names or sorted(self.drivers))]
 
-    def node(self, suffix: str, annotations: Mapping[str, str] | None = None,
-             allocatable: Mapping[str, str] | None = None) -> str:
+    def node(
+        self,
+        suffix: str,
+        annotations: Mapping[str, str] | None = None,
+        allocatable: Mapping[str, str] | None = None,
+    ) -> str:
         name = f"{suffix}-{uuid.uuid4().hex[:8]}"
         self.admin.create_node(name, labels=self.label, annotations=dict(annotations or {}))
         if allocatable:
@@ -149,17 +159,28 @@ class World:
         return CountingCluster(self._make_cluster(proxy))
 
     def scheduler(
-        self, *vendors: str, cluster: Any = None, start: bool = True, wall_skew: float = 0.0,
+        self,
+        *vendors: str,
+        cluster: Any = None,
+        start: bool = True,
+        wall_skew: float = 0.0,
         **overrides: Any,
     ) -> Scheduler:
         """A replica on the world's clock (``wall_skew``: its wall clock that many seconds ahead, or
         behind when negative, as on another machine; its monotonic time and waits are the world's)."""
-        options: dict[str, Any] = {**FAST, "lease_namespace": self.namespace,
-                                   "node_selector": NodeSelector(self.label),
-                                   **overrides}
+        options: dict[str, Any] = {
+            **FAST,
+            "lease_namespace": self.namespace,
+            "node_selector": NodeSelector(self.label),
+            **overrides,
+        }
         clock: Any = SkewedClock(self.clock, wall_skew) if wall_skew else self.clock
-        replica = Scheduler(cluster if cluster is not None else self.cluster(), self.rules(*vendors),
-                            SchedulerConfig(**options), clock=clock)
+        replica = Scheduler(
+            cluster if cluster is not None else self.cluster(),
+            self.rules(*vendors),
+            SchedulerConfig(**options),
+            clock=clock,
+        )
         self.replicas.append(replica)
         if start:
             self.start(replica)
@@ -197,8 +218,9 @@ class World:
             remaining -= moved
             self.settle()
 
-    def run_until(self, what: str, predicate: Callable[[], Any], limit: float = 300.0,
-                  step: float = STEP) -> Any:
+    def run_until(
+        self, what: str, predicate: Callable[[], Any], limit: float = 300.0, step: float = STEP
+    ) -> Any:
         """Advance the fake clock until ``predicate`` holds; fails after ``limit`` fake seconds."""
         waited = 0.0
         while True:

@@ -74,10 +74,15 @@ def test_defaults_install_the_scheduler_only(helm: Path) -> None:
     assert "--lease-namespace=$(POD_NAMESPACE)" in args
     assert "--http-listen=:9396" in args
     assert "--check-hami-lease=kube-system/hami-scheduler" in args
-    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] if "valueFrom" in e else e["value"]
-           for e in main["env"]}
-    assert env == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace",
-                   "MALLOC_ARENA_MAX": "2"}  # as the daemon sets at start (scheduler/allocator.py)
+    env = {
+        e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] if "valueFrom" in e else e["value"]
+        for e in main["env"]
+    }
+    assert env == {
+        "POD_NAME": "metadata.name",
+        "POD_NAMESPACE": "metadata.namespace",
+        "MALLOC_ARENA_MAX": "2",
+    }  # as the daemon sets at start (scheduler/allocator.py)
     assert main["ports"] == [{"name": "http", "containerPort": 9396, "protocol": "TCP"}]
     assert main["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "http"}
     # The follower must stay Ready (rollouts, the PodDisruptionBudget): readiness is not leadership.

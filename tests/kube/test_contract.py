@@ -661,8 +661,13 @@ def test_nothing_is_created_in_a_namespace_that_does_not_exist(cluster: Any) -> 
         cluster.create_lease(_lease(missing, "hami-scheduler", "replica-1"))
     with pytest.raises(NotFound, match="not found"):
         cluster.update_lease(_lease(missing, "hami-scheduler", "replica-1"))
-    pod_event = {"metadata": {"generateName": "p."}, "reason": "R", "message": "m", "type": "Warning",
-                 "involvedObject": {"kind": "Pod", "name": "p", "namespace": missing}}
+    pod_event = {
+        "metadata": {"generateName": "p."},
+        "reason": "R",
+        "message": "m",
+        "type": "Warning",
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": missing},
+    }
     with pytest.raises(NotFound, match="not found"):
         cluster.create_event(missing, pod_event)
     with pytest.raises(NotFound):

@@ -31,8 +31,14 @@ class Path:
     """One replica's way to the API server: ``up``, ``down``, or ``slow`` (the next Lease update is
     applied by the server at once, but its reply arrives ``delay`` seconds later; then the path is down)."""
 
-    def __init__(self, cluster: MemoryCluster, clock: Clock, *, on_applied: Callable[[], None] = lambda: None,
-                 delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        cluster: MemoryCluster,
+        clock: Clock,
+        *,
+        on_applied: Callable[[], None] = lambda: None,
+        delay: float = 0.0,
+    ) -> None:
         self.cluster, self.clock, self.on_applied, self.delay = cluster, clock, on_applied, delay
         self.mode = "up"
 

@@ -39,7 +39,8 @@ def test_a_standby_says_once_who_holds_the_lease_and_again_when_that_changes(
         b.step()
     assert standby_lines(caplog) == [
         "leader election: standing by: 'a' holds the lease kube-system/hami-scheduler "
-        "(renewed 2026-01-01T00:00:02Z, held until 2026-01-01T00:00:17Z unless renewed)"]
+        "(renewed 2026-01-01T00:00:02Z, held until 2026-01-01T00:00:17Z unless renewed)"
+    ]
     (said,) = [r for r in caplog.records if "standing by" in r.getMessage()]
     assert said.reason == "standby"  # type: ignore[attr-defined]
 
@@ -62,17 +63,21 @@ def test_a_standby_says_once_who_holds_the_lease_and_again_when_that_changes(
     # a's own lost lease is a warning with the term it had.
     (lost,) = [r for r in caplog.records if "lost the lease" in r.getMessage()]
     assert lost.levelno == logging.WARNING and lost.term == 1  # type: ignore[attr-defined]
-    assert lost.getMessage() == ("leader election: lost the lease kube-system/hami-scheduler "
-                                 "(no renewal within 10s)")
+    assert lost.getMessage() == (
+        "leader election: lost the lease kube-system/hami-scheduler (no renewal within 10s)"
+    )
 
 
 class Refusing:
     """A cluster whose Lease requests the API server refuses, as RBAC does."""
 
     def get_lease(self, namespace: str, name: str) -> Lease:
-        raise Forbidden(f'get lease {namespace}/{name}: 403 leases.coordination.k8s.io "{name}" is '
-                        f'forbidden: User "hami" cannot get resource "leases" in API group '
-                        f'"coordination.k8s.io" in the namespace "{namespace}"', status=403)
+        raise Forbidden(
+            f'get lease {namespace}/{name}: 403 leases.coordination.k8s.io "{name}" is '
+            f'forbidden: User "hami" cannot get resource "leases" in API group '
+            f'"coordination.k8s.io" in the namespace "{namespace}"',
+            status=403,
+        )
 
 
 def test_a_refused_lease_request_names_the_missing_permission(caplog: pytest.LogCaptureFixture) -> None:
@@ -83,4 +88,5 @@ def test_a_refused_lease_request_names_the_missing_permission(caplog: pytest.Log
     (record,) = caplog.records
     assert record.getMessage().endswith(
         "missing RBAC permission: user 'hami' may not get leases (API group coordination.k8s.io) in "
-        "namespace kube-system; the chart's RBAC grants each daemon what it needs (charts/hami-core)")
+        "namespace kube-system; the chart's RBAC grants each daemon what it needs (charts/hami-core)"
+    )

@@ -25,19 +25,32 @@ class Recorded:
         self.clock = FakeClock()
         self.outcomes: Counter[tuple[str, str]] = Counter()
         self.recorder = EventRecorder(
-            self.cluster, component="hami-scheduler", instance="me", clock=self.clock,
-            on_outcome=lambda reason, outcome: self.outcomes.update([(reason, outcome)]), **options)
+            self.cluster,
+            component="hami-scheduler",
+            instance="me",
+            clock=self.clock,
+            on_outcome=lambda reason, outcome: self.outcomes.update([(reason, outcome)]),
+            **options,
+        )
 
-    def record(self, node: str, reason: str, *, vendor: str = "DCU", type: str = "Warning",
-               message: str = "it broke") -> bool:
-        queued = self.recorder.record(node, f"uid-{node}", vendor=vendor, type=type,  # type: ignore[arg-type]
-                                      reason=reason, message=message)
+    def record(
+        self, node: str, reason: str, *, vendor: str = "DCU", type: str = "Warning", message: str = "it broke"
+    ) -> bool:
+        queued = self.recorder.record(
+            node,
+            f"uid-{node}",
+            vendor=vendor,
+            type=type,  # type: ignore[arg-type]
+            reason=reason,
+            message=message,
+        )
         wait_for("the recorder idle", self.recorder.idle)
         return queued
 
     def posted(self, node: str | None = None) -> list[dict[str, Any]]:
-        return [e for e in self.cluster.events("default")
-                if node is None or e["involvedObject"]["name"] == node]
+        return [
+            e for e in self.cluster.events("default") if node is None or e["involvedObject"]["name"] == node
+        ]
 
 
 @pytest.fixture
@@ -92,8 +105,11 @@ def test_another_reason_in_between_makes_it_news_again(rec: Recorded) -> None:
     assert rec.record("n1", "HamiRegisterAnnotationInvalid", message="bad value A")
     assert rec.record("n1", "HamiVendorRegistered", type="Normal")  # fixed
     assert rec.record("n1", "HamiRegisterAnnotationInvalid", message="bad value B")  # broken again
-    assert [e["reason"] for e in rec.posted()] == ["HamiRegisterAnnotationInvalid", "HamiVendorRegistered",
-                                                   "HamiRegisterAnnotationInvalid"]
+    assert [e["reason"] for e in rec.posted()] == [
+        "HamiRegisterAnnotationInvalid",
+        "HamiVendorRegistered",
+        "HamiRegisterAnnotationInvalid",
+    ]
 
 
 def test_vendors_and_nodes_are_deduplicated_apart(rec: Recorded) -> None:
@@ -137,8 +153,9 @@ def test_a_forgotten_node_starts_afresh(started: Callable[..., Recorded]) -> Non
     assert len(rec.posted("n1")) == 2
 
 
-def test_a_failed_post_is_logged_counted_and_not_retried(rec: Recorded,
-                                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failed_post_is_logged_counted_and_not_retried(
+    rec: Recorded, caplog: pytest.LogCaptureFixture
+) -> None:
     rec.cluster.fail_next(1, verb="create")
     with caplog.at_level(logging.WARNING, logger="hami_core.kube.events"):
         assert rec.record("n1", "HamiVendorCleanedUp", vendor="NVIDIA")

@@ -74,7 +74,8 @@ CASES = {
     "absent": Case(lambda now: None, (True, True, RESTAMPED), (HandshakeKind.ABSENT, MISSING)),
     "plugin report": Case(
         lambda now: "Reported 2024-01-23 04:30:04.434037031 +0000 UTC m=+1104711.777756895",
-        (True, True, RESTAMPED), (HandshakeKind.REPORT, MISSING),
+        (True, True, RESTAMPED),
+        (HandshakeKind.REPORT, MISSING),
     ),
     "HAMi's old Deleted_ value": Case(
         lambda now: "Deleted_2024-01-02 00:00:00", (True, True, RESTAMPED), (HandshakeKind.REPORT, MISSING)
@@ -83,48 +84,65 @@ CASES = {
         lambda now: format_stamp(now - timedelta(seconds=10)), (True, False, ()), (HandshakeKind.STAMP, FRESH)
     ),
     "fresh stamp with fractional seconds": Case(
-        lambda now: format_stamp(now - timedelta(seconds=10)) + ".5", (True, False, ()),
+        lambda now: format_stamp(now - timedelta(seconds=10)) + ".5",
+        (True, False, ()),
         (HandshakeKind.STAMP, FRESH),
     ),
     "stamp a little ahead (within one window)": Case(
         lambda now: format_stamp(now + timedelta(seconds=30)), (True, False, ()), (HandshakeKind.STAMP, FRESH)
     ),
     "expired stamp, no allocatable count": Case(
-        lambda now: format_stamp(now - timedelta(minutes=10)), (False, False, ()),
+        lambda now: format_stamp(now - timedelta(minutes=10)),
+        (False, False, ()),
         (HandshakeKind.STAMP, EXPIRED),
     ),
     "expired stamp, allocatable count 2": Case(
-        lambda now: format_stamp(now - timedelta(minutes=10)), (True, False, ()),
-        (HandshakeKind.STAMP, EXPIRED), allocatable="2",
+        lambda now: format_stamp(now - timedelta(minutes=10)),
+        (True, False, ()),
+        (HandshakeKind.STAMP, EXPIRED),
+        allocatable="2",
     ),
     # --- Beyond HAMi (spec section 4, rules 1 and 5) ---
     "dotted stamp (HAMi up to v2.4), long expired": Case(
-        lambda now: "Requesting_2024.01.10 04:06:57", (True, False, ()), (HandshakeKind.STAMP, EXPIRED),
+        lambda now: "Requesting_2024.01.10 04:06:57",
+        (True, False, ()),
+        (HandshakeKind.STAMP, EXPIRED),
         beyond="rule 1: HAMi v2.10 cannot parse the dotted layout, so to it the stamp is healthy forever",
     ),
     "dotted stamp, fresh": Case(
-        lambda now: _dotted(now - timedelta(seconds=10)), (True, False, ()), (HandshakeKind.STAMP, FRESH),
+        lambda now: _dotted(now - timedelta(seconds=10)),
+        (True, False, ()),
+        (HandshakeKind.STAMP, FRESH),
         beyond="rule 1: the same answer for another reason: HAMi cannot parse it, we read a fresh stamp",
     ),
     "Time.String() stamp (the seed's example), long expired": Case(
         lambda now: "Requesting_2024-01-23 04:30:04.434037031 +0000 UTC m=+1104711.777756895",
-        (True, False, ()), (HandshakeKind.STAMP, EXPIRED),
+        (True, False, ()),
+        (HandshakeKind.STAMP, EXPIRED),
         beyond="rule 1: HAMi v2.10 cannot parse Time.String(), so to it the stamp is healthy forever",
     ),
     "Time.String() stamp, fresh": Case(
-        lambda now: _go_string(now - timedelta(seconds=10)), (True, False, ()), (HandshakeKind.STAMP, FRESH),
+        lambda now: _go_string(now - timedelta(seconds=10)),
+        (True, False, ()),
+        (HandshakeKind.STAMP, FRESH),
         beyond="rule 1: HAMi cannot parse it, we read a fresh stamp",
     ),
     "far-future stamp": Case(
-        lambda now: format_stamp(now + timedelta(days=1)), (True, False, ()), (HandshakeKind.STAMP, MISSING),
+        lambda now: format_stamp(now + timedelta(days=1)),
+        (True, False, ()),
+        (HandshakeKind.STAMP, MISSING),
         beyond="rule 5: more than one window ahead; HAMi counts it healthy for a day, we re-stamp it",
     ),
     "unparseable stamp": Case(
-        lambda now: "Requesting_garbage", (True, False, ()), (HandshakeKind.BAD_STAMP, MISSING),
+        lambda now: "Requesting_garbage",
+        (True, False, ()),
+        (HandshakeKind.BAD_STAMP, MISSING),
         beyond="rule 5: HAMi counts an unparseable stamp healthy forever, we re-stamp it",
     ),
     "stamp without '_'": Case(
-        lambda now: "Requesting", (True, False, ()), (HandshakeKind.BAD_STAMP, MISSING),
+        lambda now: "Requesting",
+        (True, False, ()),
+        (HandshakeKind.BAD_STAMP, MISSING),
         beyond="rule 5: no time at all; HAMi counts it healthy forever, we re-stamp it",
     ),
 }

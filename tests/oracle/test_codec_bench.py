@@ -68,7 +68,9 @@ def test_oracle_build_refuses_an_unknown_argument() -> None:
 
 def test_oracle_build_prints_where_the_binary_is() -> None:
     result = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "build-oracle.sh"), "--print-path"], capture_output=True, text=True,
+        ["bash", str(ROOT / "scripts" / "build-oracle.sh"), "--print-path"],
+        capture_output=True,
+        text=True,
         check=True,
     )
     path = Path(result.stdout.strip())

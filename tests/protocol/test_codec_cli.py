@@ -42,9 +42,17 @@ def test_decode_prints_every_key_of_every_device(fmt: list[str]) -> None:
     devices = json.loads(out)
     assert [tuple(d) for d in devices] == [OUTPUT_KEYS, OUTPUT_KEYS]
     assert devices[1] == {
-        "id": "GPU-1", "index": 0, "count": 10, "devmem": 32768, "devcore": 100,
-        "type": "NVIDIA-Tesla V100-PCIE-32GB", "numa": 1, "mode": "hami-core", "health": False,
-        "migProfiles": [], "custominfo": None,
+        "id": "GPU-1",
+        "index": 0,
+        "count": 10,
+        "devmem": 32768,
+        "devcore": 100,
+        "type": "NVIDIA-Tesla V100-PCIE-32GB",
+        "numa": 1,
+        "mode": "hami-core",
+        "health": False,
+        "migProfiles": [],
+        "custominfo": None,
     }
 
 
@@ -57,8 +65,13 @@ def test_decode_json_with_mig_profiles_and_custominfo() -> None:
     assert code == 0
     (device,) = json.loads(out)
     assert device["migProfiles"] == [
-        {"name": "1g.5gb", "memoryMB": 4864, "core": 15, "sliceCount": 1,
-         "placements": [{"start": 6, "size": 1}]},
+        {
+            "name": "1g.5gb",
+            "memoryMB": 4864,
+            "core": 15,
+            "sliceCount": 1,
+            "placements": [{"start": 6, "size": 1}],
+        },
         {"name": "2g", "memoryMB": 0, "core": 0, "sliceCount": 0, "placements": None},
     ]
     assert device["custominfo"] == {"k": [1.0, "v"]}
@@ -113,8 +126,17 @@ def test_decode_batch_takes_escaped_odd_bytes() -> None:
 
 
 def test_encode_prints_the_value_exactly_without_newline() -> None:
-    devices = [{"id": "GPU-0", "count": 10, "devmem": 24576, "devcore": 100, "type": "NVIDIA-A10",
-                "mode": "hami-core", "health": True}]
+    devices = [
+        {
+            "id": "GPU-0",
+            "count": 10,
+            "devmem": 24576,
+            "devcore": 100,
+            "type": "NVIDIA-A10",
+            "mode": "hami-core",
+            "health": True,
+        }
+    ]
     code, out, _ = run(["encode", "--format", "json"], json.dumps(devices).encode())
     assert (code, out) == (0, JSON_VALUE.encode())
     code, out, _ = run(["encode", "--format", "legacy"], json.dumps(devices).encode())
@@ -138,10 +160,16 @@ def test_decode_output_encodes_back_to_the_same_value() -> None:
         ("json", b'[{"count":"1"}]', "device 0: count: expected an integer"),
         ("json", b'[{"bogus":1}]', "device 0: bogus: unknown key"),
         ("legacy", b'[{"id":"a:b"}]', "holds ',' or ':'"),
-        ("json", b'[{"bad\\rkey\\u2028' + b"k" * 2000 + b'":1}]',
-         'device 0: ["bad\\rkey\\u2028kkkkkkkkk ... kkkkkkkkkkkkkkkkk"]: unknown key'),
-        ("json", b'[{"migProfiles":[{"placements":[{"start":1,"zz":2}]}]}]',
-         "device 0: migProfiles[0].placements[0].zz: unknown key (known: start, size)"),
+        (
+            "json",
+            b'[{"bad\\rkey\\u2028' + b"k" * 2000 + b'":1}]',
+            'device 0: ["bad\\rkey\\u2028kkkkkkkkk ... kkkkkkkkkkkkkkkkk"]: unknown key',
+        ),
+        (
+            "json",
+            b'[{"migProfiles":[{"placements":[{"start":1,"zz":2}]}]}]',
+            "device 0: migProfiles[0].placements[0].zz: unknown key (known: start, size)",
+        ),
     ],
 )
 def test_encode_errors_are_one_stderr_line_and_exit_1(fmt: str, stdin: bytes, message: str) -> None:
@@ -196,8 +224,13 @@ def test_process_batch() -> None:
 
 
 def test_a_closed_stdin_is_a_one_line_error() -> None:
-    result = subprocess.run([str(HAMI), "codec", "decode"], stdin=subprocess.DEVNULL, capture_output=True,
-                            timeout=60, preexec_fn=lambda: os.close(0))
+    result = subprocess.run(
+        [str(HAMI), "codec", "decode"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        preexec_fn=lambda: os.close(0),
+    )
     assert result.returncode == 1 and result.stderr == b"error: standard input is closed\n"
 
 

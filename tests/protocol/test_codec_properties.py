@@ -58,9 +58,18 @@ def devices(
 ) -> st.SearchStrategy[list[DeviceInfo]]:
     device = st.builds(
         DeviceInfo,
-        id=text, index=index, count=ints(INT32), devmem=ints(INT32), devcore=ints(INT32), type=text,
-        numa=ints(INT64), mode=text, health=st.booleans(), mig_profiles=st.lists(profiles, max_size=2),
-        devicevendor=text, custominfo=custominfo,
+        id=text,
+        index=index,
+        count=ints(INT32),
+        devmem=ints(INT32),
+        devcore=ints(INT32),
+        type=text,
+        numa=ints(INT64),
+        mode=text,
+        health=st.booleans(),
+        mig_profiles=st.lists(profiles, max_size=2),
+        devicevendor=text,
+        custominfo=custominfo,
     )
     return st.lists(device, min_size=min_size, max_size=5)
 
@@ -68,8 +77,15 @@ def devices(
 def wire_fields(device: DeviceInfo, *, mig: bool) -> DeviceInfo:
     """What survives an encoding: never devicevendor or custominfo; MIG profiles only in JSON."""
     return DeviceInfo(
-        id=device.id, index=device.index, count=device.count, devmem=device.devmem, devcore=device.devcore,
-        type=device.type, numa=device.numa, mode=device.mode, health=device.health,
+        id=device.id,
+        index=device.index,
+        count=device.count,
+        devmem=device.devmem,
+        devcore=device.devcore,
+        type=device.type,
+        numa=device.numa,
+        mode=device.mode,
+        health=device.health,
         mig_profiles=device.mig_profiles if mig else (),
     )
 
@@ -136,25 +152,31 @@ def test_decoders_refuse_binary_ish_text_only_with_decode_error(value: str) -> N
 @SETTINGS
 @given(
     st.text(st.characters(codec="utf-8", min_codepoint=0x80), max_size=40)
-    | st.text("[]{}\":,0123456789-+.eE \\u")
+    | st.text('[]{}":,0123456789-+.eE \\u')
 )
 def test_decoders_refuse_unicode_and_json_fragments_only_with_decode_error(value: str) -> None:
     decodes_or_refuses(value)
 
 
 json_leaves = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=6), st.sampled_from(["NaN", "1e400", "-0", "01"]),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=6),
+    st.sampled_from(["NaN", "1e400", "-0", "01"]),
 )
 json_values = st.recursive(
     json_leaves,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(
-        st.sampled_from(
-            ["id", "ID", "count", "health", "migProfiles", "placements", "custominfo", "x", "sliceCount"]
-        ),
-        inner,
-        max_size=4,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                ["id", "ID", "count", "health", "migProfiles", "placements", "custominfo", "x", "sliceCount"]
+            ),
+            inner,
+            max_size=4,
+        )
     ),
     max_leaves=12,
 )
@@ -195,7 +217,7 @@ def tree(value: Any) -> Any:
 
 
 @SETTINGS
-@given(json_like() | st.text("[]{}\":,0123456789-+.eE \\udfnt", max_size=30))
+@given(json_like() | st.text('[]{}":,0123456789-+.eE \\udfnt', max_size=30))
 @example('["\\ud800", "\\udc00x"]')
 @example("[NaN]")
 @example('{"a":1,"a":2}')

@@ -73,9 +73,13 @@ def test_decode_any_refuses_a_non_str() -> None:
 
 def test_device_to_dict_writes_every_key_with_protocol_names() -> None:
     device = DeviceInfo(
-        id="g", index=2, mig_profiles=[MigProfile(name="1g", memory_mb=5, slice_count=1,
-                                                  placements=[MigPlacement(start=1, size=1)])],
-        custominfo={"a": [1]}, devicevendor="NVIDIA",
+        id="g",
+        index=2,
+        mig_profiles=[
+            MigProfile(name="1g", memory_mb=5, slice_count=1, placements=[MigPlacement(start=1, size=1)])
+        ],
+        custominfo={"a": [1]},
+        devicevendor="NVIDIA",
     )
     obj = device_to_dict(device)
     assert tuple(obj) == DEVICE_KEYS
@@ -119,7 +123,16 @@ def test_device_from_dict_names_the_bad_key(obj: Any, message: str) -> None:
 
 
 def test_public_facade_exports_the_codec_api() -> None:
-    for name in ["decode_legacy", "encode_legacy", "decode_json", "encode_json", "decode_any", "JSON_CODEC",
-                 "LEGACY_CODEC", "device_to_dict", "device_from_dict"]:
+    for name in [
+        "decode_legacy",
+        "encode_legacy",
+        "decode_json",
+        "encode_json",
+        "decode_any",
+        "JSON_CODEC",
+        "LEGACY_CODEC",
+        "device_to_dict",
+        "device_from_dict",
+    ]:
         assert name in hami_core.__all__
         assert getattr(hami_core, name) is not None

@@ -69,7 +69,11 @@ def rules(**changes: object) -> VendorRules:
 def test_vendor_rules_accepts_a_driver_description() -> None:
     r = rules(liveness=ALLOCATABLE, handshake_annotation=None)
     assert (r.vendor_key, r.handshake_annotation, r.liveness.name, r.codec.name) == (
-        "MLU", None, "allocatable", "tiny")
+        "MLU",
+        None,
+        "allocatable",
+        "tiny",
+    )
 
 
 @pytest.mark.parametrize(
@@ -101,9 +105,12 @@ class _Key(str):
 def test_vendor_rules_hold_a_drivers_keys_as_exact_strings() -> None:
     """The keys are interned and looked up in every Node's annotations; a subclass would fail the
     scheduler's start ("can't intern") or never find its own annotation."""
-    r = rules(vendor_key=_Key("MLU"), register_annotation=_Key("hami.io/node-mlu-register"),
-              handshake_annotation=_Key("hami.io/node-handshake-mlu"),
-              count_resource=_Key("cambricon.com/mlu"))
+    r = rules(
+        vendor_key=_Key("MLU"),
+        register_annotation=_Key("hami.io/node-mlu-register"),
+        handshake_annotation=_Key("hami.io/node-handshake-mlu"),
+        count_resource=_Key("cambricon.com/mlu"),
+    )
     keys = (r.vendor_key, r.register_annotation, r.handshake_annotation, r.count_resource)
     assert [type(k) for k in keys] == [str] * 4
     assert {"hami.io/node-mlu-register": "x"}.get(r.register_annotation) == "x"
@@ -117,9 +124,13 @@ def test_vendor_rules_hold_a_drivers_keys_as_exact_strings() -> None:
 TZ = timezone(timedelta(hours=8))
 NOW = datetime(2026, 11, 29, 18, 4, 5, tzinfo=TZ)
 MLU = rules()
-NVIDIA = rules(vendor_key="NVIDIA", register_annotation="hami.io/node-nvidia-register",
-               handshake_annotation="hami.io/node-handshake", count_resource="nvidia.com/gpu",
-               liveness=ALLOCATABLE)
+NVIDIA = rules(
+    vendor_key="NVIDIA",
+    register_annotation="hami.io/node-nvidia-register",
+    handshake_annotation="hami.io/node-handshake",
+    count_resource="nvidia.com/gpu",
+    liveness=ALLOCATABLE,
+)
 HS = "hami.io/node-handshake-mlu"
 NODE = "node-1"
 
@@ -170,133 +181,439 @@ R, V = Reason, Verdict
 
 ROWS = [
     # spec 4: every handshake value form, on a registered vendor with an unchanged register annotation
-    Row("absent handshake is stamped", obs(register="a;b"), registered(), stamped(), KEEP, R.UNCHANGED,
-        V.STAMPED),
-    Row("Go DateTime stamp, fresh", obs(register="a;b", handshake=stamp(10 * SEC)), registered(), None, KEEP,
-        R.UNCHANGED, V.FRESH),
-    Row("dotted stamp (HAMi <= v2.4), fresh", obs(register="a;b", handshake="Requesting_2026.11.29 18:03:30"),
-        registered(), None, KEEP, R.UNCHANGED, V.FRESH),
-    Row("Time.String() stamp with zone and monotonic suffix, fresh",
+    Row(
+        "absent handshake is stamped",
+        obs(register="a;b"),
+        registered(),
+        stamped(),
+        KEEP,
+        R.UNCHANGED,
+        V.STAMPED,
+    ),
+    Row(
+        "Go DateTime stamp, fresh",
+        obs(register="a;b", handshake=stamp(10 * SEC)),
+        registered(),
+        None,
+        KEEP,
+        R.UNCHANGED,
+        V.FRESH,
+    ),
+    Row(
+        "dotted stamp (HAMi <= v2.4), fresh",
+        obs(register="a;b", handshake="Requesting_2026.11.29 18:03:30"),
+        registered(),
+        None,
+        KEEP,
+        R.UNCHANGED,
+        V.FRESH,
+    ),
+    Row(
+        "Time.String() stamp with zone and monotonic suffix, fresh",
         obs(register="a;b", handshake="Requesting_2026-11-29 10:03:50.25 +0000 UTC m=+12.000000001"),
-        registered(), None, KEEP, R.UNCHANGED, V.FRESH),
-    Row("Time.String() stamp, seed example, long expired: cleaned up",
-        obs(register="a;b", handshake=SEED_STRING), registered(), DELETE, DROP, R.CLEANED_UP, V.DEAD),
-    Row("'Reported <Time.String()>' is a report: stamped",
+        registered(),
+        None,
+        KEEP,
+        R.UNCHANGED,
+        V.FRESH,
+    ),
+    Row(
+        "Time.String() stamp, seed example, long expired: cleaned up",
+        obs(register="a;b", handshake=SEED_STRING),
+        registered(),
+        DELETE,
+        DROP,
+        R.CLEANED_UP,
+        V.DEAD,
+    ),
+    Row(
+        "'Reported <Time.String()>' is a report: stamped",
         obs(register="a;b", handshake="Reported 2024-01-23 04:30:04.434037031 +0000 UTC m=+1104711.7"),
-        registered(), stamped(), KEEP, R.UNCHANGED, V.STAMPED),
-    Row("'Reported_<dotted>' is a report: stamped",
-        obs(register="a;b", handshake="Reported_2024.01.23 04:30:05"), registered(), stamped(), KEEP,
-        R.UNCHANGED, V.STAMPED),
-    Row("'Deleted_...' counts as not Requesting: stamped",
-        obs(register="a;b", handshake="Deleted_2024-01-02 00:00:00"), registered(), stamped(), KEEP,
-        R.UNCHANGED, V.STAMPED),
-    Row("garbage is not a stamp: stamped", obs(register="a;b", handshake="Unknown"), registered(), stamped(),
-        KEEP, R.UNCHANGED, V.STAMPED),
-    Row("unparseable Requesting is no stamp (spec 4 rule 5): re-stamped",
-        obs(register="a;b", handshake="Requesting_garbage"), registered(), stamped(), KEEP, R.UNCHANGED,
-        V.STAMPED),
-    Row("Requesting without '_' is no stamp (spec 4 rule 5): re-stamped", obs(register="a;b",
-        handshake="Requesting"), registered(), stamped(), KEEP, R.UNCHANGED, V.STAMPED),
-    Row("far-future stamp (2128) is no stamp (spec 4 rule 5): re-stamped",
-        obs(register="a;b", handshake="Requesting_2128-12-02 00:00:00"), registered(), stamped(), KEEP,
-        R.UNCHANGED, V.STAMPED),
-    Row("stamp 61 s ahead is no stamp: re-stamped", obs(register="a;b", handshake=stamp(-61 * SEC)),
-        registered(), stamped(), KEEP, R.UNCHANGED, V.STAMPED),
-    Row("stamp 60 s ahead is fresh", obs(register="a;b", handshake=stamp(-60 * SEC)), registered(), None,
-        KEEP, R.UNCHANGED, V.FRESH),
-    # spec 4 rule 3: the boundary
-    Row("59.999 s old is fresh", obs(register="a;b", handshake=stamp()), registered(), None, KEEP,
-        R.UNCHANGED, V.FRESH, now=NOW + timedelta(seconds=59.999)),
-    Row("exactly 60 s old is expired: cleaned up", obs(register="a;b", handshake=stamp()), registered(),
-        DELETE, DROP, R.CLEANED_UP, V.DEAD, now=NOW + 60 * SEC),
-    # spec 4 rule 4 and 4.1 (handshake rule)
-    Row("expired, allocatable > 0: kept",
-        obs(register="a;b", handshake=stamp(timedelta(hours=2)), allocatable=4), registered(), None, KEEP,
-        R.UNCHANGED, V.KEPT_BY_ALLOCATABLE),
-    Row("expired, allocatable 0: cleaned up", obs(register="a;b", handshake=stamp(timedelta(hours=2))),
-        registered(), DELETE, DROP, R.CLEANED_UP, V.DEAD),
-    Row("expired, not registered: nothing to clean, no write",
-        obs(register="a;b", handshake=stamp(timedelta(hours=2))), VendorMemory(), None, KEEP,
-        R.AWAITING_SIGN_OF_LIFE, V.DEAD),
-    # spec 4.1 allocatable rule (NVIDIA)
-    Row("NVIDIA: count seen and still > 0, stamp hours old: kept",
-        obs(register="a;b", handshake=format_stamp(NOW - timedelta(hours=5)), allocatable=8),
-        registered("a;b", "NVIDIA", allocatable_seen=True), None, KEEP, R.UNCHANGED, V.KEPT_BY_ALLOCATABLE,
-        NVIDIA),
-    Row("NVIDIA: count seen > 0 drops to 0: cleaned up at once, stamp fresh or not",
-        obs(register="a;b", handshake=stamp(5 * SEC)), registered("a;b", "NVIDIA", allocatable_seen=True),
-        HandshakeWrite("hami.io/node-handshake", None), DROP, R.CLEANED_UP, V.DEAD, NVIDIA),
-    Row("NVIDIA: count never > 0, stamp fresh: generic rule keeps it",
-        obs(register="a;b", handshake=stamp(5 * SEC)), registered("a;b", "NVIDIA"), None, KEEP, R.UNCHANGED,
-        V.FRESH, NVIDIA),
-    Row("NVIDIA: count never > 0, stamp expired: generic rule cleans up",
-        obs(register="a;b", handshake=stamp(2 * 60 * SEC)), registered("a;b", "NVIDIA"),
-        HandshakeWrite("hami.io/node-handshake", None), DROP, R.CLEANED_UP, V.DEAD, NVIDIA),
-    # spec 4 rule 6: no stamping on nodes without the vendor
-    Row("node without the vendor: nothing written", obs(), VendorMemory(), None, KEEP, R.NO_VENDOR,
-        V.UNSTAMPED),
-    Row("node without the vendor but with allocatable: nothing written", obs(allocatable=3), VendorMemory(),
-        None, KEEP, R.NO_VENDOR, V.UNSTAMPED),
-    Row("node carrying only the handshake: stamped", obs(handshake="Reported_2024.01.23 04:30:05"),
-        VendorMemory(), stamped(), KEEP, R.NO_VENDOR, V.STAMPED),
-    Row("node carrying the register annotation: stamped and registered", obs(register="a"), VendorMemory(),
-        stamped(), SET, R.REGISTERED, V.STAMPED),
-    # spec 5: the register annotation
-    Row("register changed: picked up at once", obs(register="a;c", handshake=stamp(SEC)), registered(), None,
-        SET, R.UPDATED, V.FRESH),
-    Row("register changed under an expired stamp kept by allocatable: picked up",
-        obs(register="c", handshake=stamp(timedelta(hours=1)), allocatable=1), registered(), None, SET,
-        R.UPDATED, V.KEPT_BY_ALLOCATABLE),
-    Row("register decodes to no devices: removed", obs(register="", handshake=stamp(SEC)), registered(), None,
-        DROP, R.UNREGISTERED_EMPTY, V.FRESH),
-    Row("register absent: removed", obs(handshake=stamp(SEC)), registered(), None, DROP,
-        R.UNREGISTERED_ABSENT, V.FRESH),
-    Row("register undecodable: last good list kept, degraded", obs(register="a;!", handshake=stamp(SEC)),
-        registered(), None, KEEP, R.DEGRADED, V.FRESH),
-    Row("register undecodable, never registered: degraded, nothing cached",
-        obs(register="!", handshake=stamp(SEC)), VendorMemory(), None, KEEP, R.DEGRADED, V.FRESH),
-    # spec 5: node deleted, node leaving the selector
-    Row("node deleted: everything goes", obs(present=False, register="a;b", handshake=stamp()), registered(),
-        None, DROP, R.NODE_DELETED, V.NOT_JUDGED),
-    Row("node deleted, nothing cached", obs(present=False), VendorMemory(), None, KEEP, R.NODE_DELETED,
-        V.NOT_JUDGED),
-    Row("node leaves the selector: dropped, nothing written", obs(selected=False, register="a;b"),
-        registered(), None, DROP, R.NOT_SELECTED, V.NOT_JUDGED),
-    # spec 4.2: no flapping after cleanup
-    Row("cleaned, handshake gone, register unchanged: stays out, no stamp",
-        obs(register="a;b"), VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b",
-                                          handshake_at_cleanup=stamp(timedelta(hours=1))),
-        None, KEEP, R.AWAITING_SIGN_OF_LIFE, V.NOT_JUDGED),
-    Row("cleaned, someone else's fresh stamp: stamping alone does not readmit",
-        obs(register="a;b", handshake=stamp(SEC)), VendorMemory(awaiting_sign_of_life=True,
-                                                                register_at_cleanup="a;b"),
-        None, KEEP, R.AWAITING_SIGN_OF_LIFE, V.NOT_JUDGED),
-    Row("cleaned, the same report as at cleanup: not a new sign of life",
+        registered(),
+        stamped(),
+        KEEP,
+        R.UNCHANGED,
+        V.STAMPED,
+    ),
+    Row(
+        "'Reported_<dotted>' is a report: stamped",
         obs(register="a;b", handshake="Reported_2024.01.23 04:30:05"),
-        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b",
-                     handshake_at_cleanup="Reported_2024.01.23 04:30:05"),
-        None, KEEP, R.AWAITING_SIGN_OF_LIFE, V.NOT_JUDGED),
-    Row("cleaned, a plugin report: readmitted and stamped",
-        obs(register="a;b", handshake="Reported_2026-11-29 18:04:04"),
-        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"), stamped(), SET, R.REGISTERED,
-        V.STAMPED),
-    Row("cleaned, allocatable > 0: readmitted", obs(register="a;b", allocatable=2),
-        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"), stamped(), SET, R.REGISTERED,
-        V.STAMPED),
-    Row("cleaned, register changed, old expired stamp still visible: readmitted with a fresh window",
-        obs(register="a;c", handshake=stamp(timedelta(hours=1))),
-        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b",
-                     handshake_at_cleanup=stamp(timedelta(hours=1))),
-        stamped(), SET, R.REGISTERED, V.STAMPED),
-    Row("cleaned, register removed: not a sign of life", obs(),
+        registered(),
+        stamped(),
+        KEEP,
+        R.UNCHANGED,
+        V.STAMPED,
+    ),
+    Row(
+        "'Deleted_...' counts as not Requesting: stamped",
+        obs(register="a;b", handshake="Deleted_2024-01-02 00:00:00"),
+        registered(),
+        stamped(),
+        KEEP,
+        R.UNCHANGED,
+        V.STAMPED,
+    ),
+    Row(
+        "garbage is not a stamp: stamped",
+        obs(register="a;b", handshake="Unknown"),
+        registered(),
+        stamped(),
+        KEEP,
+        R.UNCHANGED,
+        V.STAMPED,
+    ),
+    Row(
+        "unparseable Requesting is no stamp (spec 4 rule 5): re-stamped",
+        obs(register="a;b", handshake="Requesting_garbage"),
+        registered(),
+        stamped(),
+        KEEP,
+        R.UNCHANGED,
+        V.STAMPED,
+    ),
+    Row(
+        "Requesting without '_' is no stamp (spec 4 rule 5): re-stamped",
+        obs(register="a;b", handshake="Requesting"),
+        registered(),
+        stamped(),
+        KEEP,
+        R.UNCHANGED,
+        V.STAMPED,
+    ),
+    Row(
+        "far-future stamp (2128) is no stamp (spec 4 rule 5): re-stamped",
+        obs(register="a;b", handshake="Requesting_2128-12-02 00:00:00"),
+        registered(),
+        stamped(),
+        KEEP,
+        R.UNCHANGED,
+        V.STAMPED,
+    ),
+    Row(
+        "stamp 61 s ahead is no stamp: re-stamped",
+        obs(register="a;b", handshake=stamp(-61 * SEC)),
+        registered(),
+        stamped(),
+        KEEP,
+        R.UNCHANGED,
+        V.STAMPED,
+    ),
+    Row(
+        "stamp 60 s ahead is fresh",
+        obs(register="a;b", handshake=stamp(-60 * SEC)),
+        registered(),
+        None,
+        KEEP,
+        R.UNCHANGED,
+        V.FRESH,
+    ),
+    # spec 4 rule 3: the boundary
+    Row(
+        "59.999 s old is fresh",
+        obs(register="a;b", handshake=stamp()),
+        registered(),
+        None,
+        KEEP,
+        R.UNCHANGED,
+        V.FRESH,
+        now=NOW + timedelta(seconds=59.999),
+    ),
+    Row(
+        "exactly 60 s old is expired: cleaned up",
+        obs(register="a;b", handshake=stamp()),
+        registered(),
+        DELETE,
+        DROP,
+        R.CLEANED_UP,
+        V.DEAD,
+        now=NOW + 60 * SEC,
+    ),
+    # spec 4 rule 4 and 4.1 (handshake rule)
+    Row(
+        "expired, allocatable > 0: kept",
+        obs(register="a;b", handshake=stamp(timedelta(hours=2)), allocatable=4),
+        registered(),
+        None,
+        KEEP,
+        R.UNCHANGED,
+        V.KEPT_BY_ALLOCATABLE,
+    ),
+    Row(
+        "expired, allocatable 0: cleaned up",
+        obs(register="a;b", handshake=stamp(timedelta(hours=2))),
+        registered(),
+        DELETE,
+        DROP,
+        R.CLEANED_UP,
+        V.DEAD,
+    ),
+    Row(
+        "expired, not registered: nothing to clean, no write",
+        obs(register="a;b", handshake=stamp(timedelta(hours=2))),
+        VendorMemory(),
+        None,
+        KEEP,
+        R.AWAITING_SIGN_OF_LIFE,
+        V.DEAD,
+    ),
+    # spec 4.1 allocatable rule (NVIDIA)
+    Row(
+        "NVIDIA: count seen and still > 0, stamp hours old: kept",
+        obs(register="a;b", handshake=format_stamp(NOW - timedelta(hours=5)), allocatable=8),
+        registered("a;b", "NVIDIA", allocatable_seen=True),
+        None,
+        KEEP,
+        R.UNCHANGED,
+        V.KEPT_BY_ALLOCATABLE,
+        NVIDIA,
+    ),
+    Row(
+        "NVIDIA: count seen > 0 drops to 0: cleaned up at once, stamp fresh or not",
+        obs(register="a;b", handshake=stamp(5 * SEC)),
+        registered("a;b", "NVIDIA", allocatable_seen=True),
+        HandshakeWrite("hami.io/node-handshake", None),
+        DROP,
+        R.CLEANED_UP,
+        V.DEAD,
+        NVIDIA,
+    ),
+    Row(
+        "NVIDIA: count never > 0, stamp fresh: generic rule keeps it",
+        obs(register="a;b", handshake=stamp(5 * SEC)),
+        registered("a;b", "NVIDIA"),
+        None,
+        KEEP,
+        R.UNCHANGED,
+        V.FRESH,
+        NVIDIA,
+    ),
+    Row(
+        "NVIDIA: count never > 0, stamp expired: generic rule cleans up",
+        obs(register="a;b", handshake=stamp(2 * 60 * SEC)),
+        registered("a;b", "NVIDIA"),
+        HandshakeWrite("hami.io/node-handshake", None),
+        DROP,
+        R.CLEANED_UP,
+        V.DEAD,
+        NVIDIA,
+    ),
+    # spec 4 rule 6: no stamping on nodes without the vendor
+    Row(
+        "node without the vendor: nothing written",
+        obs(),
+        VendorMemory(),
+        None,
+        KEEP,
+        R.NO_VENDOR,
+        V.UNSTAMPED,
+    ),
+    Row(
+        "node without the vendor but with allocatable: nothing written",
+        obs(allocatable=3),
+        VendorMemory(),
+        None,
+        KEEP,
+        R.NO_VENDOR,
+        V.UNSTAMPED,
+    ),
+    Row(
+        "node carrying only the handshake: stamped",
+        obs(handshake="Reported_2024.01.23 04:30:05"),
+        VendorMemory(),
+        stamped(),
+        KEEP,
+        R.NO_VENDOR,
+        V.STAMPED,
+    ),
+    Row(
+        "node carrying the register annotation: stamped and registered",
+        obs(register="a"),
+        VendorMemory(),
+        stamped(),
+        SET,
+        R.REGISTERED,
+        V.STAMPED,
+    ),
+    # spec 5: the register annotation
+    Row(
+        "register changed: picked up at once",
+        obs(register="a;c", handshake=stamp(SEC)),
+        registered(),
+        None,
+        SET,
+        R.UPDATED,
+        V.FRESH,
+    ),
+    Row(
+        "register changed under an expired stamp kept by allocatable: picked up",
+        obs(register="c", handshake=stamp(timedelta(hours=1)), allocatable=1),
+        registered(),
+        None,
+        SET,
+        R.UPDATED,
+        V.KEPT_BY_ALLOCATABLE,
+    ),
+    Row(
+        "register decodes to no devices: removed",
+        obs(register="", handshake=stamp(SEC)),
+        registered(),
+        None,
+        DROP,
+        R.UNREGISTERED_EMPTY,
+        V.FRESH,
+    ),
+    Row(
+        "register absent: removed",
+        obs(handshake=stamp(SEC)),
+        registered(),
+        None,
+        DROP,
+        R.UNREGISTERED_ABSENT,
+        V.FRESH,
+    ),
+    Row(
+        "register undecodable: last good list kept, degraded",
+        obs(register="a;!", handshake=stamp(SEC)),
+        registered(),
+        None,
+        KEEP,
+        R.DEGRADED,
+        V.FRESH,
+    ),
+    Row(
+        "register undecodable, never registered: degraded, nothing cached",
+        obs(register="!", handshake=stamp(SEC)),
+        VendorMemory(),
+        None,
+        KEEP,
+        R.DEGRADED,
+        V.FRESH,
+    ),
+    # spec 5: node deleted, node leaving the selector
+    Row(
+        "node deleted: everything goes",
+        obs(present=False, register="a;b", handshake=stamp()),
+        registered(),
+        None,
+        DROP,
+        R.NODE_DELETED,
+        V.NOT_JUDGED,
+    ),
+    Row(
+        "node deleted, nothing cached",
+        obs(present=False),
+        VendorMemory(),
+        None,
+        KEEP,
+        R.NODE_DELETED,
+        V.NOT_JUDGED,
+    ),
+    Row(
+        "node leaves the selector: dropped, nothing written",
+        obs(selected=False, register="a;b"),
+        registered(),
+        None,
+        DROP,
+        R.NOT_SELECTED,
+        V.NOT_JUDGED,
+    ),
+    # spec 4.2: no flapping after cleanup
+    Row(
+        "cleaned, handshake gone, register unchanged: stays out, no stamp",
+        obs(register="a;b"),
+        VendorMemory(
+            awaiting_sign_of_life=True,
+            register_at_cleanup="a;b",
+            handshake_at_cleanup=stamp(timedelta(hours=1)),
+        ),
+        None,
+        KEEP,
+        R.AWAITING_SIGN_OF_LIFE,
+        V.NOT_JUDGED,
+    ),
+    Row(
+        "cleaned, someone else's fresh stamp: stamping alone does not readmit",
+        obs(register="a;b", handshake=stamp(SEC)),
         VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"),
-        None, KEEP, R.AWAITING_SIGN_OF_LIFE, V.NOT_JUDGED),
+        None,
+        KEEP,
+        R.AWAITING_SIGN_OF_LIFE,
+        V.NOT_JUDGED,
+    ),
+    Row(
+        "cleaned, the same report as at cleanup: not a new sign of life",
+        obs(register="a;b", handshake="Reported_2024.01.23 04:30:05"),
+        VendorMemory(
+            awaiting_sign_of_life=True,
+            register_at_cleanup="a;b",
+            handshake_at_cleanup="Reported_2024.01.23 04:30:05",
+        ),
+        None,
+        KEEP,
+        R.AWAITING_SIGN_OF_LIFE,
+        V.NOT_JUDGED,
+    ),
+    Row(
+        "cleaned, a plugin report: readmitted and stamped",
+        obs(register="a;b", handshake="Reported_2026-11-29 18:04:04"),
+        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"),
+        stamped(),
+        SET,
+        R.REGISTERED,
+        V.STAMPED,
+    ),
+    Row(
+        "cleaned, allocatable > 0: readmitted",
+        obs(register="a;b", allocatable=2),
+        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"),
+        stamped(),
+        SET,
+        R.REGISTERED,
+        V.STAMPED,
+    ),
+    Row(
+        "cleaned, register changed, old expired stamp still visible: readmitted with a fresh window",
+        obs(register="a;c", handshake=stamp(timedelta(hours=1))),
+        VendorMemory(
+            awaiting_sign_of_life=True,
+            register_at_cleanup="a;b",
+            handshake_at_cleanup=stamp(timedelta(hours=1)),
+        ),
+        stamped(),
+        SET,
+        R.REGISTERED,
+        V.STAMPED,
+    ),
+    Row(
+        "cleaned, register removed: not a sign of life",
+        obs(),
+        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"),
+        None,
+        KEEP,
+        R.AWAITING_SIGN_OF_LIFE,
+        V.NOT_JUDGED,
+    ),
     # vendors without a handshake annotation
-    Row("no handshake annotation: registered, never stamped", obs(register="a", handshake="ignored"),
-        VendorMemory(), None, SET, R.REGISTERED, V.NO_HANDSHAKE, rules(handshake_annotation=None)),
-    Row("no handshake annotation, allocatable rule: count drops to 0, cleaned without a write",
-        obs(register="a;b"), registered(allocatable_seen=True), None, DROP, R.CLEANED_UP, V.DEAD,
-        rules(handshake_annotation=None, liveness=ALLOCATABLE)),
+    Row(
+        "no handshake annotation: registered, never stamped",
+        obs(register="a", handshake="ignored"),
+        VendorMemory(),
+        None,
+        SET,
+        R.REGISTERED,
+        V.NO_HANDSHAKE,
+        rules(handshake_annotation=None),
+    ),
+    Row(
+        "no handshake annotation, allocatable rule: count drops to 0, cleaned without a write",
+        obs(register="a;b"),
+        registered(allocatable_seen=True),
+        None,
+        DROP,
+        R.CLEANED_UP,
+        V.DEAD,
+        rules(handshake_annotation=None, liveness=ALLOCATABLE),
+    ),
 ]
 
 
@@ -318,18 +635,24 @@ def test_spec_rows(row: Row) -> None:
 
 def test_cache_entry_is_the_decoded_list_with_the_vendor_key() -> None:
     d = evaluate(obs(register="x;y", handshake=stamp()), VendorMemory(), now=NOW, rules=NVIDIA)
-    assert d.devices == (DeviceInfo(id="x", count=10, health=True, devicevendor="NVIDIA"),
-                         DeviceInfo(id="y", count=10, health=True, devicevendor="NVIDIA"))
+    assert d.devices == (
+        DeviceInfo(id="x", count=10, health=True, devicevendor="NVIDIA"),
+        DeviceInfo(id="y", count=10, health=True, devicevendor="NVIDIA"),
+    )
     assert d.memory.register == "x;y"
 
 
 def test_cleanup_resets_memory_and_remembers_what_it_saw() -> None:
     old = stamp(timedelta(hours=2))
-    d = evaluate(obs(register="a;b", handshake=old), registered(allocatable_seen=True, degraded="x",
-                                                               degraded_value="!"),
-               now=NOW, rules=MLU)
-    assert d.memory == VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b",
-                                    handshake_at_cleanup=old, delete_handshake=True)
+    d = evaluate(
+        obs(register="a;b", handshake=old),
+        registered(allocatable_seen=True, degraded="x", degraded_value="!"),
+        now=NOW,
+        rules=MLU,
+    )
+    assert d.memory == VendorMemory(
+        awaiting_sign_of_life=True, register_at_cleanup="a;b", handshake_at_cleanup=old, delete_handshake=True
+    )
 
 
 def test_no_flapping_sequence_after_cleanup() -> None:
@@ -352,7 +675,10 @@ def test_no_flapping_sequence_after_cleanup() -> None:
     report = "Reported_2026-11-29 18:40:00"
     d = evaluate(obs(register="a;b", handshake=report), memory, now=NOW + 31 * 60 * SEC, rules=MLU)
     assert (d.reason, d.verdict, d.write) == (
-        R.REGISTERED, V.STAMPED, HandshakeWrite(HS, format_stamp(NOW + 31 * 60 * SEC)))
+        R.REGISTERED,
+        V.STAMPED,
+        HandshakeWrite(HS, format_stamp(NOW + 31 * 60 * SEC)),
+    )
     assert not d.memory.awaiting_sign_of_life
 
 
@@ -362,8 +688,9 @@ def test_nvidia_allocatable_seen_is_remembered_and_reset_by_cleanup() -> None:
     d = evaluate(obs(register="a", handshake=stamp(), allocatable=10), d.memory, now=NOW + SEC, rules=NVIDIA)
     assert d.memory.allocatable_seen and d.reason is R.UNCHANGED
     # an hour later the stamp is long expired: the steady state of an NVIDIA node, still registered
-    d = evaluate(obs(register="a", handshake=stamp(), allocatable=10), d.memory, now=NOW + 3600 * SEC,
-               rules=NVIDIA)
+    d = evaluate(
+        obs(register="a", handshake=stamp(), allocatable=10), d.memory, now=NOW + 3600 * SEC, rules=NVIDIA
+    )
     assert (d.verdict, d.reason, d.write) == (V.KEPT_BY_ALLOCATABLE, R.UNCHANGED, None)
     d = evaluate(obs(register="a", handshake=stamp()), d.memory, now=NOW + 3601 * SEC, rules=NVIDIA)
     assert (d.reason, d.memory.allocatable_seen) == (R.CLEANED_UP, False)
@@ -395,6 +722,7 @@ def test_a_vendor_found_dead_unregistered_has_nothing_to_delete() -> None:
     again = evaluate(obs(register="!", handshake=old), d.memory, now=NOW + SEC, rules=MLU)
     assert again.write is None
 
+
 # --- a handshake deleted by another replica's cleanup ----------------------------------------------------
 
 
@@ -406,7 +734,11 @@ def test_a_handshake_deleted_by_a_cleanup_elsewhere_is_a_cleanup_here_too() -> N
     assert seen.memory.handshake_seen and seen.reason is R.UNCHANGED
     gone = evaluate(obs(register="a"), seen.memory, now=NOW + SEC, rules=MLU)
     assert (gone.reason, gone.verdict, gone.write, gone.cache) == (
-        R.CLEANED_UP, V.DEAD, None, CacheChange.DROP)
+        R.CLEANED_UP,
+        V.DEAD,
+        None,
+        CacheChange.DROP,
+    )
     assert gone.memory == VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a")
     restamped = evaluate(obs(register="a", handshake=stamp()), gone.memory, now=NOW + 2 * SEC, rules=MLU)
     assert (restamped.reason, restamped.write) == (R.AWAITING_SIGN_OF_LIFE, None)
@@ -420,9 +752,13 @@ def test_a_deleted_handshake_is_stamped_again_while_the_rule_keeps_the_vendor() 
     seen = evaluate(obs(register="a", handshake=stamp(), allocatable=1), registered("a"), now=NOW, rules=MLU)
     gone = evaluate(obs(register="a", allocatable=1), seen.memory, now=NOW + SEC, rules=MLU)
     assert (gone.reason, gone.verdict, gone.write) == (
-        R.UNCHANGED, V.STAMPED, HandshakeWrite(HS, format_stamp(NOW + SEC)))
-    nvidia = evaluate(obs(register="a", handshake=stamp(), allocatable=10), VendorMemory(), now=NOW,
-                      rules=NVIDIA)
+        R.UNCHANGED,
+        V.STAMPED,
+        HandshakeWrite(HS, format_stamp(NOW + SEC)),
+    )
+    nvidia = evaluate(
+        obs(register="a", handshake=stamp(), allocatable=10), VendorMemory(), now=NOW, rules=NVIDIA
+    )
     nvidia = evaluate(obs(register="a", allocatable=10), nvidia.memory, now=NOW + SEC, rules=NVIDIA)
     assert nvidia.reason is R.UNCHANGED and nvidia.write is not None
 
@@ -440,8 +776,9 @@ def test_only_a_handshake_the_node_showed_counts_not_our_own_stamp_on_its_way() 
 
 def test_a_report_arriving_while_our_stamp_is_in_flight_is_stamped_again() -> None:
     first = evaluate(obs(register="a"), VendorMemory(), now=NOW, rules=MLU)
-    d = evaluate(obs(register="a", handshake="Reported_2026-11-29 18:04:06"), first.memory, now=NOW + SEC,
-               rules=MLU)
+    d = evaluate(
+        obs(register="a", handshake="Reported_2026-11-29 18:04:06"), first.memory, now=NOW + SEC, rules=MLU
+    )
     assert d.write == HandshakeWrite(HS, format_stamp(NOW + SEC))
 
 
@@ -461,8 +798,11 @@ def test_recheck_at_expiry_when_expiry_would_change_the_decision() -> None:
     [
         (obs(register="a", handshake=stamp(10 * SEC), allocatable=1), registered("a"), MLU),
         (obs(register="a", handshake=stamp(2 * 60 * SEC), allocatable=1), registered("a"), MLU),
-        (obs(register="a", handshake=stamp(10 * SEC)), registered("a", allocatable_seen=True),
-         rules(handshake_annotation=None)),
+        (
+            obs(register="a", handshake=stamp(10 * SEC)),
+            registered("a", allocatable_seen=True),
+            rules(handshake_annotation=None),
+        ),
         (obs(register="a", handshake=stamp(2 * 60 * SEC)), registered("a"), MLU),
     ],
     ids=["allocatable keeps it anyway", "already expired", "no handshake", "dead"],
@@ -502,8 +842,9 @@ def test_an_unchanged_value_is_not_decoded_again() -> None:
 
     m = VendorMemory()
     for second in range(3):
-        m = evaluate(obs(register="a", handshake=stamp()), m, now=NOW + second * SEC, rules=MLU,
-                   decode=counting).memory
+        m = evaluate(
+            obs(register="a", handshake=stamp()), m, now=NOW + second * SEC, rules=MLU, decode=counting
+        ).memory
     m = evaluate(obs(register="", handshake=stamp()), m, now=NOW, rules=MLU, decode=counting).memory
     m = evaluate(obs(register="", handshake=stamp()), m, now=NOW, rules=MLU, decode=counting).memory
     assert calls == ["a", ""]
@@ -546,9 +887,18 @@ def test_a_driver_codec_handing_over_subclasses_registers_plain_values() -> None
     (device,) = d.devices
     assert (type(device.type), type(device.mode), type(device.devmem)) == (str, str, int)
     assert (device.type, device.mode, device.devmem, device.devicevendor) == (
-        "A100", "hami-core", 81920, "MLU")
-    plain = evaluate(obs(register="y", handshake=stamp()), VendorMemory(), now=NOW, rules=MLU,
-                     decode=lambda value: [DeviceInfo(id="y", devmem=81920)])
+        "A100",
+        "hami-core",
+        81920,
+        "MLU",
+    )
+    plain = evaluate(
+        obs(register="y", handshake=stamp()),
+        VendorMemory(),
+        now=NOW,
+        rules=MLU,
+        decode=lambda value: [DeviceInfo(id="y", devmem=81920)],
+    )
     assert plain.devices is not None and type(plain.devices[0].devmem) is int
 
 
@@ -571,8 +921,10 @@ def test_decide_refuses_a_naive_clock_and_a_bad_window() -> None:
         evaluate(obs(), VendorMemory(), now=NOW, rules=MLU, window=timedelta(0))
 
 
-@pytest.mark.parametrize(("kw", "message"), [({"node": ""}, "node"), ({"allocatable": True}, "allocatable"),
-                                             ({"allocatable": "4"}, "allocatable")])
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [({"node": ""}, "node"), ({"allocatable": True}, "allocatable"), ({"allocatable": "4"}, "allocatable")],
+)
 def test_observation_refuses_bad_fields(kw: dict[str, Any], message: str) -> None:
     kw.setdefault("node", NODE)
     with pytest.raises((ValueError, TypeError), match=message):
@@ -583,18 +935,26 @@ def test_observation_refuses_bad_fields(kw: dict[str, Any], message: str) -> Non
 
 _REGISTERS = st.sampled_from([None, "", "a", "a;b", "!"])
 _HANDSHAKES = st.one_of(
-    st.sampled_from([None, "Reported_1", "Reported_2", "Requesting_garbage", "Deleted_2024-01-02 00:00:00",
-                     "ours"]),  # "ours": the last stamp written, as the watch would show it
+    st.sampled_from(
+        [None, "Reported_1", "Reported_2", "Requesting_garbage", "Deleted_2024-01-02 00:00:00", "ours"]
+    ),  # "ours": the last stamp written, as the watch would show it
     st.integers(-120, 300).map(lambda age: f"age:{age}"),
 )
-_STEP = st.tuples(st.integers(0, 90), _REGISTERS, _HANDSHAKES, st.integers(0, 2),
-                  st.sampled_from([True] * 8 + [False]), st.sampled_from([True] * 8 + [False]))
+_STEP = st.tuples(
+    st.integers(0, 90),
+    _REGISTERS,
+    _HANDSHAKES,
+    st.integers(0, 2),
+    st.sampled_from([True] * 8 + [False]),
+    st.sampled_from([True] * 8 + [False]),
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(steps=st.lists(_STEP, min_size=1, max_size=25), nvidia=st.booleans())
-def test_invariants_over_random_histories(steps: list[tuple[int, str | None, str, int, bool, bool]],
-                                          nvidia: bool) -> None:
+def test_invariants_over_random_histories(
+    steps: list[tuple[int, str | None, str, int, bool, bool]], nvidia: bool
+) -> None:
     rule = NVIDIA if nvidia else MLU
     memory, now, last_stamp = VendorMemory(), NOW, None
     previous: tuple[Observation, Decision] | None = None
@@ -604,8 +964,13 @@ def test_invariants_over_random_histories(steps: list[tuple[int, str | None, str
             handshake = last_stamp
         elif handshake is not None and handshake.startswith("age:"):
             handshake = format_stamp(now - int(handshake[4:]) * SEC)
-        o = obs(register=register, handshake=handshake, allocatable=allocatable, present=present,
-                selected=selected)
+        o = obs(
+            register=register,
+            handshake=handshake,
+            allocatable=allocatable,
+            present=present,
+            selected=selected,
+        )
         d = evaluate(o, memory, now=now, rules=rule)
         assert d == evaluate(o, memory, now=now, rules=rule)  # pure
         if d.write is not None:
@@ -623,8 +988,13 @@ def test_invariants_over_random_histories(steps: list[tuple[int, str | None, str
             assert d.devices == memory.devices
         if previous is not None:
             before, was = previous
-            quiet = (o.register == before.register and o.handshake == before.handshake
-                     and allocatable == 0 and present and selected)
+            quiet = (
+                o.register == before.register
+                and o.handshake == before.handshake
+                and allocatable == 0
+                and present
+                and selected
+            )
             if was.reason in (Reason.CLEANED_UP, Reason.AWAITING_SIGN_OF_LIFE) and quiet:
                 # spec 4.2: no new sign of life, no readmission; the only write is the cleanup's delete,
                 # while the node still shows the stamp it was cleaned up with
@@ -640,11 +1010,14 @@ def test_invariants_over_random_histories(steps: list[tuple[int, str | None, str
 
 JSON_NVIDIA = attrs.evolve(NVIDIA, codec=JSON_CODEC)
 LEGACY_MLU = attrs.evolve(MLU, codec=LEGACY_CODEC)
-A10_JSON = ('[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10","mode":"hami-core",'
-            '"health":true}]')
+A10_JSON = (
+    '[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10","mode":"hami-core",'
+    '"health":true}]'
+)
 A10_LEGACY = "GPU-0,10,24576,100,NVIDIA-A10,0,true,0,hami-core:"
-A10 = DeviceInfo(id="GPU-0", count=10, devmem=24576, devcore=100, type="NVIDIA-A10", mode="hami-core",
-                 health=True)
+A10 = DeviceInfo(
+    id="GPU-0", count=10, devmem=24576, devcore=100, type="NVIDIA-A10", mode="hami-core", health=True
+)
 
 
 @pytest.mark.parametrize("value", [A10_JSON, A10_LEGACY], ids=["json", "legacy"])
@@ -656,15 +1029,25 @@ def test_a_built_in_codec_reads_both_encodings(rule: VendorRules, value: str) ->
 
 def test_an_old_nvidia_plugin_switching_encoding_is_an_update_not_a_loss() -> None:
     """A rolling upgrade: the legacy value of a v2.7 plugin replaced by the JSON of a v2.8 one."""
-    first = evaluate(obs(register=A10_LEGACY, handshake=stamp(), allocatable=10), VendorMemory(), now=NOW,
-                   rules=JSON_NVIDIA)
-    second = evaluate(obs(register=A10_JSON, handshake=stamp(), allocatable=10), first.memory, now=NOW + SEC,
-                    rules=JSON_NVIDIA)
+    first = evaluate(
+        obs(register=A10_LEGACY, handshake=stamp(), allocatable=10),
+        VendorMemory(),
+        now=NOW,
+        rules=JSON_NVIDIA,
+    )
+    second = evaluate(
+        obs(register=A10_JSON, handshake=stamp(), allocatable=10),
+        first.memory,
+        now=NOW + SEC,
+        rules=JSON_NVIDIA,
+    )
     assert (second.reason, second.devices) == (R.UPDATED, first.devices)
 
 
-SEED_MLU = ("MLU-45013011-2257-0000-0000-000000000000,10,23308,0,MLU-MLU370-X4,0,false:"
-            "MLU-54043011-2257-0000-0000-000000000000,10,23308,0,")
+SEED_MLU = (
+    "MLU-45013011-2257-0000-0000-000000000000,10,23308,0,MLU-MLU370-X4,0,false:"
+    "MLU-54043011-2257-0000-0000-000000000000,10,23308,0,"
+)
 
 
 @pytest.mark.parametrize(

@@ -114,22 +114,71 @@ def _go_ints(go_range: IntRange, low: int | None = None, high: int | None = None
     good = st.one_of(
         st.sampled_from([str(e) for e in edges if low <= e <= high]), st.integers(low, high).map(str)
     )
-    odd = st.sampled_from([
-        "-0", "1.0", "1e2", "1E0", "0.0", "01", "+1", "10E-1", "2.5", "1e400", '"4"', "true", "null", "[]",
-        "{}", "18446744073709551616", "9" * 30, str(go_range.low - 1), str(go_range.high + 1),
-    ])
+    odd = st.sampled_from(
+        [
+            "-0",
+            "1.0",
+            "1e2",
+            "1E0",
+            "0.0",
+            "01",
+            "+1",
+            "10E-1",
+            "2.5",
+            "1e400",
+            '"4"',
+            "true",
+            "null",
+            "[]",
+            "{}",
+            "18446744073709551616",
+            "9" * 30,
+            str(go_range.low - 1),
+            str(go_range.high + 1),
+        ]
+    )
     return _mostly(good, odd)
 
 
 _PLAIN_BODIES = st.one_of(
-    st.sampled_from(["", "GPU-0", "NVIDIA-Tesla V100-PCIE-32GB", "hami-core", "a b", "é", "模式", "😀",
-                     "\x7f", "a:-0", "migProfiles"]),
-    st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc"), exclude_characters='"\\\\'),
-            max_size=6),
+    st.sampled_from(
+        [
+            "",
+            "GPU-0",
+            "NVIDIA-Tesla V100-PCIE-32GB",
+            "hami-core",
+            "a b",
+            "é",
+            "模式",
+            "😀",
+            "\x7f",
+            "a:-0",
+            "migProfiles",
+        ]
+    ),
+    st.text(
+        st.characters(codec="utf-8", exclude_categories=("Cs", "Cc"), exclude_characters='"\\\\'), max_size=6
+    ),
 )
 _ODD_BODIES = st.one_of(
-    st.sampled_from(["\\u0041", "\\/", '\\"', "\\\\", "\\n", "\\ud83d\\ude00", "\\ud800", "\\udc00x",
-                     "\\u00e9", "\x01", "\t", "<&>", "\u2028", "\ud800"]),
+    st.sampled_from(
+        [
+            "\\u0041",
+            "\\/",
+            '\\"',
+            "\\\\",
+            "\\n",
+            "\\ud83d\\ude00",
+            "\\ud800",
+            "\\udc00x",
+            "\\u00e9",
+            "\x01",
+            "\t",
+            "<&>",
+            "\u2028",
+            "\ud800",
+        ]
+    ),
     st.text(max_size=4).map(lambda s: json.dumps(s)[1:-1]),
 )
 _STRINGS = _mostly(_PLAIN_BODIES, _ODD_BODIES).map(lambda body: f'"{body}"')
@@ -137,8 +186,13 @@ _WS = _mostly(st.just(""), st.sampled_from([" ", "\n", "\t ", "\r\n", "\f", "\u0
 
 
 def _key(name: str) -> st.SearchStrategy[str]:
-    variants = [name.upper(), name.capitalize(), name.replace("s", "\u017f"), name.replace("k", "\u212a"),
-                name[:1] + "\\u" + format(ord(name[1]), "04x") + name[2:]]
+    variants = [
+        name.upper(),
+        name.capitalize(),
+        name.replace("s", "\u017f"),
+        name.replace("k", "\u212a"),
+        name[:1] + "\\u" + format(ord(name[1]), "04x") + name[2:],
+    ]
     return _mostly(st.just(name), st.sampled_from(variants)).map(lambda k: f'"{k}"')
 
 
@@ -175,8 +229,22 @@ def _array(element: st.SearchStrategy[str], max_size: int = 3) -> st.SearchStrat
 _NUMBERS = st.one_of(
     st.integers(-(2**70), 2**70).map(str),
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
-    st.sampled_from(["-0", "0", "-0.0", "1e308", "1e309", "1e-400", "123456789012345678901234567890",
-                     "9" * 400, "2.2250738585072011e-308", "0.1", "1E+2", "5e-324"]),
+    st.sampled_from(
+        [
+            "-0",
+            "0",
+            "-0.0",
+            "1e308",
+            "1e309",
+            "1e-400",
+            "123456789012345678901234567890",
+            "9" * 400,
+            "2.2250738585072011e-308",
+            "0.1",
+            "1E+2",
+            "5e-324",
+        ]
+    ),
 )
 _ANY = st.recursive(
     st.one_of(_NUMBERS, _STRINGS, st.sampled_from(["true", "false", "null"])),
@@ -189,15 +257,25 @@ _ANY = st.recursive(
     max_leaves=8,
 )
 _PLACEMENT = _object({"start": _go_ints(UINT32), "size": _go_ints(UINT32)})
-_PROFILE = _object({
-    "name": _STRINGS, "memoryMB": _go_ints(INT32), "core": _go_ints(INT32), "sliceCount": _go_ints(UINT32),
-    "placements": _array(_PLACEMENT),
-})
+_PROFILE = _object(
+    {
+        "name": _STRINGS,
+        "memoryMB": _go_ints(INT32),
+        "core": _go_ints(INT32),
+        "sliceCount": _go_ints(UINT32),
+        "placements": _array(_PLACEMENT),
+    }
+)
 _DEVICE = _object(
     {
-        "id": _STRINGS, "index": _mostly(_go_ints(UINT64, 1, INT64.high), _go_ints(UINT64)),
-        "count": _go_ints(INT32), "devmem": _go_ints(INT32),
-        "devcore": _go_ints(INT32), "type": _STRINGS, "numa": _go_ints(INT64), "mode": _STRINGS,
+        "id": _STRINGS,
+        "index": _mostly(_go_ints(UINT64, 1, INT64.high), _go_ints(UINT64)),
+        "count": _go_ints(INT32),
+        "devmem": _go_ints(INT32),
+        "devcore": _go_ints(INT32),
+        "type": _STRINGS,
+        "numa": _go_ints(INT64),
+        "mode": _STRINGS,
         "migProfiles": _array(_PROFILE, 2),
         "health": _mostly(st.sampled_from(["true", "false"]), st.sampled_from(["1", '"true"', "True"])),
         "devicevendor": _STRINGS,
@@ -212,13 +290,15 @@ _DEVICE = _object(
 
 @st.composite
 def json_values(draw: st.DrawFn) -> str:
-    body = draw(_mostly(
-        _array(_DEVICE, 4),
-        st.one_of(
-            _array(st.one_of(_DEVICE, st.just("null")), 4),
-            st.sampled_from(["null", "[]", "[null]", "{}", "", "[", '[{"id":"a"}]x', "\ufeff[]"]),
-        ),
-    ))
+    body = draw(
+        _mostly(
+            _array(_DEVICE, 4),
+            st.one_of(
+                _array(st.one_of(_DEVICE, st.just("null")), 4),
+                st.sampled_from(["null", "[]", "[null]", "{}", "", "[", '[{"id":"a"}]x', "\ufeff[]"]),
+            ),
+        )
+    )
     return draw(_WS) + body + draw(_WS)
 
 
@@ -260,23 +340,37 @@ def _ints(go_range: IntRange) -> st.SearchStrategy[int]:
     return st.one_of(edges, st.integers(go_range.low, go_range.high))
 
 
-_PLAIN_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc"),
-                                    exclude_characters="<>&\u2028\u2029\\\",:"), max_size=12).filter(
+_PLAIN_TEXT = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs", "Cc"), exclude_characters='<>&\u2028\u2029\\",:'),
+    max_size=12,
+).filter(
     lambda s: s not in ("migProfiles", "placements", "custominfo")  # counted in the text by the fast path
 )
 _profiles = st.builds(
-    MigProfile, name=_PLAIN_TEXT, memory_mb=_ints(INT32), core=_ints(INT32), slice_count=_ints(UINT32),
-    placements=st.none() | st.lists(st.builds(MigPlacement, start=_ints(UINT32), size=_ints(UINT32)),
-                                    max_size=2),
+    MigProfile,
+    name=_PLAIN_TEXT,
+    memory_mb=_ints(INT32),
+    core=_ints(INT32),
+    slice_count=_ints(UINT32),
+    placements=st.none()
+    | st.lists(st.builds(MigPlacement, start=_ints(UINT32), size=_ints(UINT32)), max_size=2),
 )
 
 
 def _devices(mig: bool, index: IntRange = INT64) -> st.SearchStrategy[list[DeviceInfo]]:
     return st.lists(
         st.builds(
-            DeviceInfo, id=_PLAIN_TEXT, index=st.integers(0, index.high), count=_ints(INT32),
-            devmem=_ints(INT32), devcore=_ints(INT32), type=_PLAIN_TEXT, numa=_ints(INT64), mode=_PLAIN_TEXT,
-            health=st.booleans(), mig_profiles=st.lists(_profiles, max_size=2) if mig else st.just(()),
+            DeviceInfo,
+            id=_PLAIN_TEXT,
+            index=st.integers(0, index.high),
+            count=_ints(INT32),
+            devmem=_ints(INT32),
+            devcore=_ints(INT32),
+            type=_PLAIN_TEXT,
+            numa=_ints(INT64),
+            mode=_PLAIN_TEXT,
+            health=st.booleans(),
+            mig_profiles=st.lists(_profiles, max_size=2) if mig else st.just(()),
         ),
         max_size=8,
     )
@@ -297,11 +391,16 @@ def test_json_fast_path_takes_what_hami_writes(devices: list[DeviceInfo]) -> Non
 def test_json_fast_path_takes_zero_values_written_out(devices: list[DeviceInfo]) -> None:
     """HAMi omits zero values (omitempty); other writers spell them out, "index":0 and "numa":0 for
     the first GPU. Only a "-0" index (which Go refuses for a uint) is the strict path's."""
-    value = "[" + ",".join(
-        f'{{"id":"{d.id}","index":{d.index},"count":{d.count},"devmem":{d.devmem},"devcore":{d.devcore},'
-        f'"type":"{d.type}","numa":{d.numa},"mode":"{d.mode}","health":{"true" if d.health else "false"}}}'
-        for d in devices
-    ) + "]"
+    value = (
+        "["
+        + ",".join(
+            f'{{"id":"{d.id}","index":{d.index},"count":{d.count},"devmem":{d.devmem},"devcore":{d.devcore},'
+            f'"type":"{d.type}","numa":{d.numa},"mode":"{d.mode}",'
+            f'"health":{"true" if d.health else "false"}}}'
+            for d in devices
+        )
+        + "]"
+    )
     if "\\" in value or '"' in "".join(d.id + d.type + d.mode for d in devices):
         return
     fast = fastpath.decode_json(value)
@@ -332,9 +431,33 @@ _LEGACY_INTS = _mostly(
     st.one_of(st.integers(-(2**31), 2**31 - 1).map(str), st.sampled_from(["0", "1", "100", "32768"])),
     st.one_of(
         st.integers(-(2**40), 2**40).map(str),
-        st.sampled_from(["-0", "+0", "007", "+7", "2147483648", "-2147483649", "", " 1", "1 ", "0x10",
-                         "1_000", "1e3", "1.0", "--1", "٣", "１", "[1]", "null", "true", '"1"', "1\t",
-                         "9223372036854775808", "00"]),
+        st.sampled_from(
+            [
+                "-0",
+                "+0",
+                "007",
+                "+7",
+                "2147483648",
+                "-2147483649",
+                "",
+                " 1",
+                "1 ",
+                "0x10",
+                "1_000",
+                "1e3",
+                "1.0",
+                "--1",
+                "٣",
+                "１",
+                "[1]",
+                "null",
+                "true",
+                '"1"',
+                "1\t",
+                "9223372036854775808",
+                "00",
+            ]
+        ),
     ),
 )
 _LEGACY_BOOLS = _mostly(
@@ -344,7 +467,7 @@ _LEGACY_BOOLS = _mostly(
 _LEGACY_TEXT = _mostly(
     st.text(st.characters(exclude_characters=",:", exclude_categories=("Cs",)), max_size=8),
     st.one_of(
-        st.sampled_from(["", "a\"b", "\\", "[", "]", "]]", "\ud800", "\udcff", "1,2"]),
+        st.sampled_from(["", 'a"b', "\\", "[", "]", "]]", "\ud800", "\udcff", "1,2"]),
         st.text(st.characters(exclude_characters=",:"), max_size=6),
     ),
 )
@@ -354,9 +477,17 @@ _LEGACY_TEXT = _mostly(
 def legacy_values(draw: st.DrawFn) -> str:
     records = []
     for _ in range(draw(st.integers(0, 5))):
-        fields = [draw(_LEGACY_TEXT), draw(_LEGACY_INTS), draw(_LEGACY_INTS), draw(_LEGACY_INTS),
-                  draw(_LEGACY_TEXT), draw(_LEGACY_INTS), draw(_LEGACY_BOOLS), draw(_LEGACY_INTS),
-                  draw(_LEGACY_TEXT)]
+        fields = [
+            draw(_LEGACY_TEXT),
+            draw(_LEGACY_INTS),
+            draw(_LEGACY_INTS),
+            draw(_LEGACY_INTS),
+            draw(_LEGACY_TEXT),
+            draw(_LEGACY_INTS),
+            draw(_LEGACY_BOOLS),
+            draw(_LEGACY_INTS),
+            draw(_LEGACY_TEXT),
+        ]
         length = int(draw(_mostly(st.just("9"), st.sampled_from(["7", "8", "10"]))))
         records.append(",".join(fields[:length] + [""] * (length - 9)))
     separators = [draw(_mostly(st.just(":"), st.sampled_from(["::", ""]))) for _ in records]
@@ -392,22 +523,58 @@ def test_legacy_codec_is_the_strict_codec(value: str) -> None:
 _ANY_TEXT = st.one_of(
     _PLAIN_TEXT,
     st.text(max_size=8),  # lone surrogates included: Go sees invalid UTF-8
-    st.sampled_from(["<&>", "\u2028", "\u2029", "\x00", "\x1f", "\x7f", '"', "\\", "a,b", "a:b", "\udc80",
-                     # what the legacy fast encoder's row boundaries, quotes and brackets look like
-                     '"],["', "],[", '","', "[", "]", "[[", "]]", ",true,", "true", "false"]),
+    st.sampled_from(
+        [
+            "<&>",
+            "\u2028",
+            "\u2029",
+            "\x00",
+            "\x1f",
+            "\x7f",
+            '"',
+            "\\",
+            "a,b",
+            "a:b",
+            "\udc80",
+            # what the legacy fast encoder's row boundaries, quotes and brackets look like
+            '"],["',
+            "],[",
+            '","',
+            "[",
+            "]",
+            "[[",
+            "]]",
+            ",true,",
+            "true",
+            "false",
+        ]
+    ),
 )
 
 
 def _any_devices() -> st.SearchStrategy[list[Any]]:
     profile = st.builds(
-        MigProfile, name=_ANY_TEXT, memory_mb=_ints(INT32), core=_ints(INT32), slice_count=_ints(UINT32),
-        placements=st.none() | st.lists(st.builds(MigPlacement, start=_ints(UINT32), size=_ints(UINT32)),
-                                        max_size=2),
+        MigProfile,
+        name=_ANY_TEXT,
+        memory_mb=_ints(INT32),
+        core=_ints(INT32),
+        slice_count=_ints(UINT32),
+        placements=st.none()
+        | st.lists(st.builds(MigPlacement, start=_ints(UINT32), size=_ints(UINT32)), max_size=2),
     )
     device = st.builds(
-        DeviceInfo, id=_ANY_TEXT, index=_ints(UINT64), count=_ints(INT32), devmem=_ints(INT32),
-        devcore=_ints(INT32), type=_ANY_TEXT, numa=_ints(INT64), mode=_ANY_TEXT, health=st.booleans(),
-        mig_profiles=st.lists(profile, max_size=2), devicevendor=_ANY_TEXT,
+        DeviceInfo,
+        id=_ANY_TEXT,
+        index=_ints(UINT64),
+        count=_ints(INT32),
+        devmem=_ints(INT32),
+        devcore=_ints(INT32),
+        type=_ANY_TEXT,
+        numa=_ints(INT64),
+        mode=_ANY_TEXT,
+        health=st.booleans(),
+        mig_profiles=st.lists(profile, max_size=2),
+        devicevendor=_ANY_TEXT,
         custominfo=st.none() | st.just({"a": 1}),
     )
     return st.lists(st.one_of(device, device, device, st.just("not a device")), max_size=5)
@@ -479,8 +646,12 @@ class _Str(str):
 
 @pytest.mark.parametrize(
     "device",
-    [DeviceInfo(id="a", count=_Int(1)), DeviceInfo(id="a", index=_Int(2)), DeviceInfo(id=_Str("a")),
-     DeviceInfo(mode=_Str("m"), numa=_Int(-1))],
+    [
+        DeviceInfo(id="a", count=_Int(1)),
+        DeviceInfo(id="a", index=_Int(2)),
+        DeviceInfo(id=_Str("a")),
+        DeviceInfo(mode=_Str("m"), numa=_Int(-1)),
+    ],
 )
 def test_fast_encoders_leave_subclassed_fields_to_the_strict_path(device: DeviceInfo) -> None:
     """A fast path never raises: what msgspec cannot write (and a subclass, which could change its own
@@ -577,12 +748,25 @@ def test_fast_encoders_take_plain_devices(devices: list[DeviceInfo]) -> None:
 @pytest.mark.parametrize(
     "value",
     [
-        "[null]", '[{"id":"a"},null]', '[{"ID":"a"}]', '[{"count":null}]', '[{"id":"a","id":null}]',
-        '[{"index":0,"index":-0}]', '[{"index":-0}]', '[{"index" : -0,"index":5}]', '[{"count":1.0}]',
-        '[{"count":1e2}]', '[{"count":2147483648}]',
-        '[{"index":18446744073709551615}]', '[{"id":"\\u0041"}]', '[{"id":"\ud800"}]',
-        '[{"migtemplate":[]}]', '[{"custominfo":{"a":-0}}]', '[{"custominfo":{"a":1e400}}]',
-        '[{"migProfiles":[],"migProfiles":[]}]', '[{"custominfo":{},"custominfo":{}}]',
+        "[null]",
+        '[{"id":"a"},null]',
+        '[{"ID":"a"}]',
+        '[{"count":null}]',
+        '[{"id":"a","id":null}]',
+        '[{"index":0,"index":-0}]',
+        '[{"index":-0}]',
+        '[{"index" : -0,"index":5}]',
+        '[{"count":1.0}]',
+        '[{"count":1e2}]',
+        '[{"count":2147483648}]',
+        '[{"index":18446744073709551615}]',
+        '[{"id":"\\u0041"}]',
+        '[{"id":"\ud800"}]',
+        '[{"migtemplate":[]}]',
+        '[{"custominfo":{"a":-0}}]',
+        '[{"custominfo":{"a":1e400}}]',
+        '[{"migProfiles":[],"migProfiles":[]}]',
+        '[{"custominfo":{},"custominfo":{}}]',
         '[{"custominfo":{"a":' + "[" * 2000 + "]" * 2000 + "}}]",
     ],
 )
@@ -627,10 +811,23 @@ def test_size_limit_comes_before_either_path() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["", ":", "::", ",,,,,,,,:", "a,,2,3,b,0,true,0,m:", "a,1,2,3,b,0,true:", "a,+1,2,3,b,0,true,0,m:",
-     "a,007,2,3,b,0,true,0,m:",
-     "a,1,2,3,b,0,T,0,m:", "a,1,2,3,b,0,true,0,m", "a,1,2,3,b,0,true,0,m::", "a, 1,2,3,b,0,true,0,m:",
-     "a,1e2,2,3,b,0,true,0,m:", "a,1,2,3,b,0,true,-1,m:", "a,1,2,3,b,9999999999,true,0,m:"],
+    [
+        "",
+        ":",
+        "::",
+        ",,,,,,,,:",
+        "a,,2,3,b,0,true,0,m:",
+        "a,1,2,3,b,0,true:",
+        "a,+1,2,3,b,0,true,0,m:",
+        "a,007,2,3,b,0,true,0,m:",
+        "a,1,2,3,b,0,T,0,m:",
+        "a,1,2,3,b,0,true,0,m",
+        "a,1,2,3,b,0,true,0,m::",
+        "a, 1,2,3,b,0,true,0,m:",
+        "a,1e2,2,3,b,0,true,0,m:",
+        "a,1,2,3,b,0,true,-1,m:",
+        "a,1,2,3,b,9999999999,true,0,m:",
+    ],
 )
 def test_legacy_fast_path_leaves_edge_cases_to_the_strict_path(value: str) -> None:
     assert fastpath.decode_legacy(value) is None

@@ -87,11 +87,15 @@ GOOD = [
     # HAMi <= v2.4 dotted date
     ("2024.01.10 04:06:57", at(2024, 1, 10, 4, 6, 57)),
     # Go Time.String() with zone and monotonic reading (the seed's example)
-    ("2024-01-23 04:30:04.434037031 +0000 UTC m=+1104711.777756895",
-     at(2024, 1, 23, 4, 30, 4, tz=UTC) + timedelta(microseconds=434_037)),
+    (
+        "2024-01-23 04:30:04.434037031 +0000 UTC m=+1104711.777756895",
+        at(2024, 1, 23, 4, 30, 4, tz=UTC) + timedelta(microseconds=434_037),
+    ),
     ("2024-01-23 12:30:04 +0800 CST", at(2024, 1, 23, 4, 30, 4, tz=UTC)),
-    ("2024-01-23 04:30:04.5 -0330 NST m=-0.000000001",
-     at(2024, 1, 23, 8, 0, 4, tz=UTC) + timedelta(microseconds=500_000)),
+    (
+        "2024-01-23 04:30:04.5 -0330 NST m=-0.000000001",
+        at(2024, 1, 23, 8, 0, 4, tz=UTC) + timedelta(microseconds=500_000),
+    ),
     # numeric abbreviation, as Go prints for zones without a name
     ("2024-01-23 16:30:04 +1200 +12", at(2024, 1, 23, 4, 30, 4, tz=UTC)),
     # Go accepts offsets up to 24 hours
@@ -223,8 +227,9 @@ WINDOW_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("age", "expected"), [(a, e) for _, a, e in WINDOW_CASES],
-                         ids=[i for i, _, _ in WINDOW_CASES])
+@pytest.mark.parametrize(
+    ("age", "expected"), [(a, e) for _, a, e in WINDOW_CASES], ids=[i for i, _, _ in WINDOW_CASES]
+)
 def test_window(age: timedelta, expected: StampStanding) -> None:
     # The stamp has 1 s resolution: move the clock, not the stamp.
     assert standing(NOW, now=NOW + age) is expected

@@ -49,7 +49,15 @@ def test_zero_values_are_omitted_and_keys_keep_go_struct_order() -> None:
     assert encode_json([DeviceInfo(id="GPU-1", index=3, numa=1)]) == '[{"id":"GPU-1","index":3,"numa":1}]'
     assert encode_json([DeviceInfo()]) == "[{}]"
     full = DeviceInfo(
-        id="i", index=1, count=2, devmem=3, devcore=4, type="t", numa=-5, mode="mig", health=True,
+        id="i",
+        index=1,
+        count=2,
+        devmem=3,
+        devcore=4,
+        type="t",
+        numa=-5,
+        mode="mig",
+        health=True,
         mig_profiles=[MigProfile(name="1g.5gb")],
     )
     assert encode_json([full]) == (
@@ -106,10 +114,11 @@ def test_invalid_utf8_bytes_are_written_as_replacement_escapes() -> None:
 
 
 def test_mig_profile_writes_every_key_and_null_placements() -> None:
-    assert encode_mig_profile(MigProfile(name="1g.5gb", memory_mb=4864, core=15, slice_count=1,
-                                         placements=[MigPlacement(start=6, size=1)])) == (
-        '{"name":"1g.5gb","memoryMB":4864,"core":15,"sliceCount":1,"placements":[{"start":6,"size":1}]}'
-    )
+    assert encode_mig_profile(
+        MigProfile(
+            name="1g.5gb", memory_mb=4864, core=15, slice_count=1, placements=[MigPlacement(start=6, size=1)]
+        )
+    ) == ('{"name":"1g.5gb","memoryMB":4864,"core":15,"sliceCount":1,"placements":[{"start":6,"size":1}]}')
     assert encode_mig_profile(MigProfile()) == (
         '{"name":"","memoryMB":0,"core":0,"sliceCount":0,"placements":null}'
     )
@@ -238,8 +247,9 @@ def test_keys_match_case_insensitively() -> None:
         '[{"ID":"a","Count":2,"DEVMEM":3,"devCore":4,"TYPE":"t","Numa":-1,"MODE":"m","Health":true,'
         '"INDEX":9}]'
     )
-    assert one(value) == DeviceInfo(id="a", count=2, devmem=3, devcore=4, type="t", numa=-1, mode="m",
-                                    health=True, index=9)
+    assert one(value) == DeviceInfo(
+        id="a", count=2, devmem=3, devcore=4, type="t", numa=-1, mode="m", health=True, index=9
+    )
 
 
 def test_unicode_simple_folding_matches_kelvin_sign_and_long_s() -> None:
@@ -276,7 +286,8 @@ def test_a_repeated_list_key_decodes_into_the_same_go_slice() -> None:
         '"migProfiles":[{"memoryMB":1},{"sliceCount":3}]}]'
     )
     assert one(value).mig_profiles == (
-        MigProfile(name="x", core=5, memory_mb=1), MigProfile(name="b", core=6, slice_count=3)
+        MigProfile(name="x", core=5, memory_mb=1),
+        MigProfile(name="b", core=6, slice_count=3),
     )
     # An empty array is a fresh empty slice: nothing of the old one comes back.
     value = '[{"migProfiles":[{"name":"a"}],"migProfiles":[],"migProfiles":[{}]}]'
@@ -331,8 +342,10 @@ def test_integer_fields_refuse_anything_but_an_integer_literal_in_range(field: s
     assert caught.value.kind == "json_type"
 
 
-@pytest.mark.parametrize(("key", "literal"), [("memoryMB", "2147483648"), ("sliceCount", "-1"),
-                                             ("sliceCount", "4294967296"), ("core", "0.5")])
+@pytest.mark.parametrize(
+    ("key", "literal"),
+    [("memoryMB", "2147483648"), ("sliceCount", "-1"), ("sliceCount", "4294967296"), ("core", "0.5")],
+)
 def test_mig_profile_integer_ranges(key: str, literal: str) -> None:
     with pytest.raises(JsonDecodeError, match=rf"\[0\]\.migProfiles\[1\]\.{key}"):
         decode_json(f'[{{"migProfiles":[{{}},{{"{key}":{literal}}}]}}]')
@@ -351,11 +364,27 @@ def test_placement_ranges() -> None:
 @pytest.mark.parametrize(
     "pair",
     [
-        '"health":"true"', '"health":1', '"id":123', '"type":true', '"mode":[]', '"id":{}',
-        '"migProfiles":{}', '"migProfiles":"x"', '"migProfiles":[1]', '"migProfiles":[{"name":1}]',
-        '"migProfiles":[{"placements":{}}]', '"migProfiles":[{"placements":[[]]}]', '"custominfo":[]',
-        '"custominfo":"x"', '"custominfo":1', '"devicevendor":1', '"migtemplate":1', '"migtemplate":[{}]',
-        '"migtemplate":[[{"Name":1}]]', '"migtemplate":[[{"core":2147483648}]]', '"migtemplate":[[1]]',
+        '"health":"true"',
+        '"health":1',
+        '"id":123',
+        '"type":true',
+        '"mode":[]',
+        '"id":{}',
+        '"migProfiles":{}',
+        '"migProfiles":"x"',
+        '"migProfiles":[1]',
+        '"migProfiles":[{"name":1}]',
+        '"migProfiles":[{"placements":{}}]',
+        '"migProfiles":[{"placements":[[]]}]',
+        '"custominfo":[]',
+        '"custominfo":"x"',
+        '"custominfo":1',
+        '"devicevendor":1',
+        '"migtemplate":1',
+        '"migtemplate":[{}]',
+        '"migtemplate":[[{"Name":1}]]',
+        '"migtemplate":[[{"core":2147483648}]]',
+        '"migtemplate":[[1]]',
     ],
 )
 def test_type_mismatches_are_errors(pair: str) -> None:
@@ -419,7 +448,7 @@ def test_deprecated_migtemplate_is_checked_and_dropped() -> None:
         ("\\ud800\\u0041", "\ufffdA"),
         ("\\ud800\\ud800\\udc00", "\ufffd\U00010000"),
         ("\\ud83d\\ude00", "😀"),
-        ("\\u00e9\\/\\b\\f\\n\\r\\t\\\"\\\\", 'é/\b\f\n\r\t"\\'),
+        ('\\u00e9\\/\\b\\f\\n\\r\\t\\"\\\\', 'é/\b\f\n\r\t"\\'),
         ("\\u0000", "\x00"),
     ],
 )
@@ -443,8 +472,14 @@ def test_custominfo_holds_plain_values_with_numbers_as_float64() -> None:
         '"l":[1,{"k":[]}],"d":{"x":1,"x":2}}}]'
     )
     assert one(value).custominfo == {
-        "n": 1.0, "f": -25.0, "big": 1.2345678901234568e20, "s": "x", "b": False, "z": None,
-        "l": [1.0, {"k": []}], "d": {"x": 2.0},
+        "n": 1.0,
+        "f": -25.0,
+        "big": 1.2345678901234568e20,
+        "s": "x",
+        "b": False,
+        "z": None,
+        "l": [1.0, {"k": []}],
+        "d": {"x": 2.0},
     }
 
 

@@ -14,8 +14,17 @@ V100 = "GPU-0,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true"
 def record(**fields: str) -> str:
     """A 9-field record with one or more fields replaced (names: id, count, devmem, devcore, type, numa,
     health, index, mode)."""
-    values = {"id": "GPU-0", "count": "10", "devmem": "7680", "devcore": "100", "type": "T4", "numa": "0",
-              "health": "true", "index": "1", "mode": "hami-core"}
+    values = {
+        "id": "GPU-0",
+        "count": "10",
+        "devmem": "7680",
+        "devcore": "100",
+        "type": "T4",
+        "numa": "0",
+        "health": "true",
+        "index": "1",
+        "mode": "hami-core",
+    }
     values.update(fields)
     return ",".join(values.values()) + ":"
 
@@ -30,7 +39,8 @@ def test_seed_nvidia_value_is_two_v100s() -> None:
     )
     devices = decode_legacy(value)
     assert [d.id for d in devices] == [
-        "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec", "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448",
+        "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec",
+        "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448",
     ]
     assert {(d.type, d.count, d.devmem, d.devcore, d.numa, d.health, d.index, d.mode) for d in devices} == {
         ("NVIDIA-Tesla V100-PCIE-32GB", 10, 32768, 100, 0, True, 0, "hami-core")
@@ -103,7 +113,14 @@ def test_a_comma_in_the_type_makes_ten_fields() -> None:
 def test_seven_fields_mean_index_0_and_mode_hami_core() -> None:
     (device,) = decode_legacy("id-1,3,1024,50,MLU370,-1,false:")
     assert device == DeviceInfo(
-        id="id-1", count=3, devmem=1024, devcore=50, type="MLU370", numa=-1, health=False, index=0,
+        id="id-1",
+        count=3,
+        devmem=1024,
+        devcore=50,
+        type="MLU370",
+        numa=-1,
+        health=False,
+        index=0,
         mode="hami-core",
     )
 
@@ -153,8 +170,15 @@ def test_any_failure_discards_the_whole_value() -> None:
 
 @pytest.mark.parametrize(
     ("text", "number"),
-    [("007", 7), ("+5", 5), ("-0", 0), ("-2147483648", -(2**31)), ("2147483647", 2**31 - 1), ("-12", -12),
-     ("0" * 40 + "1", 1)],
+    [
+        ("007", 7),
+        ("+5", 5),
+        ("-0", 0),
+        ("-2147483648", -(2**31)),
+        ("2147483647", 2**31 - 1),
+        ("-12", -12),
+        ("0" * 40 + "1", 1),
+    ],
 )
 def test_int32_fields_accept_what_parseint_accepts(text: str, number: int) -> None:
     (device,) = decode_legacy(record(count=text, devmem=text, devcore=text))
@@ -208,8 +232,17 @@ def test_other_booleans_are_rejected(text: str) -> None:
 
 def test_encode_writes_nine_fields_and_a_separator_per_device() -> None:
     devices = [
-        DeviceInfo(id="GPU-a", count=10, devmem=7680, devcore=100, type="NVIDIA-Tesla P4", numa=0,
-                   health=True, index=1, mode="hami-core"),
+        DeviceInfo(
+            id="GPU-a",
+            count=10,
+            devmem=7680,
+            devcore=100,
+            type="NVIDIA-Tesla P4",
+            numa=0,
+            health=True,
+            index=1,
+            mode="hami-core",
+        ),
         DeviceInfo(id="GPU-b", count=-1, devmem=0, devcore=-5, type="T", numa=-1, health=False, index=0),
     ]
     assert encode_legacy(devices) == (

@@ -86,8 +86,10 @@ def native() -> Any:
     try:
         return _native()
     except ImportError:
-        pytest.fail("the C encoder was not built (no C compiler or Python headers at install): its own tests "
-                    "need it; hami-core itself runs without it")
+        pytest.fail(
+            "the C encoder was not built (no C compiler or Python headers at install): its own tests "
+            "need it; hami-core itself runs without it"
+        )
 
 
 class _Device(DeviceInfo):
@@ -126,8 +128,15 @@ def test_long_values_grow_past_the_stack_buffer(native: Any) -> None:
     """Thousands of records and long, non-ASCII strings: the text leaves the 2 KiB buffer on the stack."""
     devices = [
         DeviceInfo(
-            id=f"GPU-{i}-" + "x" * 500, index=i, count=i, devmem=-i, devcore=2**31 - 1, type="显卡" * 50,
-            numa=-(2**63) if i % 2 else 2**63 - 1, mode="hami-core", health=bool(i % 3),
+            id=f"GPU-{i}-" + "x" * 500,
+            index=i,
+            count=i,
+            devmem=-i,
+            devcore=2**31 - 1,
+            type="显卡" * 50,
+            numa=-(2**63) if i % 2 else 2**63 - 1,
+            mode="hami-core",
+            health=bool(i % 3),
         )
         for i in range(3000)
     ]

@@ -19,8 +19,14 @@ def test_defaults_are_go_zero_values() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("count", 2**31), ("devmem", -(2**31) - 1), ("devcore", 2**31), ("index", -1), ("index", 2**64),
-     ("numa", 2**63)],
+    [
+        ("count", 2**31),
+        ("devmem", -(2**31) - 1),
+        ("devcore", 2**31),
+        ("index", -1),
+        ("index", 2**64),
+        ("numa", 2**63),
+    ],
 )
 def test_out_of_go_range_is_refused(field: str, value: int) -> None:
     with pytest.raises(ValueError, match=field):
@@ -68,10 +74,18 @@ def _go_ints(go_range: IntRange) -> st.SearchStrategy[int]:
 
 
 _devices = st.builds(
-    DeviceInfo, id=st.text(max_size=6), index=_go_ints(UINT64), count=_go_ints(INT32), devmem=_go_ints(INT32),
-    devcore=_go_ints(INT32), type=st.text(max_size=6), numa=_go_ints(INT64), mode=st.text(max_size=6),
+    DeviceInfo,
+    id=st.text(max_size=6),
+    index=_go_ints(UINT64),
+    count=_go_ints(INT32),
+    devmem=_go_ints(INT32),
+    devcore=_go_ints(INT32),
+    type=st.text(max_size=6),
+    numa=_go_ints(INT64),
+    mode=st.text(max_size=6),
     mig_profiles=st.lists(st.builds(MigProfile, name=st.text(max_size=3)), max_size=2),
-    health=st.booleans(), devicevendor=st.text(max_size=3),
+    health=st.booleans(),
+    devicevendor=st.text(max_size=3),
     custominfo=st.none() | st.dictionaries(st.text(max_size=3), st.floats(allow_nan=False), max_size=2),
 )
 
@@ -107,7 +121,8 @@ def test_trusted_device_is_the_validated_device(device: DeviceInfo, draft: bool)
 def test_trusted_plain_device_is_the_validated_device(device: DeviceInfo, draft: bool) -> None:
     plain = attrs.evolve(device, **_PLAIN_CONSTANTS)
     build = (
-        model.trusted_plain_device if draft
+        model.trusted_plain_device
+        if draft
         else model._trusted_factory(_PLAIN_PARAMS, _PLAIN_CONSTANTS, draft=False)
     )
     _assert_same_device(build(*(getattr(plain, name) for name in _PLAIN_PARAMS)), plain)
@@ -118,7 +133,8 @@ def test_trusted_plain_device_is_the_validated_device(device: DeviceInfo, draft:
 def test_trusted_plain_devices_builds_each_column_row(devices: list[DeviceInfo], draft: bool) -> None:
     plain = [attrs.evolve(device, **_PLAIN_CONSTANTS) for device in devices]
     build = (
-        model.trusted_plain_devices if draft
+        model.trusted_plain_devices
+        if draft
         else model._trusted_factory(_PLAIN_PARAMS, _PLAIN_CONSTANTS, draft=False, columns=True)
     )
     built = build(*([getattr(device, name) for device in plain] for name in _PLAIN_PARAMS))

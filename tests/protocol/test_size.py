@@ -14,8 +14,9 @@ from hami_core.protocol.errors import DecodeError
 any_text = st.one_of(
     st.text(st.characters(), max_size=40),
     st.binary(max_size=40).map(lambda raw: raw.decode("utf-8", "surrogateescape")),
-    st.lists(st.sampled_from(["a", "é", "😀", "\udc80", "\udcff", "\ud800", "\udbff", "\udc7f", "\udfff"]))
-    .map("".join),
+    st.lists(
+        st.sampled_from(["a", "é", "😀", "\udc80", "\udcff", "\ud800", "\udbff", "\udc7f", "\udfff"])
+    ).map("".join),
 )
 
 

@@ -52,8 +52,8 @@ def device(item: dict[str, Any]) -> DeviceInfo:
 
 def fill(text: str) -> str:
     """Replace the file's time placeholders with our fixed clock."""
-    return text.replace("{now}", format_stamp(NOW)[len("Requesting_"):]).replace(
-        "{now-2h}", format_stamp(NOW - timedelta(hours=2))[len("Requesting_"):]
+    return text.replace("{now}", format_stamp(NOW)[len("Requesting_") :]).replace(
+        "{now-2h}", format_stamp(NOW - timedelta(hours=2))[len("Requesting_") :]
     )
 
 
@@ -75,45 +75,67 @@ def hami_view(d: Decision, handshake_key: str) -> dict[str, Any]:
 # --- CheckHealth: the generic handshake rule ----------------------------------------------------------------
 
 GENERIC = (
-    "device.CheckHealth", "DCUDevices.CheckHealth", "KunlunVDevices.CheckHealth",
-    "ascend.Devices.CheckHealth", "BirenDevices.CheckHealth", "VastaiDevices.CheckHealth",
+    "device.CheckHealth",
+    "DCUDevices.CheckHealth",
+    "KunlunVDevices.CheckHealth",
+    "ascend.Devices.CheckHealth",
+    "BirenDevices.CheckHealth",
+    "VastaiDevices.CheckHealth",
 )
 _STAMP_NOW = format_stamp(NOW)
 _RULE5 = "spec 4 rule 5: an unparseable or far-future Requesting value is no stamp, so it is re-stamped"
-_NO_GET = ("spec 8 (no GET before a PATCH) and spec 4 rule 2: HAMi's test node cannot be fetched, so HAMi "
-           "skips the stamp; a pure decision stamps")
-_NO_KEY = ("the devType is not registered in HAMi's test binary, so HAMi has no key to write to; a driver "
-           "always names its handshake annotation, and spec 4 rule 2 stamps it")
+_NO_GET = (
+    "spec 8 (no GET before a PATCH) and spec 4 rule 2: HAMi's test node cannot be fetched, so HAMi "
+    "skips the stamp; a pure decision stamps"
+)
+_NO_KEY = (
+    "the devType is not registered in HAMi's test binary, so HAMi has no key to write to; a driver "
+    "always names its handshake annotation, and spec 4 rule 2 stamps it"
+)
 #: source -> (our result in HAMi's terms, the spec rule that makes it differ)
 BEYOND_HAMI: dict[str, tuple[dict[str, Any], str]] = {
     "pkg/device/devices_test.go:Test_CheckHealth/Requesting state": (
         {"healthy": True, "needUpdate": True, "patch": {"hami.io/node-handshake-ascend": _STAMP_NOW}},
-        _RULE5),
+        _RULE5,
+    ),
     "pkg/device/devices_test.go:Test_CheckHealth/Requesting state without timestamp": (
         {"healthy": True, "needUpdate": True, "patch": {"hami.io/node-handshake-ascend": _STAMP_NOW}},
-        _RULE5),
+        _RULE5,
+    ),
     "pkg/device/devices_test.go:Test_CheckHealth/Requesting state with unparsable timestamp": (
         {"healthy": True, "needUpdate": True, "patch": {"hami.io/node-handshake-ascend": _STAMP_NOW}},
-        _RULE5),
+        _RULE5,
+    ),
     "pkg/device/devices_test.go:Test_CheckHealth/Unknown state": (
         {"healthy": True, "needUpdate": True, "patch": {"hami.io/node-handshake-ascend": _STAMP_NOW}},
-        _NO_GET),
+        _NO_GET,
+    ),
     "pkg/device/ascend/device_test.go:Test_CheckHealth/Requesting state": (
         {"healthy": True, "needUpdate": True, "patch": {"": _STAMP_NOW}},
-        _RULE5),
+        _RULE5,
+    ),
     "pkg/device/ascend/device_test.go:Test_CheckHealth/Unknown state": (
-        {"healthy": True, "needUpdate": True, "patch": {"": _STAMP_NOW}}, _NO_KEY),
+        {"healthy": True, "needUpdate": True, "patch": {"": _STAMP_NOW}},
+        _NO_KEY,
+    ),
     "pkg/device/hygon/device_test.go:Test_CheckHealth/Unknown state": (
-        {"healthy": True, "needUpdate": True, "patch": {"": _STAMP_NOW}}, _NO_KEY),
+        {"healthy": True, "needUpdate": True, "patch": {"": _STAMP_NOW}},
+        _NO_KEY,
+    ),
     "pkg/device/biren/device_test.go:Test_CheckHealth/Unknown state": (
-        {"healthy": True, "needUpdate": True, "patch": {"": _STAMP_NOW}}, _NO_KEY),
+        {"healthy": True, "needUpdate": True, "patch": {"": _STAMP_NOW}},
+        _NO_KEY,
+    ),
     "pkg/device/vastai/device_test.go:Test_CheckHealth/Unknown state": (
-        {"healthy": True, "needUpdate": True, "patch": {"": _STAMP_NOW}}, _NO_KEY),
+        {"healthy": True, "needUpdate": True, "patch": {"": _STAMP_NOW}},
+        _NO_KEY,
+    ),
     "pkg/device/nvidia/device_test.go:TestCheckHealth/current>0 reported same: deleted register annotation "
     "requests refresh": (
         {"healthy": True, "needUpdate": True, "patch": None},
         "spec 5: an absent register annotation removes the vendor at once (HAMi's refresh then fails to "
-        "decode and keeps the stale list); asserted below as a DROP"),
+        "decode and keeps the stale list); asserted below as a DROP",
+    ),
 }
 
 
@@ -121,9 +143,12 @@ def generic_rules(handshake_key: str, count_resource: str) -> VendorRules:
     # Go reads annotation "" when the devType has no key in its test binary; the value under that key is
     # the handshake HAMi judges, so it is our vendor's handshake annotation here (spec 1: drivers name it).
     return VendorRules(
-        vendor_key="VENDOR", register_annotation="hami.io/node-vendor-register",
-        handshake_annotation=handshake_key or "<unregistered>", count_resource=count_resource or "<none>",
-        liveness=HANDSHAKE, codec=CODEC,
+        vendor_key="VENDOR",
+        register_annotation="hami.io/node-vendor-register",
+        handshake_annotation=handshake_key or "<unregistered>",
+        count_resource=count_resource or "<none>",
+        liveness=HANDSHAKE,
+        codec=CODEC,
     )
 
 
@@ -138,15 +163,19 @@ def test_generic_check_health(case: dict[str, Any]) -> None:
     memory = cached([{"id": "DEV-0", "count": 1, "health": True}], "VENDOR")
     assert memory.register == register
     observation = Observation(
-        node=given.get("node_name") or "node", register=register,
+        node=given.get("node_name") or "node",
+        register=register,
         handshake=None if handshake is None else fill(handshake),
         allocatable=given.get("allocatable", {}).get(given["resourceCountName"], 0),
     )
     rules = generic_rules(key, given["resourceCountName"])
     d = evaluate(observation, memory, now=NOW, rules=rules)
     ours = hami_view(d, key)
-    expected = {"healthy": case["expect"]["healthy"], "needUpdate": case["expect"]["needUpdate"],
-                "patch": {k: fill(v) for k, v in (case["expect"]["patch"] or {}).items()} or None}
+    expected = {
+        "healthy": case["expect"]["healthy"],
+        "needUpdate": case["expect"]["needUpdate"],
+        "patch": {k: fill(v) for k, v in (case["expect"]["patch"] or {}).items()} or None,
+    }
     if case["source"] in BEYOND_HAMI:
         ours_expected, rule = BEYOND_HAMI[case["source"]]
         assert expected != ours_expected, f"listed as beyond HAMi but HAMi agrees: {rule}"
@@ -159,8 +188,11 @@ def test_generic_check_health(case: dict[str, Any]) -> None:
 # --- NVIDIA's CheckHealth: the allocatable rule -------------------------------------------------------------
 
 NVIDIA = VendorRules(
-    vendor_key="NVIDIA", register_annotation="hami.io/node-nvidia-register",
-    handshake_annotation="hami.io/node-handshake", count_resource="nvidia.com/gpu", liveness=ALLOCATABLE,
+    vendor_key="NVIDIA",
+    register_annotation="hami.io/node-nvidia-register",
+    handshake_annotation="hami.io/node-handshake",
+    count_resource="nvidia.com/gpu",
+    liveness=ALLOCATABLE,
     codec=CODEC,
 )
 
@@ -168,8 +200,9 @@ NVIDIA = VendorRules(
 def nvidia_memory(state: dict[str, Any], first: str | None) -> VendorMemory:
     """HAMi's per-node bookkeeping as our memory: a count reported > 0, and the register value cached."""
     if first == "NodeDeleted(reused-node)":
-        return evaluate(Observation(node="reused-node", present=False), VendorMemory(), now=NOW,
-                      rules=NVIDIA).memory
+        return evaluate(
+            Observation(node="reused-node", present=False), VendorMemory(), now=NOW, rules=NVIDIA
+        ).memory
     register = state["ReportedRegisterAnnos"] or None
     devices = None
     if register is not None:
@@ -182,7 +215,8 @@ def test_nvidia_check_health(case: dict[str, Any]) -> None:
     given = case["input"]
     annotations = {k: fill(v) for k, v in given["annotations"].items()}
     observation = Observation(
-        node=given["node_name"], register=annotations.get(NVIDIA.register_annotation),
+        node=given["node_name"],
+        register=annotations.get(NVIDIA.register_annotation),
         handshake=annotations.get("hami.io/node-handshake"),
         allocatable=given["allocatable"].get("nvidia.com/gpu", 0),
     )
@@ -221,8 +255,9 @@ def test_nvidia_node_deleted(case: dict[str, Any]) -> None:
         for node, count in before["ReportedGPUNum"].items()
     }
     gone = case["input"]["node"]
-    d = evaluate(Observation(node=gone, present=False), memories.get(gone, VendorMemory()), now=NOW,
-               rules=NVIDIA)
+    d = evaluate(
+        Observation(node=gone, present=False), memories.get(gone, VendorMemory()), now=NOW, rules=NVIDIA
+    )
     assert (d.reason, d.memory, d.write) == (Reason.NODE_DELETED, VendorMemory(), None)
     memories.pop(gone, None)
     after = case["expect"]["state_after"]
@@ -253,20 +288,25 @@ def register_value(discovery: dict[str, Any] | None) -> str | None:
 
 def vendor_rules(vendor: str) -> VendorRules:
     return VendorRules(
-        vendor_key=vendor, register_annotation=f"hami.io/node-{vendor}-register",
-        handshake_annotation=f"hami.io/node-handshake-{vendor}", count_resource=f"{vendor}/count",
-        liveness=HANDSHAKE, codec=CODEC,
+        vendor_key=vendor,
+        register_annotation=f"hami.io/node-{vendor}-register",
+        handshake_annotation=f"hami.io/node-handshake-{vendor}",
+        count_resource=f"{vendor}/count",
+        liveness=HANDSHAKE,
+        codec=CODEC,
     )
 
 
 def cached(devices: list[dict[str, Any]], vendor: str) -> VendorMemory:
     listed = [device(d) for d in devices]
-    return VendorMemory(devices=tuple(attrs.evolve(d, devicevendor=vendor) for d in listed),
-                        register=CODEC.encode(listed))
+    return VendorMemory(
+        devices=tuple(attrs.evolve(d, devicevendor=vendor) for d in listed), register=CODEC.encode(listed)
+    )
 
 
-def run_register(vendors: dict[str, Any], nodes: list[str], cache: dict[str, dict[str, VendorMemory]]
-                 ) -> tuple[dict[str, int], dict[str, list[str]]]:
+def run_register(
+    vendors: dict[str, Any], nodes: list[str], cache: dict[str, dict[str, VendorMemory]]
+) -> tuple[dict[str, int], dict[str, list[str]]]:
     """One register() cycle: every node and vendor decided; returns cleanups and the cached vendors."""
     cleanups = dict.fromkeys(vendors, 0)
     for node in nodes:
@@ -277,13 +317,18 @@ def run_register(vendors: dict[str, Any], nodes: list[str], cache: dict[str, dic
             elif "other" in discovery:
                 discovery = discovery["other"]
             memory = cache.get(node, {}).get(vendor, VendorMemory())
-            d = evaluate(health_observation(node, mock["CheckHealth"], register_value(discovery)), memory,
-                       now=NOW, rules=vendor_rules(vendor))
+            d = evaluate(
+                health_observation(node, mock["CheckHealth"], register_value(discovery)),
+                memory,
+                now=NOW,
+                rules=vendor_rules(vendor),
+            )
             cleanups[vendor] += d.reason is Reason.CLEANED_UP
             cache.setdefault(node, {})[vendor] = d.memory
     return cleanups, {
         node: sorted(v for v, m in per.items() if m.registered)
-        for node, per in cache.items() if any(m.registered for m in per.values())
+        for node, per in cache.items()
+        if any(m.registered for m in per.values())
     }
 
 
@@ -295,8 +340,9 @@ def cache_before(given: dict[str, Any]) -> dict[str, dict[str, VendorMemory]]:
 REGISTER = {c["source"]: c for c in CASES if c["function"] == "Scheduler.register"}
 
 
-@pytest.mark.parametrize("source", [s for s in REGISTER if "Recovery" not in s],
-                         ids=lambda s: s.split(":", 1)[1])
+@pytest.mark.parametrize(
+    "source", [s for s in REGISTER if "Recovery" not in s], ids=lambda s: s.split(":", 1)[1]
+)
 def test_scheduler_register(source: str) -> None:
     case = REGISTER[source]
     given, expect = case["input"], case["expect"]
@@ -322,8 +368,9 @@ def test_scheduler_register_recovery() -> None:
     for cycle, expect in zip(given["cycles"], case["expect"]["after_cycle"], strict=True):
         cleanups, after = run_register({"mock-vendor": cycle}, given["nodes"], cache)
         assert cleanups["mock-vendor"] == expect["NodeCleanUp_calls"]
-        devices = {node: per["mock-vendor"].devices for node, per in cache.items()
-                   if per["mock-vendor"].registered}
+        devices = {
+            node: per["mock-vendor"].devices for node, per in cache.items() if per["mock-vendor"].registered
+        }
         assert sorted(after) == sorted(expect["cache"])
         for node, listed in expect["cache"].items():
             ids = [d.id for d in devices[node] or ()]
@@ -345,8 +392,12 @@ def test_register_from_node_annotations(case: dict[str, Any]) -> None:
     pattern = case["expect"].get("node_annotations_after_match") or case["expect"]["if_present_match"]
     for key in LAYOUT:
         rules = attrs.evolve(vendor_rules("x"), handshake_annotation=key)
-        d = evaluate(Observation(node=node["name"], handshake=annotations.get(key)), VendorMemory(), now=NOW,
-                   rules=rules)
+        d = evaluate(
+            Observation(node=node["name"], handshake=annotations.get(key)),
+            VendorMemory(),
+            now=NOW,
+            rules=rules,
+        )
         after = annotations.get(key) if d.write is None else d.write.value
         if key in annotations:
             # expired stamps of a vendor that is not cached: left as they are (HAMi v2.10 too)
@@ -368,9 +419,20 @@ NOT_MAPPED = {
 
 
 def test_every_health_and_register_case_is_translated() -> None:
-    translated = {*GENERIC, "NvidiaGPUDevices.CheckHealth", "NvidiaGPUDevices.NodeDeleted",
-                  "Scheduler.register", "Scheduler.RegisterFromNodeAnnotations"}
-    health = {c["function"] for c in CASES if "CheckHealth" in c["function"] or c["function"].startswith(
-        ("Scheduler.register", "Scheduler.RegisterFrom", "NvidiaGPUDevices.NodeDeleted"))}
+    translated = {
+        *GENERIC,
+        "NvidiaGPUDevices.CheckHealth",
+        "NvidiaGPUDevices.NodeDeleted",
+        "Scheduler.register",
+        "Scheduler.RegisterFromNodeAnnotations",
+    }
+    health = {
+        c["function"]
+        for c in CASES
+        if "CheckHealth" in c["function"]
+        or c["function"].startswith(
+            ("Scheduler.register", "Scheduler.RegisterFrom", "NvidiaGPUDevices.NodeDeleted")
+        )
+    }
     assert health - translated == set(NOT_MAPPED)
     assert all(s in {c["source"] for c in CASES} for s in BEYOND_HAMI)

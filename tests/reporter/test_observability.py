@@ -23,8 +23,10 @@ from hami_core.reporter.http import reporter_server
 from hami_core.serve.http import EndpointServer
 from hami_core.serve.metrics import exposition
 
-MLU = [DeviceInfo(id="MLU-0", count=10, devmem=23308, type="MLU-370", health=True),
-       DeviceInfo(id="MLU-1", count=10, devmem=23308, type="MLU-370", health=True)]
+MLU = [
+    DeviceInfo(id="MLU-0", count=10, devmem=23308, type="MLU-370", health=True),
+    DeviceInfo(id="MLU-1", count=10, devmem=23308, type="MLU-370", health=True),
+]
 GPU = [DeviceInfo(id="GPU-0", count=10, devmem=24576, devcore=100, type="NVIDIA-A10", health=True)]
 
 
@@ -42,8 +44,11 @@ class Source:
 def samples(daemon: Reporter) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of the reporter's /metrics text, by (name, labels), through prometheus_client's parser."""
     text = exposition(daemon.metrics.registry).decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 @pytest.fixture
@@ -55,8 +60,13 @@ def cluster() -> MemoryCluster:
 
 def make(cluster: MemoryCluster, source: Source, *names: str, clock: FakeClock | None = None) -> Reporter:
     _, drivers = load_drivers(list(names))
-    return Reporter(cluster, drivers, source, ReporterConfig(node_name="n1", interval=30, retry_interval=5),
-                    clock=clock or FakeClock())
+    return Reporter(
+        cluster,
+        drivers,
+        source,
+        ReporterConfig(node_name="n1", interval=30, retry_interval=5),
+        clock=clock or FakeClock(),
+    )
 
 
 def test_every_series_exists_from_the_start_with_help_and_type(cluster: MemoryCluster) -> None:
@@ -66,8 +76,12 @@ def test_every_series_exists_from_the_start_with_help_and_type(cluster: MemoryCl
     for vendor in ("MLU", "NVIDIA", "DCU"):
         assert values[("hami_reporter_published_devices", (("vendor", vendor),))] == 0
         assert values[("hami_reporter_device_source", (("vendor", vendor),))] == 0
-    for name in ("hami_reporter_passes_total", "hami_reporter_failed_passes_total",
-                 "hami_reporter_patches_total", "hami_reporter_last_success_timestamp_seconds"):
+    for name in (
+        "hami_reporter_passes_total",
+        "hami_reporter_failed_passes_total",
+        "hami_reporter_patches_total",
+        "hami_reporter_last_success_timestamp_seconds",
+    ):
         assert values[(name, ())] == 0
     build = [k for k in values if k[0] == "hami_build_info"]
     assert len(build) == 1 and dict(build[0][1])["component"] == "reporter"
@@ -118,7 +132,8 @@ def test_passes_failures_patches_devices_and_the_last_good_pass(cluster: MemoryC
 
 
 def test_a_driver_without_a_device_source_is_a_warning_once_per_pass(
-        cluster: MemoryCluster, caplog: pytest.LogCaptureFixture) -> None:
+    cluster: MemoryCluster, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="hami_core.reporter")
     daemon = make(cluster, Source({"mlu": MLU}), "mlu", "dcu", "nvidia")
     for _ in range(2):
@@ -159,8 +174,9 @@ def served(cluster: MemoryCluster) -> Iterator[tuple[Reporter, EndpointServer, F
     server.stop()
 
 
-def test_livez_readyz_and_metrics(served: tuple[Reporter, EndpointServer, FakeClock],
-                                  cluster: MemoryCluster) -> None:
+def test_livez_readyz_and_metrics(
+    served: tuple[Reporter, EndpointServer, FakeClock], cluster: MemoryCluster
+) -> None:
     daemon, server, clock = served
     assert get(server, "/livez")[0] == 503  # the loop has not started
     loop = threading.Thread(target=daemon.run, daemon=True)

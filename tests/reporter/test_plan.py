@@ -16,8 +16,10 @@ from hami_core.reporter.plan import EMPTY_LEGACY, Discovery, plan_pass, register
 NOW = datetime(2026, 11, 30, 9, 15, 7, tzinfo=timezone(timedelta(hours=8)))
 REPORTED = "Reported_2026-11-30 09:15:07"
 GPU = [DeviceInfo(id="GPU-0", count=10, devmem=24576, devcore=100, type="NVIDIA-A10", health=True)]
-MLU = [DeviceInfo(id="MLU-0", count=10, devmem=23308, type="MLU-370", health=True),
-       DeviceInfo(id="MLU-1", index=1, count=10, devmem=23308, type="MLU-370", numa=1, health=True)]
+MLU = [
+    DeviceInfo(id="MLU-0", count=10, devmem=23308, type="MLU-370", health=True),
+    DeviceInfo(id="MLU-1", index=1, count=10, devmem=23308, type="MLU-370", numa=1, health=True),
+]
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +43,11 @@ def test_a_first_pass_publishes_every_vendor_and_the_heartbeats_in_one_patch(
 
 def test_an_unchanged_register_value_is_not_sent_again(drivers: dict[str, VendorDriver]) -> None:
     mlu, nvidia = drivers["mlu"], drivers["nvidia"]
-    on_node = {mlu.register_annotation: register_value(mlu, MLU),
-               nvidia.register_annotation: register_value(nvidia, GPU),
-               "hami.io/node-handshake-mlu": "Requesting_2026-11-30 09:14:50"}
+    on_node = {
+        mlu.register_annotation: register_value(mlu, MLU),
+        nvidia.register_annotation: register_value(nvidia, GPU),
+        "hami.io/node-handshake-mlu": "Requesting_2026-11-30 09:14:50",
+    }
     found = [Discovery(driver=mlu, devices=MLU), Discovery(driver=nvidia, devices=GPU)]
     plan = plan_pass(on_node, found, NOW)
     assert plan.patch == {"hami.io/node-handshake-mlu": REPORTED}  # the heartbeat, every pass
@@ -74,8 +78,10 @@ def test_a_driver_without_a_source_publishes_nothing(drivers: dict[str, VendorDr
 def test_a_failed_probe_sends_no_heartbeat_and_leaves_the_others_alone(
     drivers: dict[str, VendorDriver],
 ) -> None:
-    found = [Discovery(driver=drivers["dcu"], error="device probe failed: OSError: no driver loaded"),
-             Discovery(driver=drivers["mlu"], devices=MLU)]
+    found = [
+        Discovery(driver=drivers["dcu"], error="device probe failed: OSError: no driver loaded"),
+        Discovery(driver=drivers["mlu"], devices=MLU),
+    ]
     plan = plan_pass({}, found, NOW)
     assert set(plan.patch) == {"hami.io/node-mlu-register", "hami.io/node-handshake-mlu"}
     assert plan.problems == ("dcu: device probe failed: OSError: no driver loaded",)
@@ -96,8 +102,11 @@ def test_a_codec_that_fails_or_a_legacy_separator_is_a_problem_not_a_crash(
 ) -> None:
     broken = attrs.evolve(drivers["dcu"], codec=_BrokenCodec())
     bad_id = [DeviceInfo(id="MLU:0", count=1)]
-    found = [Discovery(driver=broken, devices=MLU), Discovery(driver=drivers["mlu"], devices=bad_id),
-             Discovery(driver=drivers["kunlun"], devices=GPU)]
+    found = [
+        Discovery(driver=broken, devices=MLU),
+        Discovery(driver=drivers["mlu"], devices=bad_id),
+        Discovery(driver=drivers["kunlun"], devices=GPU),
+    ]
     plan = plan_pass({}, found, NOW)
     assert set(plan.patch) == {"hami.io/node-register-xpu", "hami.io/node-handshake-xpu"}
     assert plan.problems[0] == "dcu: cannot encode its devices: RuntimeError: bug in the driver's codec"

@@ -45,15 +45,20 @@ def own_cluster(world: World, node: str) -> CountingCluster:
     if world.kind == "memory":
         return CountingCluster(world.admin)
     server: Any = world.server  # type: ignore[attr-defined]
-    return CountingCluster(KubeCluster.from_kubeconfig(server.kubeconfig(server.reporter(node)),
-                                                       request_timeout=5.0, connect_timeout=2.0))
+    return CountingCluster(
+        KubeCluster.from_kubeconfig(
+            server.kubeconfig(server.reporter(node)), request_timeout=5.0, connect_timeout=2.0
+        )
+    )
 
 
-def reporter(world: World, node: str, source: Source, *names: str, clock: Clock = SYSTEM,
-             **timings: float) -> Reporter:
+def reporter(
+    world: World, node: str, source: Source, *names: str, clock: Clock = SYSTEM, **timings: float
+) -> Reporter:
     drivers = [world.drivers[n] for n in (names or sorted(FOUND))]
-    return Reporter(own_cluster(world, node), drivers, source, ReporterConfig(node_name=node, **timings),
-                    clock=clock)
+    return Reporter(
+        own_cluster(world, node), drivers, source, ReporterConfig(node_name=node, **timings), clock=clock
+    )
 
 
 def passes_total(daemon: Reporter) -> float | None:
@@ -88,8 +93,11 @@ def test_later_passes_send_only_heartbeats_and_nothing_for_nvidia_alone(world: W
     everything.run_once()
     second = everything.run_once()
     assert second.plan is not None and second.plan.published == ()
-    assert set(second.plan.patch) == {"hami.io/node-handshake-mlu", "hami.io/node-handshake-dcu",
-                                      "hami.io/node-handshake-xpu"}
+    assert set(second.plan.patch) == {
+        "hami.io/node-handshake-mlu",
+        "hami.io/node-handshake-dcu",
+        "hami.io/node-handshake-xpu",
+    }
     nvidia = reporter(world, node, Source(FOUND), "nvidia")
     quiet = nvidia.run_once()
     assert quiet.ok and not quiet.sent
@@ -100,8 +108,9 @@ def test_a_register_annotation_deleted_by_hand_is_repaired(world: World) -> None
     node = world.node("rep")
     daemon = reporter(world, node, Source(FOUND), "nvidia", "mlu")
     daemon.run_once()
-    world.admin.patch_node_annotations(node, {"hami.io/node-nvidia-register": None,
-                                              "hami.io/node-mlu-register": "MLU-0,10,1,0,x,0,true:"})
+    world.admin.patch_node_annotations(
+        node, {"hami.io/node-nvidia-register": None, "hami.io/node-mlu-register": "MLU-0,10,1,0,x,0,true:"}
+    )
     repaired = daemon.run_once()
     assert repaired.plan is not None and repaired.plan.published == ("nvidia", "mlu")
     annotations = world.annotations(node)
@@ -130,8 +139,13 @@ def test_a_missing_node_is_a_failed_pass_and_it_retries_sooner(world: World) -> 
         probed.append(clock.monotonic())
         return source(driver, node)
 
-    daemon = Reporter(own_cluster(world, name), [world.drivers["mlu"]], timed,
-                      ReporterConfig(node_name=name, interval=60.0, retry_interval=5.0), clock=clock)
+    daemon = Reporter(
+        own_cluster(world, name),
+        [world.drivers["mlu"]],
+        timed,
+        ReporterConfig(node_name=name, interval=60.0, retry_interval=5.0),
+        clock=clock,
+    )
     loop = threading.Thread(target=daemon.run, daemon=True)
     loop.start()
     try:
@@ -185,14 +199,17 @@ def test_the_scheduler_registers_what_the_reporter_publishes(world: World) -> No
     wait_for("XPU registered", lambda: replica.cache.vendor(node, "XPU"))
     # The scheduler answers a heartbeat with a stamp; the next pass reports again over it.
     handshake = "hami.io/node-handshake-xpu"
-    wait_for("stamped after a report",
-             lambda: world.annotations(node).get(handshake, "").startswith("Requesting_"))
+    wait_for(
+        "stamped after a report", lambda: world.annotations(node).get(handshake, "").startswith("Requesting_")
+    )
     # The next pass overwrites the stamp with Reported_ (the scheduler may answer at once, so the value
     # is not read back here): a Requesting_ seen after it is the scheduler's answer to that report.
     second = daemon.run_once()
     assert second.ok and second.sent and second.plan is not None and "kunlun" in second.plan.heartbeats
-    wait_for("re-stamped after the next report",
-             lambda: world.annotations(node).get(handshake, "").startswith("Requesting_"))
+    wait_for(
+        "re-stamped after the next report",
+        lambda: world.annotations(node).get(handshake, "").startswith("Requesting_"),
+    )
 
 
 @pytest.mark.parametrize("bad", [{"interval": 0.0}, {"retry_interval": -1.0}, {"node_name": ""}])

@@ -33,8 +33,9 @@ ctypes.CDLL(None).malloc_stats()
 
 
 def _child(env: dict[str, str]) -> tuple[str, int]:
-    done = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True,
-                          check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, check=True, timeout=60
+    )
     first = done.stdout.partition("\n")[0]
     return first, sum(1 for line in (done.stdout + done.stderr).splitlines() if line.startswith("Arena "))
 

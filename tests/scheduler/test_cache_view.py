@@ -81,7 +81,10 @@ def test_every_watched_node_answers_with_each_vendors_state(world: World) -> Non
     world.settle()
     shown = view(replica, dead)["vendors"]["DCU"]
     assert (shown["state"], shown["reason"], shown["next"]["write"]) == (
-        "awaiting-sign-of-life", "awaiting-sign-of-life", "nothing")
+        "awaiting-sign-of-life",
+        "awaiting-sign-of-life",
+        "nothing",
+    )
     assert shown["handshake"]["kind"] == "absent" and shown["in_cache"] is False
     assert "comes back when the plugin reports" in shown["next"]["why"]
 
@@ -104,9 +107,16 @@ def test_every_watched_node_answers_with_each_vendors_state(world: World) -> Non
 
 def test_a_replica_that_does_not_write_shows_the_write_a_leader_would_send(world: World) -> None:
     now = world.clock.now()
-    world.admin.create_lease(Lease(name=DEFAULT_LEASE_NAME, namespace=world.namespace,
-                                   holder_identity="other", lease_duration_seconds=3600, acquire_time=now,
-                                   renew_time=now))
+    world.admin.create_lease(
+        Lease(
+            name=DEFAULT_LEASE_NAME,
+            namespace=world.namespace,
+            holder_identity="other",
+            lease_duration_seconds=3600,
+            acquire_time=now,
+            renew_time=now,
+        )
+    )
     node = world.node("new", {DCU_REG: DCU_VALUE})
     follower = world.scheduler("dcu", identity="follower")
     world.run_until("warm", lambda: follower.cache.vendor(node, "DCU") is not None)

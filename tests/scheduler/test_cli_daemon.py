@@ -24,21 +24,50 @@ def test_sigterm_releases_the_lease_and_exits_0(real_world: World, tmp_path: Pat
     world = real_world
     node = world.node("cli", {"hami.io/node-dcu-register": DCU}, {"hygon.com/dcunum": "4"})
     log = tmp_path / "scheduler.log"
-    env = {**os.environ, "HAMI_VENDORS": "dcu", "HAMI_LEASE_NAMESPACE": world.namespace,
-           "HAMI_NODE_SELECTOR": f"hami-test={world.label['hami-test']}"}
+    env = {
+        **os.environ,
+        "HAMI_VENDORS": "dcu",
+        "HAMI_LEASE_NAMESPACE": world.namespace,
+        "HAMI_NODE_SELECTOR": f"hami-test={world.label['hami-test']}",
+    }
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [HAMI, "scheduler", "run", "--kubeconfig", world.server.kubeconfig("hami-scheduler"),  # type: ignore[attr-defined]
-             "--identity", "cli-replica", "--http-listen", "127.0.0.1:0", "--log-format", "json",
-             "--handshake-window", "5", "--lease-duration", "30", "--renew-deadline", "20"],
-            stdout=out, stderr=subprocess.STDOUT, env=env)
+            [
+                HAMI,
+                "scheduler",
+                "run",
+                "--kubeconfig",
+                world.server.kubeconfig("hami-scheduler"),  # type: ignore[attr-defined]
+                "--identity",
+                "cli-replica",
+                "--http-listen",
+                "127.0.0.1:0",
+                "--log-format",
+                "json",
+                "--handshake-window",
+                "5",
+                "--lease-duration",
+                "30",
+                "--renew-deadline",
+                "20",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     try:
-        wait_for("stamped", lambda: world.annotations(node).get("hami.io/node-handshake-dcu", "")
-                 .startswith("Requesting_"), timeout=30)
+        wait_for(
+            "stamped",
+            lambda: world.annotations(node).get("hami.io/node-handshake-dcu", "").startswith("Requesting_"),
+            timeout=30,
+        )
         lease = wait_for("lease held", lambda: _holder(world), timeout=10)
         assert lease == "cli-replica"
-        port = int(wait_for("http port", lambda: re.search(r"http://[\d.]+:(\d+)", log.read_text()),
-                            timeout=10).group(1))
+        port = int(
+            wait_for(
+                "http port", lambda: re.search(r"http://[\d.]+:(\d+)", log.read_text()), timeout=10
+            ).group(1)
+        )
         wait_for("ready", lambda: _status(port, "/readyz") == 200, timeout=20)
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)

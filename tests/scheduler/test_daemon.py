@@ -9,22 +9,36 @@ from harness.scheduler_world import WINDOW, World
 
 from hami_core.protocol.codecs import decode_any
 
-NVIDIA_REGISTER = ('[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10",'
-                   '"mode":"hami-core","health":true}]')
+NVIDIA_REGISTER = (
+    '[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10",'
+    '"mode":"hami-core","health":true}]'
+)
 REGISTER = {
     "hami.io/node-nvidia-register": NVIDIA_REGISTER,
     "hami.io/node-mlu-register": "MLU-45013011,10,23308,0,MLU-MLU370-X4,0,true,0,hami-core:",
     "hami.io/node-dcu-register": "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
-                                 "DCU-2,4,16384,100,DCU-Z100,1,true,1,hami:",
+    "DCU-2,4,16384,100,DCU-Z100,1,true,1,hami:",
     "hami.io/node-register-xpu": '[{"id":"XPU-0","count":4,"devmem":98304,"devcore":100,"type":"P800",'
-                                 '"health":true}]',
+    '"health":true}]',
 }
-ALLOCATABLE = {"nvidia.com/gpu": "10", "cambricon.com/mlu": "1", "hygon.com/dcunum": "8",
-               "kunlunxin.com/vxpu": "4"}
-HANDSHAKES = {"NVIDIA": "hami.io/node-handshake", "MLU": "hami.io/node-handshake-mlu",
-              "DCU": "hami.io/node-handshake-dcu", "XPU": "hami.io/node-handshake-xpu"}
-VENDOR_OF = {"hami.io/node-nvidia-register": "NVIDIA", "hami.io/node-mlu-register": "MLU",
-             "hami.io/node-dcu-register": "DCU", "hami.io/node-register-xpu": "XPU"}
+ALLOCATABLE = {
+    "nvidia.com/gpu": "10",
+    "cambricon.com/mlu": "1",
+    "hygon.com/dcunum": "8",
+    "kunlunxin.com/vxpu": "4",
+}
+HANDSHAKES = {
+    "NVIDIA": "hami.io/node-handshake",
+    "MLU": "hami.io/node-handshake-mlu",
+    "DCU": "hami.io/node-handshake-dcu",
+    "XPU": "hami.io/node-handshake-xpu",
+}
+VENDOR_OF = {
+    "hami.io/node-nvidia-register": "NVIDIA",
+    "hami.io/node-mlu-register": "MLU",
+    "hami.io/node-dcu-register": "DCU",
+    "hami.io/node-register-xpu": "XPU",
+}
 
 
 def expected(register_key: str, value: str) -> tuple[Any, ...]:
@@ -48,8 +62,9 @@ def test_all_four_vendors_are_stamped_and_registered_with_one_patch(world: World
     world.run_until("ready", replica.ready)
     for key, value in REGISTER.items():
         assert replica.cache.vendor(node, VENDOR_OF[key]).devices == expected(key, value)
-    annotations = world.run_until("stamps", lambda: (a := world.annotations(node)) and
-                           all(k in a for k in HANDSHAKES.values()) and a)
+    annotations = world.run_until(
+        "stamps", lambda: (a := world.annotations(node)) and all(k in a for k in HANDSHAKES.values()) and a
+    )
     for key in HANDSHAKES.values():
         assert annotations[key].startswith("Requesting_20"), annotations[key]
     # Spec 4 rule 6: a node without any vendor gets no handshake at all.
@@ -72,8 +87,9 @@ def test_a_plugin_report_is_re_stamped(world: World) -> None:
 
 
 def test_dead_plugin_is_cleaned_up_and_stays_out_until_a_sign_of_life(world: World) -> None:
-    node = world.node("dcu", {"hami.io/node-dcu-register": REGISTER["hami.io/node-dcu-register"]},
-                      {"hygon.com/dcunum": "8"})
+    node = world.node(
+        "dcu", {"hami.io/node-dcu-register": REGISTER["hami.io/node-dcu-register"]}, {"hygon.com/dcunum": "8"}
+    )
     replica = world.scheduler("dcu")
     world.run_until("registered", lambda: registered(replica, node) == {"DCU"})
     # The plugin dies: kubelet drops the allocatable count, no more reports.
@@ -93,9 +109,14 @@ def test_dead_plugin_is_cleaned_up_and_stays_out_until_a_sign_of_life(world: Wor
 
 
 def test_nvidia_with_an_old_stamp_and_allocatable_stays_registered(world: World) -> None:
-    node = world.node("gpu", {"hami.io/node-nvidia-register": NVIDIA_REGISTER,
-                              "hami.io/node-handshake": "Requesting_2024-01-23 04:30:04"},
-                      {"nvidia.com/gpu": "10"})
+    node = world.node(
+        "gpu",
+        {
+            "hami.io/node-nvidia-register": NVIDIA_REGISTER,
+            "hami.io/node-handshake": "Requesting_2024-01-23 04:30:04",
+        },
+        {"nvidia.com/gpu": "10"},
+    )
     replica = world.scheduler("nvidia")
     world.run_until("registered", lambda: registered(replica, node) == {"NVIDIA"})
     world.advance(WINDOW + 1)
@@ -126,8 +147,9 @@ def test_a_malformed_annotation_degrades_only_that_vendor_on_that_node(world: Wo
     world.admin.patch_node_annotations(bad, {"hami.io/node-mlu-register": value[:20]})
     world.run_until("degraded again", lambda: replica.cache.vendor(bad, "MLU").state == "degraded")
     assert replica.cache.vendor(bad, "MLU").devices == expected("hami.io/node-mlu-register", value)
-    warnings = world.run_until("two warning events",
-                               lambda: len(e := _events(world, bad, "Warning")) >= 2 and e)
+    warnings = world.run_until(
+        "two warning events", lambda: len(e := _events(world, bad, "Warning")) >= 2 and e
+    )
     assert {e["reason"] for e in warnings} == {"HamiRegisterAnnotationInvalid"}
     # The good value in between registered MLU's devices: news about a node the replica knew.
     assert [e["reason"] for e in _events(world, bad, "Normal")] == ["HamiVendorRegistered"]
@@ -138,17 +160,27 @@ def test_a_malformed_annotation_degrades_only_that_vendor_on_that_node(world: Wo
 
 def _events(world: World, node: str, type: str | None = None) -> list[dict[str, Any]]:
     """Events about ``node`` (of ``type``, if given); Events about Nodes live in the ``default`` namespace."""
-    return [e for e in world.admin.events("default")
-            if e["involvedObject"]["name"] == node and type in (None, e["type"])]
+    return [
+        e
+        for e in world.admin.events("default")
+        if e["involvedObject"]["name"] == node and type in (None, e["type"])
+    ]
 
 
 def test_huge_and_binary_values_are_degraded_not_fatal(world: World) -> None:
     huge = "[" + ",".join(['{"id":"G"}'] * 20_000) + "]"  # ~200 KiB: under the API server's limit
-    node = world.node("huge", {"hami.io/node-nvidia-register": huge + "x",
-                               "hami.io/node-dcu-register": "\x00\x01\ufffe:,,:"}, ALLOCATABLE)
+    node = world.node(
+        "huge",
+        {"hami.io/node-nvidia-register": huge + "x", "hami.io/node-dcu-register": "\x00\x01\ufffe:,,:"},
+        ALLOCATABLE,
+    )
     replica = world.scheduler("nvidia", "dcu")
-    world.run_until("both degraded", lambda: {k for k, e in replica.cache.node(node).items()
-                                       if e.state == "degraded"} == {"NVIDIA", "DCU"})
+    world.run_until(
+        "both degraded",
+        lambda: (
+            {k for k, e in replica.cache.node(node).items() if e.state == "degraded"} == {"NVIDIA", "DCU"}
+        ),
+    )
     assert replica.alive()
 
 
@@ -223,8 +255,9 @@ def test_a_node_deleted_and_recreated_at_once_starts_clean(world: World) -> None
     annotations = {"hami.io/node-dcu-register": REGISTER["hami.io/node-dcu-register"]}
     node = world.node("reborn", annotations)
     replica = world.scheduler("dcu")
-    world.run_until("cleaned up (no allocatable)",
-             lambda: replica.registrar.memory(node, "DCU").awaiting_sign_of_life)
+    world.run_until(
+        "cleaned up (no allocatable)", lambda: replica.registrar.memory(node, "DCU").awaiting_sign_of_life
+    )
     # No wait between: the delete may merge with the re-create in the work queue.
     world.admin.delete_node(node)
     world.admin.create_node(node, labels=world.label, annotations=annotations)
@@ -260,8 +293,9 @@ def test_a_follower_whose_clock_is_behind_follows_the_leaders_cleanup(world: Wor
     """The leader cleans a dead vendor up when the stamp expires by its clock; a follower whose clock is
     a few seconds behind sees the handshake deleted before its own timer. It must drop the vendor too
     (its warm cache is what it serves and starts a term with), and on a takeover not stamp it again."""
-    node = world.node("dcu", {"hami.io/node-dcu-register": REGISTER["hami.io/node-dcu-register"]},
-                      {"hygon.com/dcunum": "8"})
+    node = world.node(
+        "dcu", {"hami.io/node-dcu-register": REGISTER["hami.io/node-dcu-register"]}, {"hygon.com/dcunum": "8"}
+    )
     leader = world.scheduler("dcu", identity="clock-ok")
     world.run_until("leader", leader.ready)
     follower = world.scheduler("dcu", identity="clock-behind", wall_skew=-5.0)

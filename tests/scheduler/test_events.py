@@ -11,8 +11,10 @@ from harness.scheduler_world import WINDOW, World
 from hami_core.scheduler.metrics import total
 
 DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:DCU-2,4,16384,100,DCU-Z100,1,true,1,hami:"
-NVIDIA = ('[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10",'
-          '"mode":"hami-core","health":true}]')
+NVIDIA = (
+    '[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10",'
+    '"mode":"hami-core","health":true}]'
+)
 
 
 def events(world: World, node: str) -> list[dict[str, Any]]:
@@ -45,7 +47,8 @@ def test_a_cleanup_warns_with_why_and_a_sign_of_life_is_a_normal_event(world: Wo
         r"the scheduler's stamp is 1m(1s)? old \(window 1m\), allocatable hygon.com/dcunum is 0 "
         r"\(it was above 0\); its 2 devices left the device cache until a sign of life "
         r"\(a plugin report, hygon.com/dcunum above 0, or a new register value\)",
-        cleanup["message"]), cleanup["message"]
+        cleanup["message"],
+    ), cleanup["message"]
     assert node not in cleanup["message"]  # the Event is about the node: the message does not name it
 
     # A plugin report brings it back.
@@ -53,8 +56,10 @@ def test_a_cleanup_warns_with_why_and_a_sign_of_life_is_a_normal_event(world: Wo
     world.run_until("the readmission Event", lambda: len(events(world, node)) == 2)
     back = events(world, node)[1]
     assert (back["type"], back["reason"]) == ("Normal", "HamiVendorReadmitted")
-    assert back["message"] == ("DCU is back after a sign of life (a plugin report in "
-                               "hami.io/node-handshake-dcu): 2 devices registered")
+    assert back["message"] == (
+        "DCU is back after a sign of life (a plugin report in "
+        "hami.io/node-handshake-dcu): 2 devices registered"
+    )
     world.advance(WINDOW)
     assert reasons(world, node) == ["HamiVendorCleanedUp", "HamiVendorReadmitted"]
     assert {e["reportingInstance"] for e in events(world, node)} == {"ev-leader"}  # the follower posts none

@@ -52,8 +52,14 @@ def snapshot(obs: Observation, rules: VendorRules) -> NodeSnapshot | None:
         annotations[rules.handshake_annotation] = obs.handshake
     allocatable = {rules.count_resource: str(obs.allocatable)} if obs.allocatable else {}
     labels = LABELS if obs.selected else {}
-    return NodeSnapshot(name=obs.node, uid="uid-1", resource_version="7", labels=labels,
-                        annotations=annotations, allocatable=allocatable)
+    return NodeSnapshot(
+        name=obs.node,
+        uid="uid-1",
+        resource_version="7",
+        labels=labels,
+        annotations=annotations,
+        allocatable=allocatable,
+    )
 
 
 def expected_kind(write: HandshakeWrite | None) -> WriteKind:
@@ -66,8 +72,9 @@ def expected_kind(write: HandshakeWrite | None) -> WriteKind:
 def test_the_explanation_and_the_scheduler_agree_on_every_row_of_the_decide_table(row: Row) -> None:
     obs, rules = row.observation, row.rules
     node = snapshot(obs, rules)
-    explained = explain_node(obs.node, node, [rules], {rules.vendor_key: row.memory}, selector=SELECTOR,
-                             now=row.now).vendor(rules.vendor_key)
+    explained = explain_node(
+        obs.node, node, [rules], {rules.vendor_key: row.memory}, selector=SELECTOR, now=row.now
+    ).vendor(rules.vendor_key)
     # the decision core's own answer, and the spec row's
     assert explained.decision == evaluate(obs, row.memory, now=row.now, rules=rules)
     d = explained.decision
@@ -80,8 +87,10 @@ def test_the_explanation_and_the_scheduler_agree_on_every_row_of_the_decide_tabl
     else:
         assert explained.next.why.startswith("nothing to write: ")
     assert explained.next.deadline == d.recheck_at
-    assert (explained.state is VendorState.REGISTERED) == (d.memory.registered and d.reason not in (
-        Reason.DEGRADED, Reason.CLEANED_UP, Reason.NOT_SELECTED, Reason.NODE_DELETED))
+    assert (explained.state is VendorState.REGISTERED) == (
+        d.memory.registered
+        and d.reason not in (Reason.DEGRADED, Reason.CLEANED_UP, Reason.NOT_SELECTED, Reason.NODE_DELETED)
+    )
     assert (explained.state is VendorState.AWAITING_SIGN_OF_LIFE) == d.memory.awaiting_sign_of_life
     assert (explained.state is VendorState.DEGRADED) == (d.reason is Reason.DEGRADED)
     assert explained.summary and explained.next.why
@@ -114,17 +123,32 @@ DCU_HS = "hami.io/node-handshake-dcu"
 DCU_REG = "hami.io/node-dcu-register"
 
 
-def node(annotations: dict[str, str] | None = None, allocatable: dict[str, str] | None = None,
-         labels: dict[str, str] | None = None) -> NodeSnapshot:
-    return NodeSnapshot(name="gpu-1", uid="u", resource_version="42", labels=labels or {},
-                        annotations=annotations or {}, allocatable=allocatable or {})
+def node(
+    annotations: dict[str, str] | None = None,
+    allocatable: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> NodeSnapshot:
+    return NodeSnapshot(
+        name="gpu-1",
+        uid="u",
+        resource_version="42",
+        labels=labels or {},
+        annotations=annotations or {},
+        allocatable=allocatable or {},
+    )
 
 
-def explain(snap: NodeSnapshot | None, memory: dict[str, VendorMemory] | None = None, *,
-            rules: VendorRules = DCU, selector: NodeSelector | None = None,
-            now: datetime = NOW) -> VendorExplanation:
-    return explain_node("gpu-1", snap, [rules], memory, selector=selector or NodeSelector({}),
-                        now=now).vendor(rules.vendor_key)
+def explain(
+    snap: NodeSnapshot | None,
+    memory: dict[str, VendorMemory] | None = None,
+    *,
+    rules: VendorRules = DCU,
+    selector: NodeSelector | None = None,
+    now: datetime = NOW,
+) -> VendorExplanation:
+    return explain_node(
+        "gpu-1", snap, [rules], memory, selector=selector or NodeSelector({}), now=now
+    ).vendor(rules.vendor_key)
 
 
 def codes(e: VendorExplanation) -> list[str]:
@@ -168,8 +192,9 @@ def test_an_expired_stamp_and_no_allocatable_is_a_cleanup_with_its_reason() -> N
 
 
 def test_kept_by_allocatable() -> None:
-    e = explain(node({DCU_REG: DCU_VALUE, DCU_HS: stamp(2 * 3600 * SEC)}, {"hygon.com/dcunum": "4"}),
-                registered_dcu())
+    e = explain(
+        node({DCU_REG: DCU_VALUE, DCU_HS: stamp(2 * 3600 * SEC)}, {"hygon.com/dcunum": "4"}), registered_dcu()
+    )
     assert e.verdict is Verdict.KEPT_BY_ALLOCATABLE and e.next.write is WriteKind.NOTHING
     assert "expired 1 h 59 min ago, but allocatable hygon.com/dcunum is 4" in e.next.why
     assert "cleaned up once allocatable hygon.com/dcunum drops to 0" in e.next.why
@@ -178,17 +203,22 @@ def test_kept_by_allocatable() -> None:
 
 def test_nvidia_allocatable_dropping_to_zero() -> None:
     value = '[{"id":"GPU-0","count":10,"devmem":32768,"devcore":100,"type":"V100","health":true}]'
-    memory = evaluate(Observation(node="gpu-1", register=value, allocatable=8), VendorMemory(), now=NOW,
-                      rules=NVIDIA).memory
-    e = explain(node({"hami.io/node-nvidia-register": value, "hami.io/node-handshake": stamp(5 * SEC)}),
-                {"NVIDIA": memory}, rules=NVIDIA)
+    memory = evaluate(
+        Observation(node="gpu-1", register=value, allocatable=8), VendorMemory(), now=NOW, rules=NVIDIA
+    ).memory
+    e = explain(
+        node({"hami.io/node-nvidia-register": value, "hami.io/node-handshake": stamp(5 * SEC)}),
+        {"NVIDIA": memory},
+        rules=NVIDIA,
+    )
     assert e.next.write is WriteKind.DELETE
     assert "allocatable nvidia.com/gpu was above 0 and is now 0" in e.next.why
 
 
 def test_a_decode_error_names_its_position() -> None:
-    e = explain(node({DCU_REG: "DCU-1,4,16384,100,DCU-Z100,0,maybe,0,hami:", DCU_HS: stamp(SEC)}),
-                registered_dcu())
+    e = explain(
+        node({DCU_REG: "DCU-1,4,16384,100,DCU-Z100,0,maybe,0,hami:", DCU_HS: stamp(SEC)}), registered_dcu()
+    )
     assert e.state is VendorState.DEGRADED and e.register.decodes is False and e.register.devices is None
     assert e.register.error is not None and "health" in e.register.error and "maybe" in e.register.error
     assert e.error == e.register.error and "last good list (1 device)" in e.summary
@@ -197,7 +227,11 @@ def test_a_decode_error_names_its_position() -> None:
 def test_a_cpu_only_node_has_nothing_of_the_vendor() -> None:
     e = explain(node(), {})
     assert (e.state, e.next.write, e.register.present, e.handshake.kind) == (
-        VendorState.NOT_PRESENT, WriteKind.NOTHING, False, "absent")
+        VendorState.NOT_PRESENT,
+        WriteKind.NOTHING,
+        False,
+        "absent",
+    )
     assert e.next.why == f"nothing to write: the node carries neither {DCU_REG} nor {DCU_HS}"
     assert codes(e) == []
 
@@ -209,10 +243,13 @@ def test_hamis_stamp_on_a_node_without_the_vendor() -> None:
     assert "HAMi's scheduler stamps every node for every vendor, CPU-only ones included" in e.notes[0].text
 
 
-@pytest.mark.parametrize(("value", "layout"), [
-    ("Requesting_2026.11.30 11:59:50", "dotted layout of HAMi up to v2.4"),
-    ("Requesting_2026-11-30 03:59:50 +0000 UTC m=+12.000000001", "Time.String() layout"),
-])
+@pytest.mark.parametrize(
+    ("value", "layout"),
+    [
+        ("Requesting_2026.11.30 11:59:50", "dotted layout of HAMi up to v2.4"),
+        ("Requesting_2026-11-30 03:59:50 +0000 UTC m=+12.000000001", "Time.String() layout"),
+    ],
+)
 def test_a_stamp_hami_cannot_parse(value: str, layout: str) -> None:
     e = explain(node({DCU_REG: DCU_VALUE, DCU_HS: value}), registered_dcu())
     assert e.handshake.kind == "stamp" and e.handshake.age == 10 * SEC
@@ -237,8 +274,11 @@ def test_a_far_future_stamp() -> None:
 
 def test_hamis_flapping_after_a_cleanup() -> None:
     """The memory says awaiting a sign of life; the node shows a fresh Requesting stamp someone else wrote."""
-    cleaned = {"DCU": VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=DCU_VALUE,
-                                   handshake_at_cleanup=stamp(120 * SEC))}
+    cleaned = {
+        "DCU": VendorMemory(
+            awaiting_sign_of_life=True, register_at_cleanup=DCU_VALUE, handshake_at_cleanup=stamp(120 * SEC)
+        )
+    }
     e = explain(node({DCU_REG: DCU_VALUE, DCU_HS: stamp(12 * SEC)}), cleaned)
     assert e.state is VendorState.AWAITING_SIGN_OF_LIFE and e.next.write is WriteKind.NOTHING
     assert "a stamp is not one" in e.next.why
@@ -254,8 +294,10 @@ def test_a_report_readmits_with_the_sign_of_life_named() -> None:
     cleaned = {"DCU": VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=DCU_VALUE)}
     e = explain(node({DCU_REG: DCU_VALUE, DCU_HS: "Reported_2026-11-30 11:59:59"}), cleaned)
     assert e.next.write is WriteKind.STAMP and e.state is VendorState.REGISTERED
-    assert e.next.why.startswith(f"stamp {DCU_HS} now: the plugin's report 'Reported_2026-11-30 11:59:59' is "
-                                 "a sign of life after the cleanup")
+    assert e.next.why.startswith(
+        f"stamp {DCU_HS} now: the plugin's report 'Reported_2026-11-30 11:59:59' is "
+        "a sign of life after the cleanup"
+    )
 
 
 def test_without_memory_the_explanation_says_what_a_scheduler_that_had_cleaned_up_would_do() -> None:
@@ -291,8 +333,13 @@ def test_a_vendor_without_a_handshake_annotation() -> None:
 
 def test_the_json_form_is_plain_json() -> None:
     explanation: NodeExplanation = explain_node(
-        "gpu-1", node({DCU_REG: DCU_VALUE, DCU_HS: stamp(10 * SEC)}), list(RULES.values()), None,
-        selector=NodeSelector({}), now=NOW)
+        "gpu-1",
+        node({DCU_REG: DCU_VALUE, DCU_HS: stamp(10 * SEC)}),
+        list(RULES.values()),
+        None,
+        selector=NodeSelector({}),
+        now=NOW,
+    )
     body = json.loads(json.dumps(explanation_json(explanation)))
     assert body["node"] == "gpu-1" and body["resource_version"] == "42" and body["remembered"] is False
     assert set(body["vendors"]) == set(RULES)
@@ -308,10 +355,19 @@ def test_explain_refuses_a_naive_clock() -> None:
         explain(node(), {}, now=datetime(2026, 1, 1))
 
 
-@pytest.mark.parametrize(("seconds", "words"), [
-    (0.25, "0.2 s"), (3, "3 s"), (45, "45 s"), (60, "1 min"), (185, "3 min 5 s"), (7800, "2 h 10 min"),
-    (3 * 86400, "3 d"), (-30, "30 s"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [
+        (0.25, "0.2 s"),
+        (3, "3 s"),
+        (45, "45 s"),
+        (60, "1 min"),
+        (185, "3 min 5 s"),
+        (7800, "2 h 10 min"),
+        (3 * 86400, "3 d"),
+        (-30, "30 s"),
+    ],
+)
 def test_span(seconds: float, words: str) -> None:
     assert span(timedelta(seconds=seconds)) == words
 

@@ -9,8 +9,10 @@ from harness.tcpproxy import TcpProxy
 from hami_core.kube.memory import MemoryCluster
 from hami_core.scheduler.metrics import total
 
-NVIDIA = ('[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10",'
-          '"mode":"hami-core","health":true}]')
+NVIDIA = (
+    '[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10",'
+    '"mode":"hami-core","health":true}]'
+)
 DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
 
 
@@ -35,8 +37,9 @@ def test_unreachable_at_start_then_recovers_by_itself(real_world: World, proxy: 
     lists = total(replica.metrics.api_requests, verb="list", resource="nodes", result="error")
     assert lists == cluster.calls["list_nodes"] >= 1
     proxy.start()
-    real_world.run_until("registered once the server is reachable",
-                         lambda: _registered(replica, node) == {"DCU"})
+    real_world.run_until(
+        "registered once the server is reachable", lambda: _registered(replica, node) == {"DCU"}
+    )
     real_world.run_until("ready", replica.ready)
 
 
@@ -44,8 +47,11 @@ def test_outage_mid_run_stops_writes_keeps_the_cache_and_cleans_nothing(
     real_world: World, proxy: TcpProxy
 ) -> None:
     proxy.start()
-    node = real_world.node("mid", {"hami.io/node-dcu-register": DCU, "hami.io/node-nvidia-register": NVIDIA},
-                           {"hygon.com/dcunum": "4", "nvidia.com/gpu": "10"})
+    node = real_world.node(
+        "mid",
+        {"hami.io/node-dcu-register": DCU, "hami.io/node-nvidia-register": NVIDIA},
+        {"hygon.com/dcunum": "4", "nvidia.com/gpu": "10"},
+    )
     cluster = real_world.cluster(proxy=proxy)
     replica = real_world.scheduler("dcu", "nvidia", cluster=cluster)
     real_world.run_until("registered", lambda: _registered(replica, node) == {"DCU", "NVIDIA"})
@@ -72,8 +78,10 @@ def test_watch_expiry_and_drops_relist_without_loss_duplication_or_cleanup(memor
     in the cluster contract suite, and dropped connections are in the outage tests above."""
     world = memory_world
     memory: MemoryCluster = world.admin  # type: ignore[assignment]
-    nodes = [world.node(f"w{i}", {"hami.io/node-nvidia-register": NVIDIA}, {"nvidia.com/gpu": "10"})
-             for i in range(5)]
+    nodes = [
+        world.node(f"w{i}", {"hami.io/node-nvidia-register": NVIDIA}, {"nvidia.com/gpu": "10"})
+        for i in range(5)
+    ]
     replica = world.scheduler("nvidia")
     for n in nodes:
         world.run_until("registered", lambda n=n: _registered(replica, n) == {"NVIDIA"})
@@ -98,8 +106,11 @@ def test_failed_patches_are_retried_and_do_not_block_other_nodes(memory_world: W
     replica = world.scheduler("dcu", start=False)
     memory.fail_next(2, verb="patch")
     world.start(replica)
-    world.run_until("stamped after retries", lambda: world.annotations(a)
-                    .get("hami.io/node-handshake-dcu", "").startswith("Requesting_"), step=0.25)
+    world.run_until(
+        "stamped after retries",
+        lambda: world.annotations(a).get("hami.io/node-handshake-dcu", "").startswith("Requesting_"),
+        step=0.25,
+    )
     b = world.node("pb", {"hami.io/node-dcu-register": DCU}, {"hygon.com/dcunum": "4"})
     world.run_until("other node stamped", lambda: "hami.io/node-handshake-dcu" in world.annotations(b))
     assert replica.writer.counters["patch_errors"] == 2

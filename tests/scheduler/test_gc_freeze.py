@@ -9,8 +9,10 @@ from collections.abc import Iterator
 import pytest
 from harness.scheduler_world import World
 
-NVIDIA = {"hami.io/node-nvidia-register": '[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,'
-                                          '"type":"NVIDIA-A10","health":true}]'}
+NVIDIA = {
+    "hami.io/node-nvidia-register": '[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,'
+    '"type":"NVIDIA-A10","health":true}]'
+}
 
 
 @pytest.fixture

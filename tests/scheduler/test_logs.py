@@ -12,8 +12,10 @@ from harness.scheduler_world import World
 from hami_core.cli.logs import JsonFormatter, TextFormatter
 
 DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
-NVIDIA = ('[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10",'
-          '"mode":"hami-core","health":true}]')
+NVIDIA = (
+    '[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10",'
+    '"mode":"hami-core","health":true}]'
+)
 
 
 def about(caplog: pytest.LogCaptureFixture, node: str) -> list[logging.LogRecord]:
@@ -65,6 +67,7 @@ def test_debug_shows_each_evaluations_reason(memory_world: World, caplog: pytest
     decisions = [r for r in about(caplog, node) if r.levelno == logging.DEBUG and r.name.endswith("daemon")]
     assert decisions, "no debug record of the evaluation"
     assert {(r.vendor, r.reason, r.getMessage()) for r in decisions} == {  # type: ignore[attr-defined]
-        ("DCU", "unchanged", "unchanged (liveness: fresh)")}
+        ("DCU", "unchanged", "unchanged (liveness: fresh)")
+    }
     # Not at info: a quiet cluster logs nothing at the default level.
     assert not [r for r in about(caplog, node) if r.levelno >= logging.INFO]

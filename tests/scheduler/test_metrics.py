@@ -15,8 +15,10 @@ from hami_core.scheduler.metrics import API_CALLS, EVENT_DROP_CAUSES, PATCH_RESU
 from hami_core.scheduler.registrar import EVENT_REASONS
 
 DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:DCU-2,4,16384,100,DCU-Z100,1,true,1,hami:"
-NVIDIA = ('[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10",'
-          '"mode":"hami-core","health":true}]')
+NVIDIA = (
+    '[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10",'
+    '"mode":"hami-core","health":true}]'
+)
 VENDORS = ("DCU", "MLU", "NVIDIA")
 
 Key = tuple[str, tuple[tuple[str, str], ...]]
@@ -29,8 +31,9 @@ def scrape(replica: Any) -> tuple[dict[str, Any], dict[Key, float]]:
         assert response.status == 200
         text = response.read().decode()
     families = {f.name: f for f in text_string_to_metric_families(text)}
-    values = {(s.name, tuple(sorted(s.labels.items()))): s.value
-              for f in families.values() for s in f.samples}
+    values = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value for f in families.values() for s in f.samples
+    }
     return families, values
 
 
@@ -56,19 +59,31 @@ def test_every_series_exists_from_the_start_with_help_and_type(world: World) -> 
         assert one(values, "hami_scheduler_devices", vendor=vendor) == 0
     for verb, resource in API_CALLS.values():
         for result in PATCH_RESULTS:
-            assert ("hami_scheduler_api_requests_total",
-                    (("resource", resource), ("result", result), ("verb", verb))) in values
-        assert ("hami_scheduler_api_request_duration_seconds_count",
-                (("resource", resource), ("verb", verb))) in values
+            assert (
+                "hami_scheduler_api_requests_total",
+                (("resource", resource), ("result", result), ("verb", verb)),
+            ) in values
+        assert (
+            "hami_scheduler_api_request_duration_seconds_count",
+            (("resource", resource), ("verb", verb)),
+        ) in values
     for reason in EVENT_REASONS:
         assert one(values, "hami_scheduler_events_posted_total", reason=reason) == 0
         for cause in EVENT_DROP_CAUSES:
             assert one(values, "hami_scheduler_events_dropped_total", reason=reason, cause=cause) == 0
-    for name in ("hami_scheduler_evaluations_total", "hami_scheduler_dropped_not_leader_total",
-                 "hami_scheduler_leadership_changes_total", "hami_scheduler_last_full_pass_timestamp_seconds",
-                 "hami_scheduler_work_queue_depth", "hami_scheduler_work_queue_delayed",
-                 "hami_scheduler_leader", "hami_scheduler_ready", "hami_scheduler_cache_synced",
-                 "hami_scheduler_term", "hami_scheduler_nodes_watched"):
+    for name in (
+        "hami_scheduler_evaluations_total",
+        "hami_scheduler_dropped_not_leader_total",
+        "hami_scheduler_leadership_changes_total",
+        "hami_scheduler_last_full_pass_timestamp_seconds",
+        "hami_scheduler_work_queue_depth",
+        "hami_scheduler_work_queue_delayed",
+        "hami_scheduler_leader",
+        "hami_scheduler_ready",
+        "hami_scheduler_cache_synced",
+        "hami_scheduler_term",
+        "hami_scheduler_nodes_watched",
+    ):
         assert (name, ()) in values, name
     (build,) = [k for k in values if k[0] == "hami_build_info"]
     assert dict(build[1])["component"] == "scheduler"
@@ -122,8 +137,10 @@ def test_the_metrics_follow_the_cluster(world: World) -> None:
     # NVIDIA's plugin dies: its count drops to 0, it is cleaned up and its stamp deleted.
     world.admin.patch_node_status(gpu, {"nvidia.com/gpu": "0"})
     world.run_until("cleanup", lambda: leader.cache.vendor(gpu, "NVIDIA") is None)
-    world.run_until("the Event", lambda: one(scrape(leader)[1], "hami_scheduler_events_posted_total",
-                                             reason="HamiVendorCleanedUp"))
+    world.run_until(
+        "the Event",
+        lambda: one(scrape(leader)[1], "hami_scheduler_events_posted_total", reason="HamiVendorCleanedUp"),
+    )
     families, values = scrape(leader)
     assert one(values, "hami_scheduler_cleanups_total", vendor="NVIDIA") == 1
     assert one(values, "hami_scheduler_handshake_deletes_total", vendor="NVIDIA") == 1
@@ -155,7 +172,9 @@ def test_patch_results_by_status_class(memory_world: World) -> None:
     world.run_until("stamped", lambda: "hami.io/node-handshake-dcu" in world.annotations(node), step=0.25)
     world.settle()
     _, values = scrape(replica)
-    results = {r: one(values, "hami_scheduler_api_requests_total", verb="patch", resource="nodes", result=r)
-               for r in PATCH_RESULTS}
+    results = {
+        r: one(values, "hami_scheduler_api_requests_total", verb="patch", resource="nodes", result=r)
+        for r in PATCH_RESULTS
+    }
     assert results == {"2xx": 1, "4xx": 0, "5xx": 2, "error": 0}
     assert replica.metrics.patch_requests() == results

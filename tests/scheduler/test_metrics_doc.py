@@ -15,8 +15,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
 
 
 def scheduler_families() -> set[str]:
-    idle = LiveState(leader=False, ready=False, cache_synced=False, term=0, nodes_watched=0, queue_depth=0,
-                     queue_delayed=0)
+    idle = LiveState(
+        leader=False, ready=False, cache_synced=False, term=0, nodes_watched=0, queue_depth=0, queue_delayed=0
+    )
     metrics = SchedulerMetrics(["NVIDIA"], event_reasons=EVENT_REASONS, live=lambda: idle)
     names = set()
     for family in metrics.registry.collect():
@@ -29,7 +30,7 @@ def scheduler_families() -> set[str]:
 def section(text: str, title: str) -> str:
     start = text.index(f"## {title}\n")
     end = text.find("\n## ", start + 1)
-    return text[start:end if end != -1 else None]
+    return text[start : end if end != -1 else None]
 
 
 def test_every_scheduler_metric_is_listed() -> None:

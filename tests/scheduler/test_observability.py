@@ -25,15 +25,21 @@ def get(replica: Any, path: str) -> tuple[int, bytes]:
 
 def samples(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of a /metrics text by (name, sorted labels), through prometheus_client's parser."""
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text.decode()) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text.decode())
+        for s in family.samples
+    }
 
 
 def test_http_view_of_leader_and_follower(memory_world: World, caplog: pytest.LogCaptureFixture) -> None:
     world = memory_world
     caplog.set_level("INFO", logger="hami_core")
-    node = world.node("view", {"hami.io/node-dcu-register": DCU,
-                               "hami.io/node-mlu-register": "MLU-1,10:"}, {"hygon.com/dcunum": "4"})
+    node = world.node(
+        "view",
+        {"hami.io/node-dcu-register": DCU, "hami.io/node-mlu-register": "MLU-1,10:"},
+        {"hygon.com/dcunum": "4"},
+    )
     leader = world.scheduler("dcu", "mlu", identity="leader")
     world.run_until("ready", leader.ready)
     follower = world.scheduler("dcu", "mlu", identity="follower")
@@ -66,8 +72,9 @@ def test_http_view_of_leader_and_follower(memory_world: World, caplog: pytest.Lo
 
     became = [r for r in caplog.records if "became leader" in r.getMessage()]
     assert [getattr(r, "term", None) for r in became] == [1]
-    assert any(r.getMessage() == "cache synced for term 1" and getattr(r, "term", None) == 1
-               for r in caplog.records)
+    assert any(
+        r.getMessage() == "cache synced for term 1" and getattr(r, "term", None) == 1 for r in caplog.records
+    )
     # Losing the lease is logged and ends readiness at once; the next term syncs anew.
     world.stop(leader)
     world.run_until("follower takes over", follower.ready)

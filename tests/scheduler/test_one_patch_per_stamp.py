@@ -45,8 +45,9 @@ def _report_every_second(world: World, nodes: list[str], seconds: int, history: 
 
 
 def test_every_stamp_is_sent_once_across_terms(world: World) -> None:
-    nodes = [world.node(f"p{i}", {"hami.io/node-mlu-register": MLU}, {"cambricon.com/mlu": "1"})
-             for i in range(6)]
+    nodes = [
+        world.node(f"p{i}", {"hami.io/node-mlu-register": MLU}, {"cambricon.com/mlu": "1"}) for i in range(6)
+    ]
     history: History = defaultdict(list)
 
     def replica(identity: str) -> Any:

@@ -18,8 +18,17 @@ from hami_core.scheduler.registrar import Registrar
 MLU = "MLU-1,10,23308,0,MLU-MLU370-X4,0,true,0,hami-core:"
 DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
 NVIDIA = '[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10","health":true}]'
-WRITES = ("patch_node_annotations", "patch_node_status", "merge_patch_node", "create_node", "delete_node",
-          "create_lease", "update_lease", "get_lease", "create_event")
+WRITES = (
+    "patch_node_annotations",
+    "patch_node_status",
+    "merge_patch_node",
+    "create_node",
+    "delete_node",
+    "create_lease",
+    "update_lease",
+    "get_lease",
+    "create_event",
+)
 OBSERVER = "hami-observer"
 #: API servers (by URL) that already have the observer identity and its RBAC.
 _PROVISIONED: set[str] = set()
@@ -34,14 +43,19 @@ def _observer_cluster(world: World) -> CountingCluster:
     if server.url not in _PROVISIONED:
         server.add_identity(OBSERVER)
         rbac_api = "/apis/rbac.authorization.k8s.io/v1"
-        role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                "metadata": {"name": OBSERVER},
-                "rules": rbac.read_only_scheduler_rules()}
-        binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                   "metadata": {"name": OBSERVER},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                               "name": OBSERVER},
-                   "subjects": [{"kind": "User", "name": OBSERVER, "apiGroup": "rbac.authorization.k8s.io"}]}
+        role = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": OBSERVER},
+            "rules": rbac.read_only_scheduler_rules(),
+        }
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": OBSERVER},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": OBSERVER},
+            "subjects": [{"kind": "User", "name": OBSERVER, "apiGroup": "rbac.authorization.k8s.io"}],
+        }
         for path, body in ((f"{rbac_api}/clusterroles", role), (f"{rbac_api}/clusterrolebindings", binding)):
             status, answer = server.request("POST", path, body)
             assert status in (201, 409), answer
@@ -60,8 +74,11 @@ def _refused_writes(world: World) -> float:
         if family.name == "apiserver_request":
             for sample in family.samples:
                 labels = sample.labels
-                if (sample.name == "apiserver_request_total" and labels.get("code") == "403"
-                        and labels.get("verb") in ("PATCH", "POST", "PUT", "DELETE", "UPDATE", "CREATE")):
+                if (
+                    sample.name == "apiserver_request_total"
+                    and labels.get("code") == "403"
+                    and labels.get("verb") in ("PATCH", "POST", "PUT", "DELETE", "UPDATE", "CREATE")
+                ):
                     total += sample.value
     return total
 
@@ -72,15 +89,22 @@ def cluster_state(world: World) -> dict[str, str]:
     old = "Requesting_2025-12-31 23:50:00"  # ten minutes before the fake clock starts: expired
     return {
         "needs-stamp": world.node("ro-mlu", {"hami.io/node-mlu-register": MLU}, {"cambricon.com/mlu": "1"}),
-        "registered": world.node("ro-gpu", {"hami.io/node-nvidia-register": NVIDIA,
-                                            "hami.io/node-handshake": old}, {"nvidia.com/gpu": "10"}),
-        "dead": world.node("ro-dcu", {"hami.io/node-dcu-register": DCU,
-                                      "hami.io/node-handshake-dcu": old}),
+        "registered": world.node(
+            "ro-gpu",
+            {"hami.io/node-nvidia-register": NVIDIA, "hami.io/node-handshake": old},
+            {"nvidia.com/gpu": "10"},
+        ),
+        "dead": world.node("ro-dcu", {"hami.io/node-dcu-register": DCU, "hami.io/node-handshake-dcu": old}),
         "hami-stamp-only": world.node("ro-cpu", {"hami.io/node-handshake-dcu": old}),
         "null": world.node("ro-null", {"hami.io/node-nvidia-register": "[null]"}, {"nvidia.com/gpu": "1"}),
-        "dotted": world.node("ro-dot", {"hami.io/node-mlu-register": MLU,
-                                        "hami.io/node-handshake-mlu": "Requesting_2024.01.10 04:06:57"},
-                             {"cambricon.com/mlu": "1"}),
+        "dotted": world.node(
+            "ro-dot",
+            {
+                "hami.io/node-mlu-register": MLU,
+                "hami.io/node-handshake-mlu": "Requesting_2024.01.10 04:06:57",
+            },
+            {"cambricon.com/mlu": "1"},
+        ),
     }
 
 
@@ -95,22 +119,29 @@ def test_read_only_decides_as_a_leader_would_and_writes_nothing(
     would = {name: observer.would_write(name) for name in cluster_state.values()}
 
     # What a leader decides on the same Nodes at the same moment.
-    leader_registrar = Registrar(world.rules("mlu", "dcu", "nvidia"), DeviceCache(),
-                                 selector=observer.config.node_selector)
+    leader_registrar = Registrar(
+        world.rules("mlu", "dcu", "nvidia"), DeviceCache(), selector=observer.config.node_selector
+    )
     now = world.clock.now()
-    decided = {name: dict(leader_registrar.evaluate(name, observer.view.get(name), now=now).patch)
-               for name in cluster_state.values()}
+    decided = {
+        name: dict(leader_registrar.evaluate(name, observer.view.get(name), now=now).patch)
+        for name in cluster_state.values()
+    }
     assert would == decided
     stamp = f"Requesting_{now:%Y-%m-%d %H:%M:%S}"
     assert would[cluster_state["needs-stamp"]] == {"hami.io/node-handshake-mlu": stamp}
     assert would[cluster_state["dotted"]] == {}  # a real, fresh-enough stamp here (HAMi cannot parse it)
     assert would[cluster_state["registered"]] == {}
     assert observer.cache.vendor(cluster_state["null"], "NVIDIA").state == "degraded"
-    pending = {(sample.labels["vendor"], sample.labels["kind"]): sample.value
-               for family in text_string_to_metric_families(observer.metrics_text())
-               if family.name == "hami_scheduler_read_only_pending_writes" for sample in family.samples}
+    pending = {
+        (sample.labels["vendor"], sample.labels["kind"]): sample.value
+        for family in text_string_to_metric_families(observer.metrics_text())
+        if family.name == "hami_scheduler_read_only_pending_writes"
+        for sample in family.samples
+    }
     assert pending[("MLU", "stamp")] == sum(
-        1 for patch in would.values() if "hami.io/node-handshake-mlu" in patch)
+        1 for patch in would.values() if "hami.io/node-handshake-mlu" in patch
+    )
     assert pending[("MLU", "stamp")] >= 1 and pending[("DCU", "delete")] == 0
 
     # HAMi's scheduler and plugins keep writing for a while: reports, stamps, cleanups, bad values.
@@ -123,8 +154,9 @@ def test_read_only_decides_as_a_leader_would_and_writes_nothing(
         if second == 10:
             world.admin.patch_node_annotations(cluster_state["dead"], {"hami.io/node-handshake-dcu": None})
         if second == 20:
-            world.admin.patch_node_annotations(cluster_state["registered"],
-                                               {"hami.io/node-nvidia-register": NVIDIA[:-3]})
+            world.admin.patch_node_annotations(
+                cluster_state["registered"], {"hami.io/node-nvidia-register": NVIDIA[:-3]}
+            )
     world.settle()
     calls: Counter[str] = cluster.calls
     assert sum(calls[name] for name in WRITES) == 0, calls
@@ -133,7 +165,8 @@ def test_read_only_decides_as_a_leader_would_and_writes_nothing(
     if world.kind == "apiserver":
         assert _refused_writes(world) == refused_before  # nothing was even tried
         status, lease = world.server.request(  # type: ignore[attr-defined]
-            "GET", f"/apis/coordination.k8s.io/v1/namespaces/{world.namespace}/leases/hami-scheduler")
+            "GET", f"/apis/coordination.k8s.io/v1/namespaces/{world.namespace}/leases/hami-scheduler"
+        )
         assert status == 404, lease
 
     # A leader started now sends what the observer says a leader would send, wherever the observer's
@@ -149,13 +182,19 @@ def test_read_only_decides_as_a_leader_would_and_writes_nothing(
         return {key: "delete" if value is None else "stamp" for key, value in patch.items()}
 
     def remembered(name: str) -> bool:
-        return any(observer.registrar.memory(name, v.vendor_key).awaiting_sign_of_life
-                   for v in observer.registrar.vendors)
+        return any(
+            observer.registrar.memory(name, v.vendor_key).awaiting_sign_of_life
+            for v in observer.registrar.vendors
+        )
 
-    expected = {name: kinds(patch) for name in cluster_state.values()
-                if (patch := observer.would_write(name)) and not remembered(name)}
-    leader = world.scheduler("mlu", "dcu", "nvidia", cluster=Recording(world._make_cluster(None)),
-                             identity="leader")
+    expected = {
+        name: kinds(patch)
+        for name in cluster_state.values()
+        if (patch := observer.would_write(name)) and not remembered(name)
+    }
+    leader = world.scheduler(
+        "mlu", "dcu", "nvidia", cluster=Recording(world._make_cluster(None)), identity="leader"
+    )
     world.run_until("the leader is ready", leader.ready)
     assert {name: kinds(patch) for name, patch in sent.items() if not remembered(name)} == expected
     assert expected  # the comparison is about something

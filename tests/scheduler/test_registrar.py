@@ -35,9 +35,14 @@ class CountingCodec:
 
 
 def rules(codec: CountingCodec, key: str = "ACME", short: str = "acme") -> VendorRules:
-    return VendorRules(vendor_key=key, register_annotation=f"hami.io/node-{short}-register",
-                       handshake_annotation=f"hami.io/node-handshake-{short}",
-                       count_resource=f"example.com/{short}", liveness=HANDSHAKE, codec=codec)
+    return VendorRules(
+        vendor_key=key,
+        register_annotation=f"hami.io/node-{short}-register",
+        handshake_annotation=f"hami.io/node-handshake-{short}",
+        count_resource=f"example.com/{short}",
+        liveness=HANDSHAKE,
+        codec=codec,
+    )
 
 
 VALUE = "A-1,4,1024,100,ACME-1,0,true,0,hami-core:"
@@ -46,8 +51,14 @@ VALUE = "A-1,4,1024,100,ACME-1,0,true,0,hami-core:"
 def node(
     annotations: dict[str, str], *, labels: dict[str, str] | None = None, alloc: str = "4"
 ) -> NodeSnapshot:
-    return NodeSnapshot(name="n1", uid="u1", resource_version="1", labels=labels or {},
-                        annotations=annotations, allocatable={"example.com/acme": alloc})
+    return NodeSnapshot(
+        name="n1",
+        uid="u1",
+        resource_version="1",
+        labels=labels or {},
+        annotations=annotations,
+        allocatable={"example.com/acme": alloc},
+    )
 
 
 def test_an_unchanged_node_costs_no_decode_and_no_write() -> None:
@@ -61,8 +72,9 @@ def test_an_unchanged_node_costs_no_decode_and_no_write() -> None:
         again = registrar.evaluate("n1", observed, now=T0 + timedelta(seconds=seconds))
         assert again.patch == {}
     assert codec.decodes == 1
-    changed = node({"hami.io/node-acme-register": VALUE.replace("1024", "2048"),
-                    "hami.io/node-handshake-acme": stamp})
+    changed = node(
+        {"hami.io/node-acme-register": VALUE.replace("1024", "2048"), "hami.io/node-handshake-acme": stamp}
+    )
     registrar.evaluate("n1", changed, now=T0 + timedelta(seconds=31))
     assert codec.decodes == 2
     assert registrar.cache.vendor("n1", "ACME").devices[0].devmem == 2048  # type: ignore[union-attr]
@@ -72,8 +84,8 @@ def test_all_vendors_of_a_node_share_one_patch() -> None:
     a, b = CountingCodec(), CountingCodec()
     registrar = Registrar([rules(a), rules(b, "BETA", "beta")], DeviceCache())
     result = registrar.evaluate(
-        "n1", node({"hami.io/node-acme-register": VALUE, "hami.io/node-beta-register": VALUE}),
-        now=T0)
+        "n1", node({"hami.io/node-acme-register": VALUE, "hami.io/node-beta-register": VALUE}), now=T0
+    )
     assert set(result.patch) == {"hami.io/node-handshake-acme", "hami.io/node-handshake-beta"}
 
 
@@ -82,9 +94,11 @@ def test_relevance_ignores_what_cannot_change_a_decision() -> None:
     base = node({"hami.io/node-acme-register": VALUE}, labels={"pool": "gpu"})
     noise = node({"hami.io/node-acme-register": VALUE, "unrelated": "x"}, labels={"pool": "gpu", "z": "1"})
     assert registrar.relevant(base) == registrar.relevant(noise)
-    for different in (node({"hami.io/node-acme-register": VALUE}, labels={"pool": "cpu"}),
-                      node({"hami.io/node-acme-register": VALUE + "x"}, labels={"pool": "gpu"}),
-                      node({"hami.io/node-acme-register": VALUE}, labels={"pool": "gpu"}, alloc="0")):
+    for different in (
+        node({"hami.io/node-acme-register": VALUE}, labels={"pool": "cpu"}),
+        node({"hami.io/node-acme-register": VALUE + "x"}, labels={"pool": "gpu"}),
+        node({"hami.io/node-acme-register": VALUE}, labels={"pool": "gpu"}, alloc="0"),
+    ):
         assert registrar.relevant(base) != registrar.relevant(different)
 
 
@@ -105,8 +119,10 @@ def test_a_failed_stamp_is_decided_again_and_a_failed_delete_is_resent() -> None
     retry = registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=later)
     assert retry.patch == {"hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:05"}
     # The stamp lands; the plugin dies (allocatable 0); the stamp expires: cleanup deletes it.
-    stamped = {"hami.io/node-acme-register": VALUE, "hami.io/node-handshake-acme": retry.patch[
-        "hami.io/node-handshake-acme"] or ""}
+    stamped = {
+        "hami.io/node-acme-register": VALUE,
+        "hami.io/node-handshake-acme": retry.patch["hami.io/node-handshake-acme"] or "",
+    }
     dead = registrar.evaluate("n1", node(stamped, alloc="0"), now=later + timedelta(seconds=60))
     assert dead.patch == {"hami.io/node-handshake-acme": None}
     again = registrar.evaluate("n1", node(stamped, alloc="0"), now=later + timedelta(seconds=61))
@@ -141,9 +157,13 @@ def test_a_node_recreated_under_the_same_name_starts_clean_even_without_a_delete
     assert dead.patch == {"hami.io/node-handshake-acme": None}
     assert registrar.memory("n1", "ACME").awaiting_sign_of_life
     assert not dead.node_gone
-    reborn = NodeSnapshot(name="n1", uid="u2", resource_version="9",
-                          annotations={"hami.io/node-acme-register": VALUE},
-                          allocatable={"example.com/acme": "0"})
+    reborn = NodeSnapshot(
+        name="n1",
+        uid="u2",
+        resource_version="9",
+        annotations={"hami.io/node-acme-register": VALUE},
+        allocatable={"example.com/acme": "0"},
+    )
     later = T0 + timedelta(seconds=70)
     fresh = registrar.evaluate("n1", reborn, now=later)
     assert fresh.node_gone
@@ -157,8 +177,10 @@ def test_a_cleanup_delete_is_asked_for_until_the_node_shows_it_done() -> None:
     # Whoever leads when it is sent (the replica that decided it may have been a follower, or lost the
     # lease before sending): while the node shows the stamp cleaned up, the delete is asked for.
     registrar = Registrar([rules(CountingCodec())], DeviceCache())
-    stamped = {"hami.io/node-acme-register": VALUE,
-               "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:00"}
+    stamped = {
+        "hami.io/node-acme-register": VALUE,
+        "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:00",
+    }
     assert registrar.evaluate("n1", node(stamped, alloc="0"), now=T0).patch == {}
     cleaned = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=60))
     assert cleaned.patch == {"hami.io/node-handshake-acme": None}
@@ -179,10 +201,14 @@ class BrokenRule:
 
 
 def test_a_liveness_rule_that_raises_degrades_only_its_vendor_and_warns_once() -> None:
-    broken = VendorRules(vendor_key="BROKEN", register_annotation="example.com/broken-register",
-                         handshake_annotation="example.com/broken-handshake",
-                         count_resource="example.com/broken",
-                         liveness=BrokenRule(), codec=LEGACY_CODEC)
+    broken = VendorRules(
+        vendor_key="BROKEN",
+        register_annotation="example.com/broken-register",
+        handshake_annotation="example.com/broken-handshake",
+        count_resource="example.com/broken",
+        liveness=BrokenRule(),
+        codec=LEGACY_CODEC,
+    )
     registrar = Registrar([broken, rules(CountingCodec())], DeviceCache())
     annotations = {"example.com/broken-register": VALUE, "hami.io/node-acme-register": VALUE}
     first = registrar.evaluate("n1", node(annotations), now=T0)
@@ -197,8 +223,10 @@ def test_a_liveness_rule_that_raises_degrades_only_its_vendor_and_warns_once() -
     assert again.warnings == () and registrar.counters["liveness_rule_errors"] == 1
 
 
-STAMPED = {"hami.io/node-acme-register": VALUE,
-           "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:00"}
+STAMPED = {
+    "hami.io/node-acme-register": VALUE,
+    "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:00:00",
+}
 
 
 def test_a_cleanup_delete_is_not_asked_for_once_the_node_shows_something_newer() -> None:
@@ -210,8 +238,13 @@ def test_a_cleanup_delete_is_not_asked_for_once_the_node_shows_something_newer()
     registrar.evaluate("n1", node(STAMPED, alloc="0"), now=later)
     registrar.evaluate("n1", None, now=later + timedelta(seconds=1))
     fresh_stamp = {**STAMPED, "hami.io/node-handshake-acme": "Requesting_2026-11-29 18:01:01"}
-    reborn = NodeSnapshot(name="n1", uid="u2", resource_version="9", annotations=fresh_stamp,
-                          allocatable={"example.com/acme": "4"})
+    reborn = NodeSnapshot(
+        name="n1",
+        uid="u2",
+        resource_version="9",
+        annotations=fresh_stamp,
+        allocatable={"example.com/acme": "4"},
+    )
     assert registrar.evaluate("n1", reborn, now=later + timedelta(seconds=2)).patch == {}
     # A report after the cleanup is a sign of life: re-stamped, not deleted.
     registrar = Registrar([rules(CountingCodec())], DeviceCache())
@@ -223,9 +256,14 @@ def test_a_cleanup_delete_is_not_asked_for_once_the_node_shows_something_newer()
 
 
 def test_a_raising_liveness_rule_leaves_nodes_without_its_vendor_alone() -> None:
-    broken = VendorRules(vendor_key="BROKEN", register_annotation="example.com/broken-register",
-                         handshake_annotation="example.com/broken-handshake",
-                         count_resource="example.com/broken", liveness=BrokenRule(), codec=LEGACY_CODEC)
+    broken = VendorRules(
+        vendor_key="BROKEN",
+        register_annotation="example.com/broken-register",
+        handshake_annotation="example.com/broken-handshake",
+        count_resource="example.com/broken",
+        liveness=BrokenRule(),
+        codec=LEGACY_CODEC,
+    )
     registrar = Registrar([broken], DeviceCache())
     for name in ("cpu-0", "cpu-1"):
         bare = NodeSnapshot(name=name, uid=name, resource_version="1")

@@ -24,13 +24,24 @@ STAMP = "Requesting_2026-11-29 18:00:00"
 
 
 def rules(liveness: LivenessRule = HANDSHAKE, handshake: str | None = HANDSHAKE_KEY) -> VendorRules:
-    return VendorRules(vendor_key="ACME", register_annotation=REGISTER, handshake_annotation=handshake,
-                       count_resource="example.com/acme", liveness=liveness, codec=LEGACY_CODEC)
+    return VendorRules(
+        vendor_key="ACME",
+        register_annotation=REGISTER,
+        handshake_annotation=handshake,
+        count_resource="example.com/acme",
+        liveness=liveness,
+        codec=LEGACY_CODEC,
+    )
 
 
 def node(annotations: dict[str, str], alloc: str = "0", uid: str = "u1") -> NodeSnapshot:
-    return NodeSnapshot(name="n1", uid=uid, resource_version="1", annotations=annotations,
-                        allocatable={"example.com/acme": alloc})
+    return NodeSnapshot(
+        name="n1",
+        uid=uid,
+        resource_version="1",
+        annotations=annotations,
+        allocatable={"example.com/acme": alloc},
+    )
 
 
 def only_event(evaluation: Evaluation) -> VendorEvent:
@@ -61,15 +72,19 @@ def test_a_cleanup_says_the_rule_the_stamp_age_and_the_count() -> None:
     assert event.message == (
         "ACME cleaned up by the 'handshake' liveness rule: the scheduler's stamp is 1m15s old (window 1m), "
         "allocatable example.com/acme is 0 (it was above 0); its 2 devices left the device cache until a "
-        "sign of life (a plugin report, example.com/acme above 0, or a new register value)")
+        "sign of life (a plugin report, example.com/acme above 0, or a new register value)"
+    )
     assert registrar.metrics.totals()["cleanups"] == 1
 
 
-@pytest.mark.parametrize(("handshake", "words"), [
-    ("Reported 2026-11-29 17:00:00", "the handshake is 'Reported 2026-11-29 17:00:00', not a stamp"),
-    ("Requesting_yesterday", "the stamp 'Requesting_yesterday' does not parse"),
-    (None, f"no {HANDSHAKE_KEY} annotation"),
-])
+@pytest.mark.parametrize(
+    ("handshake", "words"),
+    [
+        ("Reported 2026-11-29 17:00:00", "the handshake is 'Reported 2026-11-29 17:00:00', not a stamp"),
+        ("Requesting_yesterday", "the stamp 'Requesting_yesterday' does not parse"),
+        (None, f"no {HANDSHAKE_KEY} annotation"),
+    ],
+)
 def test_a_cleanup_by_the_count_says_what_the_handshake_was(handshake: str | None, words: str) -> None:
     registrar = Registrar([rules(ALLOCATABLE)], DeviceCache())
     registrar.evaluate("n1", node({}), now=T0)
@@ -77,8 +92,10 @@ def test_a_cleanup_by_the_count_says_what_the_handshake_was(handshake: str | Non
     registrar.evaluate("n1", node(shown, alloc="1"), now=T0)
     event = only_event(registrar.evaluate("n1", node(shown, alloc="0"), now=T0))
     assert event.reason == "HamiVendorCleanedUp"
-    assert event.message.startswith(f"ACME cleaned up by the 'allocatable' liveness rule: {words}, "
-                                    "allocatable example.com/acme is 0 (it was above 0); its 2 devices ")
+    assert event.message.startswith(
+        f"ACME cleaned up by the 'allocatable' liveness rule: {words}, "
+        "allocatable example.com/acme is 0 (it was above 0); its 2 devices "
+    )
 
 
 def test_a_vendor_without_a_handshake_says_so() -> None:
@@ -88,11 +105,14 @@ def test_a_vendor_without_a_handshake_says_so() -> None:
     assert "liveness rule: the vendor has no handshake, allocatable example.com/acme is 0" in event.message
 
 
-@pytest.mark.parametrize(("after", "alloc", "sign"), [
-    ({HANDSHAKE_KEY: "Reported_2026.11.29 18:05:00"}, "0", f"a plugin report in {HANDSHAKE_KEY}"),
-    ({HANDSHAKE_KEY: STAMP}, "4", "allocatable example.com/acme is 4"),
-    ({REGISTER: VALUE.split(":")[0] + ":"}, "0", f"a new value of {REGISTER}"),
-])
+@pytest.mark.parametrize(
+    ("after", "alloc", "sign"),
+    [
+        ({HANDSHAKE_KEY: "Reported_2026.11.29 18:05:00"}, "0", f"a plugin report in {HANDSHAKE_KEY}"),
+        ({HANDSHAKE_KEY: STAMP}, "4", "allocatable example.com/acme is 4"),
+        ({REGISTER: VALUE.split(":")[0] + ":"}, "0", f"a new value of {REGISTER}"),
+    ],
+)
 def test_coming_back_names_the_sign_of_life(after: dict[str, str], alloc: str, sign: str) -> None:
     registrar = Registrar([rules()], DeviceCache())
     registrar.evaluate("n1", node({REGISTER: VALUE}), now=T0)
@@ -103,8 +123,9 @@ def test_coming_back_names_the_sign_of_life(after: dict[str, str], alloc: str, s
     event = only_event(registrar.evaluate("n1", node(shown, alloc=alloc), now=expired))
     count = 1 if REGISTER in after else 2
     assert (event.type, event.reason) == ("Normal", "HamiVendorReadmitted")
-    assert event.message == (f"ACME is back after a sign of life ({sign}): {count} device"
-                             f"{'s' if count != 1 else ''} registered")
+    assert event.message == (
+        f"ACME is back after a sign of life ({sign}): {count} device{'s' if count != 1 else ''} registered"
+    )
 
 
 def test_updates_and_unchanged_evaluations_are_no_events() -> None:

@@ -22,7 +22,7 @@ from hami_core.scheduler.trim import NodeTrim
 
 REGISTER = {
     "hami.io/node-nvidia-register": '[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,'
-                                    '"type":"NVIDIA-A10","mode":"hami-core","health":true}]',
+    '"type":"NVIDIA-A10","mode":"hami-core","health":true}]',
     "hami.io/node-dcu-register": "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:",
 }
 ALLOCATABLE = {"nvidia.com/gpu": "10", "hygon.com/dcunum": "4"}
@@ -49,30 +49,45 @@ def test_keeps_the_vendor_keys_the_count_resources_and_the_selector_labels_only(
     trim = _trim("nvidia", "mlu", selector={"pool": "gpu"})
     register = REGISTER["hami.io/node-nvidia-register"]
     node = NodeSnapshot(
-        name="n1", uid="u1", resource_version="7",
+        name="n1",
+        uid="u1",
+        resource_version="7",
         labels={"pool": "gpu", **OTHER_LABELS},
-        annotations={"hami.io/node-nvidia-register": register, "hami.io/node-handshake": "Requesting_x",
-                     **OTHER_ANNOTATIONS},
+        annotations={
+            "hami.io/node-nvidia-register": register,
+            "hami.io/node-handshake": "Requesting_x",
+            **OTHER_ANNOTATIONS,
+        },
         allocatable={"nvidia.com/gpu": "8", **OTHER_ALLOCATABLE},
     )
     kept = trim(node)
     assert (kept.name, kept.uid, kept.resource_version) == ("n1", "u1", "7")
     assert dict(kept.labels) == {"pool": "gpu"}
-    assert dict(kept.annotations) == {"hami.io/node-nvidia-register": register,
-                                      "hami.io/node-handshake": "Requesting_x"}
+    assert dict(kept.annotations) == {
+        "hami.io/node-nvidia-register": register,
+        "hami.io/node-handshake": "Requesting_x",
+    }
     assert dict(kept.allocatable) == {"nvidia.com/gpu": "8"}
     assert kept.annotations["hami.io/node-nvidia-register"] is register  # the value itself, not a copy
     # one key object for every node, and the short repeating values interned
-    other = trim(NodeSnapshot(name="n2", annotations={"".join(["hami.io/node-", "nvidia-register"]): "[]"},
-                              allocatable={"nvidia.com/gpu": "".join(["8"])}))
+    other = trim(
+        NodeSnapshot(
+            name="n2",
+            annotations={"".join(["hami.io/node-", "nvidia-register"]): "[]"},
+            allocatable={"nvidia.com/gpu": "".join(["8"])},
+        )
+    )
     assert next(iter(other.annotations)) is next(iter(kept.annotations))
     assert other.allocatable["nvidia.com/gpu"] is kept.allocatable["nvidia.com/gpu"] is sys.intern("8")
     assert dict(other.labels) == {}
 
 
 def test_a_node_without_any_kept_key_holds_empty_mappings() -> None:
-    kept = _trim("dcu")(NodeSnapshot(name="plain", labels=OTHER_LABELS, annotations=OTHER_ANNOTATIONS,
-                                     allocatable=OTHER_ALLOCATABLE))
+    kept = _trim("dcu")(
+        NodeSnapshot(
+            name="plain", labels=OTHER_LABELS, annotations=OTHER_ANNOTATIONS, allocatable=OTHER_ALLOCATABLE
+        )
+    )
     assert kept == NodeSnapshot(name="plain")
     assert not kept.labels and not kept.annotations and not kept.allocatable
 
@@ -99,9 +114,17 @@ def test_the_store_is_trimmed_and_shows_what_the_whole_node_shows(world: World) 
     now = world.clock.now()
 
     def explained(snapshot: NodeSnapshot) -> dict[str, object]:
-        return explanation_json(explain_node(
-            node, snapshot, registrar.vendors, lambda vendor: registrar.memory(node, vendor),
-            selector=config.node_selector, now=now, window=timedelta(seconds=config.handshake_window)))
+        return explanation_json(
+            explain_node(
+                node,
+                snapshot,
+                registrar.vendors,
+                lambda vendor: registrar.memory(node, vendor),
+                selector=config.node_selector,
+                now=now,
+                window=timedelta(seconds=config.handshake_window),
+            )
+        )
 
     assert explained(stored) == explained(whole)
     shown = replica.node_json(node)

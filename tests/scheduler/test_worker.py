@@ -24,8 +24,12 @@ MLU = "MLU-1,10,23308,0,MLU-MLU370-X4,0,true:"
 def scheduler() -> Iterator[Scheduler]:
     _, drivers = load_drivers(["mlu"])
     cluster = MemoryCluster()
-    s = Scheduler(cluster, [d.rules() for d in drivers], SchedulerConfig(http_port=None, identity="a"),
-                  clock=FakeClock(T0))
+    s = Scheduler(
+        cluster,
+        [d.rules() for d in drivers],
+        SchedulerConfig(http_port=None, identity="a"),
+        clock=FakeClock(T0),
+    )
     s.reflector.start()  # the worker and the elector are stepped by the test
     yield s
     s.reflector.stop(5)

@@ -30,8 +30,9 @@ class GatedCluster:
         self.sent: list[str] = []
         self._lock = threading.Lock()
 
-    def patch_node_annotations(self, name: str, changes: Mapping[str, str | None], **kwargs: Any
-                               ) -> NodeSnapshot:
+    def patch_node_annotations(
+        self, name: str, changes: Mapping[str, str | None], **kwargs: Any
+    ) -> NodeSnapshot:
         with self._lock:
             self.entered.append(name)
         self.gate.wait(10)
@@ -46,9 +47,14 @@ def test_every_waiting_node_is_sent_in_order_by_at_most_max_in_flight_pool_tasks
     for name in names:
         cluster.memory.create_node(name)
     applied: list[tuple[str, str]] = []
-    writer = PatchWriter(cluster, limiter=TokenBucket(1000, 1000), is_leader=lambda: True,  # type: ignore[arg-type]
-                         on_applied=lambda w, reply: applied.append((w.node, reply.annotations[STAMP])),
-                         on_failed=lambda w, e: None, max_in_flight=IN_FLIGHT)
+    writer = PatchWriter(
+        cluster,
+        limiter=TokenBucket(1000, 1000),
+        is_leader=lambda: True,  # type: ignore[arg-type]
+        on_applied=lambda w, reply: applied.append((w.node, reply.annotations[STAMP])),
+        on_failed=lambda w, e: None,
+        max_in_flight=IN_FLIGHT,
+    )
     tasks: list[object] = []
     submit = writer._pool.submit
     writer._pool.submit = lambda *a, **k: tasks.append(a) or submit(*a, **k)  # type: ignore[method-assign]

@@ -58,8 +58,9 @@ def test_writes_are_405_with_allow(server: EndpointServer, method: str) -> None:
     assert status == 405 and headers["Allow"] == "GET, HEAD"
 
 
-def test_a_route_that_raises_is_a_logged_500(server: EndpointServer,
-                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_a_route_that_raises_is_a_logged_500(
+    server: EndpointServer, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.ERROR, logger="hami_core.serve")
     status, _, body = request(server, "GET", "/bug")
     assert status == 500 and body == b'{"error": "internal error"}'
@@ -86,8 +87,11 @@ def test_an_address_in_use_is_an_oserror(server: EndpointServer) -> None:
 
 
 def test_json_response_is_sorted_json() -> None:
-    assert json_response(HTTPStatus.OK, {"b": 1, "a": 2}) == (HTTPStatus.OK, b'{"a": 2, "b": 1}',
-                                                              "application/json")
+    assert json_response(HTTPStatus.OK, {"b": 1, "a": 2}) == (
+        HTTPStatus.OK,
+        b'{"a": 2, "b": 1}',
+        "application/json",
+    )
 
 
 def test_each_daemon_has_its_own_registry_with_build_info_and_process_metrics() -> None:

@@ -95,8 +95,9 @@ def _default() -> Json:
     return data
 
 
-def _hami(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-          ) -> tuple[int, str, str]:
+def _hami(
+    args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
     """``hami ARGS`` as the console script runs it (``run``): exit code, stdout, stderr."""
     monkeypatch.setattr(sys, "argv", ["hami", *args])
     with pytest.raises(SystemExit) as exit_:
@@ -108,6 +109,7 @@ def _hami(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
 
 def _set(path: str, value: object) -> Callable[[Json], object]:
     """A change to the default scenario: ``path`` like ``nodes.0.name`` set to ``value``."""
+
     def change(data: Json) -> object:
         *parents, last = path.split(".")
         target: Any = data
@@ -118,6 +120,7 @@ def _set(path: str, value: object) -> Callable[[Json], object]:
         else:
             target[last] = value
         return data
+
     return change
 
 
@@ -125,6 +128,7 @@ def _with(change: Callable[[Json], None]) -> Callable[[Json], object]:
     def apply(data: Json) -> object:
         change(data)
         return data
+
     return apply
 
 
@@ -132,105 +136,197 @@ _BIG = "x" * (MAX_ANNOTATION_BYTES // 2 + 1)
 
 BAD_SCENARIOS: list[tuple[str, Callable[[Json], object], str]] = [
     # (id, change to the default scenario, or the file's text; what the message must say after the path)
-    ("node name", _set("nodes.2.name", "Bad Name"),
-     "nodes[2].name: 'Bad Name' is not a valid node name"),
+    ("node name", _set("nodes.2.name", "Bad Name"), "nodes[2].name: 'Bad Name' is not a valid node name"),
     ("node name too long", _set("nodes.0.name", "a" * 254), "nodes[0].name: 'aaaa"),
     ("node name not text", _set("nodes.0.name", 7), "nodes[0].name: expected a string, got int 7"),
-    ("node name lone surrogate", _set("nodes.0.name", "\ud800"),
-     "nodes[0].name: '\\ud800' is not valid Unicode"),
-    ("duplicate node", _set("nodes.4.name", "dcu-live"),
-     "nodes[4].name: 'dcu-live' is already the name of nodes[1]"),
-    ("label key", _set("nodes.0.labels", {"bad key": "v"}),
-     "nodes[0].labels: 'bad key' is not a valid label key"),
-    ("label value", _set("nodes.0.labels", {"zone": "a b"}),
-     "nodes[0].labels.zone: 'a b' is not a valid label value"),
+    (
+        "node name lone surrogate",
+        _set("nodes.0.name", "\ud800"),
+        "nodes[0].name: '\\ud800' is not valid Unicode",
+    ),
+    (
+        "duplicate node",
+        _set("nodes.4.name", "dcu-live"),
+        "nodes[4].name: 'dcu-live' is already the name of nodes[1]",
+    ),
+    (
+        "label key",
+        _set("nodes.0.labels", {"bad key": "v"}),
+        "nodes[0].labels: 'bad key' is not a valid label key",
+    ),
+    (
+        "label value",
+        _set("nodes.0.labels", {"zone": "a b"}),
+        "nodes[0].labels.zone: 'a b' is not a valid label value",
+    ),
     ("label value not text", _set("nodes.0.labels", {"zone": 1}), "nodes[0].labels.zone: expected a string"),
-    ("labels not an object", _set("nodes.0.labels", []),
-     "nodes[0].labels: expected a JSON object, got an array"),
-    ("register not text", _set("nodes.1.plugins.0.register", 3),
-     "nodes[1].plugins[0].register: expected a string, got int 3"),
-    ("register missing", _with(lambda d: d["nodes"][1]["plugins"][0].pop("register")),
-     "nodes[1].plugins[0].register: missing"),
+    (
+        "labels not an object",
+        _set("nodes.0.labels", []),
+        "nodes[0].labels: expected a JSON object, got an array",
+    ),
+    (
+        "register not text",
+        _set("nodes.1.plugins.0.register", 3),
+        "nodes[1].plugins[0].register: expected a string, got int 3",
+    ),
+    (
+        "register missing",
+        _with(lambda d: d["nodes"][1]["plugins"][0].pop("register")),
+        "nodes[1].plugins[0].register: missing",
+    ),
     ("driver empty", _set("nodes.1.plugins.0.driver", ""), "nodes[1].plugins[0].driver: must not be empty"),
-    ("driver not text", _set("nodes.1.plugins.0.driver", None),
-     "nodes[1].plugins[0].driver: expected a string"),
-    ("two plugins of one driver",
-     _with(lambda d: d["nodes"][1]["plugins"].append(d["nodes"][1]["plugins"][0])),
-     "nodes[1].plugins[1].driver: 'dcu' is already the driver of nodes[1].plugins[0]"),
-    ("allocatable negative", _set("nodes.1.plugins.0.allocatable", -1),
-     "nodes[1].plugins[0].allocatable: -1 is not from 0 to 9223372036854775807"),
-    ("allocatable huge", _set("nodes.1.plugins.0.allocatable", 10**30),
-     "nodes[1].plugins[0].allocatable: 1000000000000000000000000000000 is not from 0"),
-    ("allocatable fraction", _set("nodes.1.plugins.0.allocatable", 2.5),
-     "nodes[1].plugins[0].allocatable: expected a whole number, got a number 2.5"),
-    ("allocatable boolean", _set("nodes.1.plugins.0.allocatable", True),
-     "nodes[1].plugins[0].allocatable: expected a whole number, got a boolean True"),
-    ("registers too long", _with(lambda d: d["nodes"][0]["plugins"][0].update(register=_BIG)
-                                 or d["nodes"][0]["plugins"][1].update(register=_BIG)),
-     f"nodes[0].plugins: the node's register values take {2 * len(_BIG)} bytes"),
-    ("set-register too long", _with(lambda d: d["nodes"][0]["plugins"][0].update(register=_BIG)
-                                    or d["actions"][1].update(value=_BIG)),
-     f"actions[1].value: the node's register values take {2 * len(_BIG)} bytes"),
-    ("action on unknown node", _set("actions.0.node", "nope"),
-     "actions[0].node: 'nope' is not a node of the scenario"),
-    ("action on unknown driver", _set("actions.0.driver", "nvidia"),
-     "actions[0].driver: 'nvidia' is not a plugin of node 'dcu-dies' (nodes[2] has: dcu)"),
+    (
+        "driver not text",
+        _set("nodes.1.plugins.0.driver", None),
+        "nodes[1].plugins[0].driver: expected a string",
+    ),
+    (
+        "two plugins of one driver",
+        _with(lambda d: d["nodes"][1]["plugins"].append(d["nodes"][1]["plugins"][0])),
+        "nodes[1].plugins[1].driver: 'dcu' is already the driver of nodes[1].plugins[0]",
+    ),
+    (
+        "allocatable negative",
+        _set("nodes.1.plugins.0.allocatable", -1),
+        "nodes[1].plugins[0].allocatable: -1 is not from 0 to 9223372036854775807",
+    ),
+    (
+        "allocatable huge",
+        _set("nodes.1.plugins.0.allocatable", 10**30),
+        "nodes[1].plugins[0].allocatable: 1000000000000000000000000000000 is not from 0",
+    ),
+    (
+        "allocatable fraction",
+        _set("nodes.1.plugins.0.allocatable", 2.5),
+        "nodes[1].plugins[0].allocatable: expected a whole number, got a number 2.5",
+    ),
+    (
+        "allocatable boolean",
+        _set("nodes.1.plugins.0.allocatable", True),
+        "nodes[1].plugins[0].allocatable: expected a whole number, got a boolean True",
+    ),
+    (
+        "registers too long",
+        _with(
+            lambda d: (
+                d["nodes"][0]["plugins"][0].update(register=_BIG)
+                or d["nodes"][0]["plugins"][1].update(register=_BIG)
+            )
+        ),
+        f"nodes[0].plugins: the node's register values take {2 * len(_BIG)} bytes",
+    ),
+    (
+        "set-register too long",
+        _with(
+            lambda d: d["nodes"][0]["plugins"][0].update(register=_BIG) or d["actions"][1].update(value=_BIG)
+        ),
+        f"actions[1].value: the node's register values take {2 * len(_BIG)} bytes",
+    ),
+    (
+        "action on unknown node",
+        _set("actions.0.node", "nope"),
+        "actions[0].node: 'nope' is not a node of the scenario",
+    ),
+    (
+        "action on unknown driver",
+        _set("actions.0.driver", "nvidia"),
+        "actions[0].driver: 'nvidia' is not a plugin of node 'dcu-dies' (nodes[2] has: dcu)",
+    ),
     ("kill without driver", _set("actions.0.driver", ""), "actions[0].driver: a kill needs the driver"),
     ("delete with driver", _set("actions.3.driver", "kunlun"), "actions[3].driver: a delete takes no driver"),
     ("kill with value", _set("actions.0.value", "x"), "actions[0].value: only a set-register takes a value"),
-    ("unknown action", _set("actions.0.do", "explode"),
-     "actions[0].do: 'explode' is not one of kill, revive"),
-    ("action after delete", _with(lambda d: d["actions"].append(
-        {"at": 13.0, "node": "xpu-node", "do": "kill", "driver": "kunlun"})),
-     "actions[4].node: 'xpu-node' is already deleted by actions[3]"),
-    ("delete twice",
-     _with(lambda d: d["actions"].insert(0, {"at": 14.0, "node": "xpu-node", "do": "delete"})),
-     "actions[0].node: 'xpu-node' is already deleted by actions[4]"),
-    ("at the duration", _set("actions.0.at", 16),
-     "actions[0].at: 16.0 is not from 0 to before the duration (16 s)"),
+    (
+        "unknown action",
+        _set("actions.0.do", "explode"),
+        "actions[0].do: 'explode' is not one of kill, revive",
+    ),
+    (
+        "action after delete",
+        _with(
+            lambda d: d["actions"].append({"at": 13.0, "node": "xpu-node", "do": "kill", "driver": "kunlun"})
+        ),
+        "actions[4].node: 'xpu-node' is already deleted by actions[3]",
+    ),
+    (
+        "delete twice",
+        _with(lambda d: d["actions"].insert(0, {"at": 14.0, "node": "xpu-node", "do": "delete"})),
+        "actions[0].node: 'xpu-node' is already deleted by actions[4]",
+    ),
+    (
+        "at the duration",
+        _set("actions.0.at", 16),
+        "actions[0].at: 16.0 is not from 0 to before the duration (16 s)",
+    ),
     ("at negative", _set("actions.0.at", -1), "actions[0].at: -1.0 is not from 0"),
     ("at NaN", _set("actions.0.at", float("nan")), "actions[0].at: nan is not from 0"),
     ("at not a duration", _set("actions.0.at", "soon"), "actions[0].at: 'soon' is not a duration"),
     ("at a day as a unit", _set("actions.0.at", "1d"), "actions[0].at: '1d': unknown unit 'd'"),
-    ("at a boolean", _set("actions.0.at", False), "actions[0].at: expected a number of seconds or a "
-     "duration string, got a boolean"),
+    (
+        "at a boolean",
+        _set("actions.0.at", False),
+        "actions[0].at: expected a number of seconds or a duration string, got a boolean",
+    ),
     ("at a negative duration", _set("actions.0.at", "-1s"), "actions[0].at: -1.0 is not from 0"),
     ("at missing", _with(lambda d: d["actions"][0].pop("at")), "actions[0].at: missing"),
-    ("duration infinite",
-     lambda d: scenario_as_json(DEFAULT_SCENARIO).replace('"duration": 16.0', '"duration": 1e400'),
-     "duration: inf is not a number of seconds greater than 0 and at most 86400 (a day)"),
+    (
+        "duration infinite",
+        lambda d: scenario_as_json(DEFAULT_SCENARIO).replace('"duration": 16.0', '"duration": 1e400'),
+        "duration: inf is not a number of seconds greater than 0 and at most 86400 (a day)",
+    ),
     ("duration negative", _set("duration", -5), "duration: -5.0 is not a number of seconds greater than 0"),
     ("duration zero", _set("duration", 0), "duration: 0.0 is not a number of seconds greater than 0"),
     ("duration over a day", _set("duration", 86401), "duration: 86401.0 is not a number of seconds"),
     ("duration not a duration", _set("duration", "16 s"), "duration: '16 s' is not a duration"),
     ("duration a zero duration", _set("duration", "0s"), "duration: 0.0 is not a number of seconds"),
-    ("duration boolean", _set("duration", True),
-     "duration: expected a number of seconds or a duration string, got a boolean"),
-    ("duration huge integer", _set("duration", 10**400),
-     "duration: 10000000000000000 ... 00000000000000000 is too large"),
-    ("handshake window huge", _set("handshake_window", 1e300),
-     "handshake_window: 1e+300 is not a number of seconds from 0.01 to 86400 (a day)"),
+    (
+        "duration boolean",
+        _set("duration", True),
+        "duration: expected a number of seconds or a duration string, got a boolean",
+    ),
+    (
+        "duration huge integer",
+        _set("duration", 10**400),
+        "duration: 10000000000000000 ... 00000000000000000 is too large",
+    ),
+    (
+        "handshake window huge",
+        _set("handshake_window", 1e300),
+        "handshake_window: 1e+300 is not a number of seconds from 0.01 to 86400 (a day)",
+    ),
     ("handshake window NaN", _set("handshake_window", float("nan")), "handshake_window: nan is not a number"),
     ("resync zero", _set("resync", 0), "resync: 0.0 is not a number of seconds from 0.01"),
     ("resync a busy loop", _set("resync", 1e-9), "resync: 1e-09 is not a number of seconds from 0.01"),
-    ("report interval negative", _set("report_interval", -1),
-     "report_interval: -1.0 is not a number of seconds"),
-    ("report interval infinite", _set("report_interval", float("inf")),
-     "report_interval: inf is not a number"),
+    (
+        "report interval negative",
+        _set("report_interval", -1),
+        "report_interval: -1.0 is not a number of seconds",
+    ),
+    (
+        "report interval infinite",
+        _set("report_interval", float("inf")),
+        "report_interval: inf is not a number",
+    ),
     ("unknown field", _set("handshake_windw", 4.0), "handshake_windw: unknown field"),
     ("unknown node field", _set("nodes.0.nmae", "x"), "nodes[0].nmae: unknown field"),
     ("no nodes", _with(lambda d: d.pop("nodes")), "nodes: missing"),
     ("nodes not an array", _set("nodes", {}), "nodes: expected a JSON array, got an object"),
     ("node not an object", _set("nodes.0", "seed-node"), "nodes[0]: expected a JSON object, got a string"),
     ("not an object", lambda d: "[]", "expected a JSON object, got an array"),
-    ("repeated key", lambda d: '{"nodes": [], "duration": 1, "duration": 2}',
-     "the key 'duration' appears twice in one JSON object"),
+    (
+        "repeated key",
+        lambda d: '{"nodes": [], "duration": 1, "duration": 2}',
+        "the key 'duration' appears twice in one JSON object",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("change", "message"), [pytest.param(c, m, id=i) for i, c, m in BAD_SCENARIOS])
 def test_a_bad_scenario_value_is_one_error_line_and_exit_2(
-    change: Callable[[Json], object], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    change: Callable[[Json], object],
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     path = tmp_path / "bad.json"
@@ -246,8 +342,9 @@ def test_a_bad_scenario_value_is_one_error_line_and_exit_2(
     assert message in str(raised.value)
 
 
-def test_the_default_scenario_is_valid(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                                       tmp_path: Path) -> None:
+def test_the_default_scenario_is_valid(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     validate_scenario(DEFAULT_SCENARIO)
     code, out, _ = _hami(["simulate", "--print-default"], monkeypatch, capsys)
     assert code == 0
@@ -256,11 +353,17 @@ def test_the_default_scenario_is_valid(monkeypatch: pytest.MonkeyPatch, capsys: 
     assert load_scenario(path) == DEFAULT_SCENARIO
 
 
-def test_a_valid_scenario_file_runs_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_valid_scenario_file_runs_through_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = _default()
-    data.update(duration=2.5, handshake_window=1.0, resync=0.25, report_interval=0.25,
-                actions=[{"at": 0.5, "node": "xpu-node", "do": "delete"}])
+    data.update(
+        duration=2.5,
+        handshake_window=1.0,
+        resync=0.25,
+        report_interval=0.25,
+        actions=[{"at": 0.5, "node": "xpu-node", "do": "delete"}],
+    )
     path = tmp_path / "short.json"
     path.write_text(json.dumps(data))
     code, out, err = _hami(["simulate", "--scenario", str(path)], monkeypatch, capsys)
@@ -276,8 +379,9 @@ def test_run_scenario_refuses_an_invalid_scenario_before_it_starts() -> None:
         run_scenario(scenario, {d.name: d for d in drivers}, say=lambda line: None)
 
 
-def test_a_write_the_cluster_refuses_is_one_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_write_the_cluster_refuses_is_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # The register value alone fits the annotations' limit, with its annotation key it does not: only the
     # in-memory cluster sees that, and the CLI reports its ClusterError as one line (exit 1).
     data = _default()
