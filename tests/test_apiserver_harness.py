@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import rbac
+from harness import audit, rbac
 from harness.apiserver import (
     REPO_ROOT,
     ApiServer,
@@ -209,6 +209,62 @@ def test_reporter_patches_only_its_own_nodes_hami_annotations(apiserver: ApiServ
     assert err.status == 403
     assert "own Node" in str(err.body)
     assert core(apiserver).read_node(node).metadata.annotations["hami.io/node-nvidia-register"] == "[]"
+
+
+def test_the_audit_log_says_who_wrote_what_to_a_node_at_which_resource_version(
+    apiserver: ApiServer, node: str
+) -> None:
+    key = "hami.io/node-handshake"
+    reporter = apiserver.reporter(node)
+    own = core(apiserver, reporter)
+    reported = own.patch_node(
+        node, {"metadata": {"annotations": {key: "Reported_x"}}}, _content_type=MERGE_PATCH
+    ).metadata.resource_version
+    scheduler = core(apiserver, rbac.SCHEDULER_USER)
+    cleaned = scheduler.patch_node(
+        node, {"metadata": {"annotations": {key: None}}}, _content_type=MERGE_PATCH
+    ).metadata.resource_version
+    stale = {"metadata": {"resourceVersion": reported, "annotations": {key: "Requesting_y"}}}
+    assert refused(scheduler.patch_node, node, stale, _content_type=MERGE_PATCH).status == 409
+
+    events = apiserver.audit_events(resource="nodes", name=node)
+    assert [(e.verb, e.code) for e in events] == [
+        ("create", 201),
+        ("patch", 200),
+        ("patch", 200),
+        ("patch", 409),
+    ]
+    created, by_reporter, by_scheduler, refused_write = events
+    assert created.user == "admin"
+    assert by_reporter.user == rbac.REPORTER_USER
+    assert by_reporter.extra[rbac.NODE_NAME_EXTRA] == (node,)
+    assert (by_reporter.resource_version, by_reporter.request_annotations) == (reported, {key: "Reported_x"})
+    assert by_scheduler.user == rbac.SCHEDULER_USER
+    assert by_scheduler.request_annotations == {key: None}
+    assert by_scheduler.resource_version == cleaned
+    assert key not in (by_scheduler.response_annotations or {})
+    assert refused_write.resource_version == "" and refused_write.response["reason"] == "Conflict"
+    assert audit.deleted_values(events, node, user=rbac.SCHEDULER_USER) == [(by_scheduler, key, "Reported_x")]
+    assert apiserver.audit_events(user=rbac.SCHEDULER_USER, name=node, succeeded=False) == [refused_write]
+    # reads are not logged
+    core(apiserver).read_node(node)
+    assert len(apiserver.audit_events(resource="nodes", name=node)) == 4
+
+
+def test_the_audit_log_keeps_lease_writes(apiserver: ApiServer, apiserver_namespace: str) -> None:
+    lease = {"metadata": {"name": "audited"}, "spec": {"holderIdentity": "someone"}}
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{apiserver_namespace}/leases"
+    status, body = apiserver.request("POST", path, lease, identity=rbac.SCHEDULER_USER)
+    assert status == 201, body
+    (event,) = apiserver.audit_events(resource="leases", name="audited")
+    assert (event.user, event.verb, event.namespace, event.code) == (
+        rbac.SCHEDULER_USER,
+        "create",
+        apiserver_namespace,
+        201,
+    )
+    assert event.resource_version == body["metadata"]["resourceVersion"]
+    assert event.request["spec"]["holderIdentity"] == "someone"
 
 
 def test_missing_binaries_name_the_build_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

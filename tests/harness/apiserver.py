@@ -4,7 +4,8 @@
 certificates, token identities (admin, the scheduler), the RBAC of :mod:`harness.rbac`, and reporters
 that authenticate as a DaemonSet's pods do: a ServiceAccount token bound to a Pod on their node (the
 TokenRequest API; nothing runs the Pod). ``stop_apiserver`` ends both. Every file lives under
-``workdir``.
+``workdir``. The server keeps an audit log of every Node and Lease write (:mod:`harness.audit`), which
+``ApiServer.audit_events`` reads back: the fault tests' oracles are the server's account, not a daemon's.
 
 The binaries come from ``scripts/build-k8s.sh``; :func:`k8s_bin_dir` computes the same cache
 directory from the same pins, so Python and the script agree on where they are.
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import rbac
+from harness import audit, rbac
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RECIPE = 1  # keep equal to RECIPE in scripts/build-k8s.sh
@@ -99,6 +100,27 @@ class ApiServer:
     #: identity -> bearer token; Pod-bound reporter tokens are added as they are made.
     tokens: dict[str, str]
     processes: tuple[subprocess.Popen[bytes], ...] = field(repr=False)
+
+    @property
+    def audit_log(self) -> Path:
+        """The API server's audit log (JSON lines; Node and Lease writes only, see :mod:`harness.audit`)."""
+        return self.workdir / "audit.log"
+
+    def audit_events(
+        self,
+        *,
+        user: str | None = None,
+        resource: str | None = None,
+        name: str | None = None,
+        verbs: Iterable[str] | None = None,
+        succeeded: bool | None = None,
+    ) -> list[audit.AuditEvent]:
+        """The logged Node and Lease writes so far, in the order written, that match every filter given
+        (``user``: the authenticated user name, e.g. ``rbac.SCHEDULER_USER``; ``resource``: ``nodes`` or
+        ``leases``; ``name``: the object's; ``verbs``: e.g. ``{"patch"}``; ``succeeded``: 2xx or not).
+        A write whose response a client has seen is in the log (the log is written in blocking mode)."""
+        events = audit.read_events(self.audit_log)
+        return audit.select(events, user=user, resource=resource, name=name, verbs=verbs, succeeded=succeeded)
 
     def token(self, identity: str) -> str:
         """The bearer token of a pre-provisioned identity (``admin``, ``hami-scheduler``, a reporter)."""
@@ -580,6 +602,11 @@ def _launch(bins: Path, workdir: Path, tokens: dict[str, str], reporter_nodes: t
                 "--service-cluster-ip-range=10.0.0.0/24",
                 "--allow-privileged=true",
                 "--profiling=false",
+                f"--audit-policy-file={audit.write_policy(workdir / 'audit-policy.json')}",
+                f"--audit-log-path={workdir / 'audit.log'}",
+                "--audit-log-mode=blocking",
+                "--audit-log-format=json",
+                "--audit-log-maxsize=0",  # never rotated: the tests read the whole log
                 "--v=1",
             ],
             apiserver_log,
