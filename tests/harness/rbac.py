@@ -17,6 +17,8 @@ node (see ``ApiServer.reporter``).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,6 @@ REPORTER_PREFIX = "hami-reporter:"
 REPORTER_NAMESPACE = "hami-harness"
 REPORTER_SERVICE_ACCOUNT = "hami-reporter"
 REPORTER_USER = f"system:serviceaccount:{REPORTER_NAMESPACE}:{REPORTER_SERVICE_ACCOUNT}"
-ANNOTATION_PREFIX = "hami.io/"
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
 POLICY_NAME = "hami-reporter-own-node"
 
@@ -44,6 +45,33 @@ RULE_FILES = CHART / "rbac"
 def chart_file(name: str) -> Any:
     """A file of ``charts/hami-core/rbac/`` (without ``.yaml``), parsed."""
     return yaml.safe_load((RULE_FILES / f"{name}.yaml").read_text())
+
+
+def chart_values() -> Any:
+    """The chart's default values (``values.yaml``), parsed."""
+    return yaml.safe_load((CHART / "values.yaml").read_text())
+
+
+def max_value_bytes() -> int:
+    """The chart's default cap of a register value a reporter writes (reporter.admissionPolicy)."""
+    return int(chart_values()["reporter"]["admissionPolicy"]["maxValueBytes"])
+
+
+def reporter_annotations(
+    vendors: Sequence[str] = (), driver_annotations: Mapping[str, Sequence[Mapping[str, str]]] | None = None
+) -> tuple[list[str], list[str]]:
+    """The register and handshake keys (each sorted) the policy lets a reporter of ``vendors`` write: the
+    chart's table (``rbac/reporter-annotations.yaml``) with ``driver_annotations`` over it, as the chart's
+    ``reporter.admissionPolicy.driverAnnotations``; every driver known when ``vendors`` is empty."""
+    known = {**chart_file("reporter-annotations"), **(driver_annotations or {})}
+    register: set[str] = set()
+    handshake: set[str] = set()
+    for name in vendors or sorted(known):
+        for driver in known[name]:
+            register.add(driver["register"])
+            if driver.get("handshake"):
+                handshake.add(driver["handshake"])
+    return sorted(register), sorted(handshake)
 
 
 def reporter_user(node: str) -> str:
@@ -85,7 +113,7 @@ def scheduler_cluster_role() -> JSON:
 
 
 def reporter_cluster_role() -> JSON:
-    """Read and patch Nodes; :func:`reporter_policy` narrows this to the caller's own hami.io/ keys."""
+    """Read and patch Nodes; :func:`reporter_policy` narrows this to the caller's own protocol keys."""
     return {
         "apiVersion": RBAC_V1,
         "kind": "ClusterRole",
@@ -111,11 +139,26 @@ def binding(role: str, subject: JSON) -> JSON:
 
 
 def reporter_policy(
-    namespace: str = REPORTER_NAMESPACE, service_account: str = REPORTER_SERVICE_ACCOUNT
+    namespace: str = REPORTER_NAMESPACE,
+    service_account: str = REPORTER_SERVICE_ACCOUNT,
+    *,
+    vendors: Sequence[str] = (),
+    driver_annotations: Mapping[str, Sequence[Mapping[str, str]]] | None = None,
+    value_bytes: int | None = None,
 ) -> JSON:
-    """The chart's ValidatingAdmissionPolicy for one reporter ServiceAccount: a reporter changes only the
-    Node its Pod runs on (the node name in its Pod-bound token), and there only hami.io/ annotations."""
+    """The chart's ValidatingAdmissionPolicy for one reporter ServiceAccount, as its template builds it:
+    a reporter changes only the Node its Pod runs on (the node name in its Pod-bound token), and there
+    only the register and handshake annotations of ``vendors`` (:func:`reporter_annotations`), each
+    value under its cap (``value_bytes``, default the chart's)."""
     spec = dict(chart_file("reporter-policy"))
+    register, handshake = reporter_annotations(vendors, driver_annotations)
+    cap = max_value_bytes() if value_bytes is None else value_bytes
+    spec["variables"] = [
+        {"name": "registerKeys", "expression": _json(register)},
+        {"name": "handshakeKeys", "expression": _json(handshake)},
+        {"name": "maxValueBytes", "expression": str(cap)},
+        *spec["variables"],
+    ]
     spec["matchConditions"] = [
         {"name": "is-the-reporter", "expression": reporter_match_expression(namespace, service_account)}
     ]
@@ -125,6 +168,11 @@ def reporter_policy(
         "metadata": {"name": POLICY_NAME},
         "spec": spec,
     }
+
+
+def _json(value: object) -> str:
+    """Compact JSON, as Helm's ``toJson`` writes it: a CEL literal."""
+    return json.dumps(value, separators=(",", ":"))
 
 
 def reporter_policy_binding() -> JSON:

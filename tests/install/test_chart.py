@@ -143,6 +143,17 @@ def test_non_default_values_reach_the_objects(helm: Path, tmp_path: Path) -> Non
             "nodeSelector": {"hami.io/reporter": "on"},
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
             "extraEnv": [{"name": "HAMI_FAKE_DEVICES", "value": "/etc/hami/devices.json"}],
+            "admissionPolicy": {
+                "driverAnnotations": {
+                    "iluvatar": [
+                        {
+                            "register": "hami.io/node-iluvatar-register",
+                            "handshake": "hami.io/node-handshake-iluvatar",
+                        }
+                    ]
+                },
+                "maxValueBytes": 65536,
+            },
         },
     }
     file = tmp_path / "values.yaml"
@@ -204,6 +215,18 @@ def test_non_default_values_reach_the_objects(helm: Path, tmp_path: Path) -> Non
             "name": "is-the-reporter",
             "expression": "request.userInfo.username == 'system:serviceaccount:accel:gpu-hami-core-reporter'",
         }
+    ]
+    # Exactly the selected drivers' keys, a driver of another package's from the values.
+    assert policy["spec"]["variables"][:3] == [
+        {
+            "name": "registerKeys",
+            "expression": '["hami.io/node-iluvatar-register","hami.io/node-nvidia-register"]',
+        },
+        {
+            "name": "handshakeKeys",
+            "expression": '["hami.io/node-handshake","hami.io/node-handshake-iluvatar"]',
+        },
+        {"name": "maxValueBytes", "expression": "65536"},
     ]
     binding = find(objects, "ValidatingAdmissionPolicyBinding")
     assert binding["spec"] == {"policyName": "gpu-hami-core-reporter-own-node", "validationActions": ["Deny"]}

@@ -327,7 +327,7 @@ def test_the_reporter_runs_with_the_charts_arguments_access_and_probes(
     assert "forbidden" not in log.read_text().lower(), log.read_text()
 
 
-def test_the_reporter_policy_allows_only_its_own_nodes_hami_annotations(
+def test_the_reporter_policy_allows_only_its_own_nodes_protocol_annotations(
     installed: Installed, apiserver: ApiServer
 ) -> None:
     mine, other = unique_node_name("own"), unique_node_name("other")
@@ -362,18 +362,23 @@ def test_the_reporter_policy_allows_only_its_own_nodes_hami_annotations(
         reasons = {what: message for what, (_, message) in answers.items()}
         own_node = f"a reporter may only change its own Node: this token is bound to a Pod on node {mine}"
         assert f"{own_node}, not {other}" in reasons["another node"]
-        assert "a reporter may only change hami.io/ annotations" in reasons["another annotation"]
-        assert "a reporter may only change hami.io/ annotations" in reasons["deleting another annotation"]
-        assert "a reporter may not change a Node's spec or labels" in reasons["a label"]
-        assert "a reporter may not change a Node's spec or labels" in reasons["the spec"]
+        keys_only = "a reporter may only change its drivers' register and handshake annotations"
+        assert keys_only in reasons["another annotation"]
+        assert keys_only in reasons["deleting another annotation"]
+        assert "a reporter may not change a Node's labels" in reasons["a label"]
+        assert "a reporter may not change a Node's spec or status" in reasons["the spec"]
         assert (
             "a reporter must use a ServiceAccount token bound to its Pod"
             in reasons["a token bound to no pod"]
         )
         for reason in reasons.values():
             assert f"ValidatingAdmissionPolicy '{installed.reporter}-own-node'" in reason
-        # RBAC, before the policy: no delete, no list.
+        # RBAC, before the policy: no delete, no list, no PUT (tests/install/test_reporter_policy.py
+        # grants it to show that the policy holds on its own).
         assert apiserver.request("DELETE", f"/api/v1/nodes/{mine}", identity=me)[0] == 403
+        status, node = apiserver.request("GET", f"/api/v1/nodes/{mine}")
+        status, answer = apiserver.request("PUT", f"/api/v1/nodes/{mine}", node, identity=me)
+        assert status == 403 and "cannot update resource" in answer["message"], answer
         assert apiserver.request("GET", "/api/v1/nodes", identity=me)[0] == 403
         status, stored = apiserver.request("GET", f"/api/v1/nodes/{mine}", identity=me)
         assert status == 200

@@ -3,14 +3,18 @@ the test harness grants, so every API-server test runs with the chart's rules.""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
+import pytest
 from harness import rbac
 from install.kit import find, template
 
+from hami_core.plugins import load_drivers
+
 RULE_FILES = {
     "scheduler-nodes", "scheduler-leases", "scheduler-events", "scheduler-nodes-read-only",
-    "reporter-nodes", "reporter-policy",
+    "reporter-nodes", "reporter-policy", "reporter-annotations",
 }  # fmt: skip
 
 
@@ -64,4 +68,82 @@ def test_the_harness_policy_differs_from_the_charts_only_in_whom_it_matches() ->
             "expression": f"request.userInfo.username == '{rbac.REPORTER_USER}'",
         }
     ]
-    assert {k: v for k, v in harness.items() if k != "matchConditions"} == rbac.chart_file("reporter-policy")
+    installed = ["registerKeys", "handshakeKeys", "maxValueBytes"]
+    assert [v["name"] for v in harness["variables"][:3]] == installed
+    body = {k: v for k, v in harness.items() if k != "matchConditions"}
+    assert {**body, "variables": body["variables"][3:]} == rbac.chart_file("reporter-policy")
+
+
+def test_the_drivers_table_is_the_drivers_own_annotations() -> None:
+    """rbac/reporter-annotations.yaml is what the in-tree drivers say they write (the chart cannot ask
+    them), so the policy never refuses a key a driver of this repository writes, nor allows another."""
+    _, drivers = load_drivers(None, {})
+    in_tree = [d for d in drivers if d.package.startswith("hami-vendor-")]
+    assert {d.name for d in in_tree} == {"nvidia", "mlu", "dcu", "kunlun"}
+    assert rbac.chart_file("reporter-annotations") == {
+        d.name: [{"register": d.register_annotation, "handshake": d.handshake_annotation}] for d in in_tree
+    }
+
+
+@pytest.mark.parametrize(
+    ("values", "vendors", "extra"),
+    [
+        ([], (), None),
+        (["--set", "vendors={mlu,nvidia}"], ("mlu", "nvidia"), None),
+        (
+            ["--set-json", 'reporter.admissionPolicy.driverAnnotations={"acme": [{"register": "acme.io/r"},'
+             ' {"register": "acme.io/r2", "handshake": "acme.io/h2"}]}', "--set", "vendors={acme,dcu}"],
+            ("acme", "dcu"),
+            {"acme": [{"register": "acme.io/r"}, {"register": "acme.io/r2", "handshake": "acme.io/h2"}]},
+        ),
+    ],
+)  # fmt: skip
+def test_the_policy_allows_the_selected_drivers_keys_as_the_harness_builds_it(
+    helm: Path, values: list[str], vendors: tuple[str, ...], extra: dict[str, list[dict[str, str]]] | None
+) -> None:
+    objects = template(helm, "--set", "reporter.enabled=true", *values, release="gpu", namespace="accel")
+    policy = find(objects, "ValidatingAdmissionPolicy", "gpu-hami-core-reporter-own-node")
+    built = rbac.reporter_policy("accel", "gpu-hami-core-reporter", vendors=vendors, driver_annotations=extra)
+    assert policy["spec"] == built["spec"]
+    installed = {v["name"]: v["expression"] for v in policy["spec"]["variables"][:3]}
+    if vendors == ("mlu", "nvidia"):
+        assert installed == {
+            "registerKeys": '["hami.io/node-mlu-register","hami.io/node-nvidia-register"]',
+            "handshakeKeys": '["hami.io/node-handshake","hami.io/node-handshake-mlu"]',
+            "maxValueBytes": "32768",
+        }
+
+
+def test_a_selected_driver_without_known_annotations_fails_the_install_with_its_name(helm: Path) -> None:
+    done = subprocess.run(
+        [helm, "template", "r", rbac.CHART, "--set", "reporter.enabled=true", "--set", "vendors={mlu,acme}"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert 'the annotations of the driver "acme" (vendors) are not known' in done.stderr
+    assert "reporter.admissionPolicy.driverAnnotations" in done.stderr
+
+
+POLICY = "/reporter/admissionPolicy"
+
+
+@pytest.mark.parametrize(
+    ("values", "complaint"),
+    [
+        (["--set", "reporter.admissionPolicy.maxValueBytes=300000"], f"{POLICY}/maxValueBytes"),
+        (["--set", "reporter.admissionPolicy.maxValueBytes=32k"], f"{POLICY}/maxValueBytes"),
+        (["--set-json", 'reporter.admissionPolicy.driverAnnotations={"acme": [{"handshake": "acme.io/h"}]}'],
+         f"{POLICY}/driverAnnotations/acme/0"),
+        (["--set-json", 'reporter.admissionPolicy.driverAnnotations={"acme": "acme.io/r"}'],
+         f"{POLICY}/driverAnnotations/acme"),
+    ],
+)  # fmt: skip
+def test_bad_policy_values_are_refused_naming_the_value(
+    helm: Path, values: list[str], complaint: str
+) -> None:
+    done = subprocess.run(
+        [helm, "template", "x", rbac.CHART, "--set", "reporter.enabled=true", *values],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert complaint in done.stderr, done.stderr
