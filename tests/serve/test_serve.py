@@ -6,10 +6,13 @@ from __future__ import annotations
 import http.client
 import logging
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from http import HTTPStatus
 
 import pytest
+from harness.scheduler_world import wait_for
 from prometheus_client import REGISTRY, Counter
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -109,3 +112,99 @@ def test_each_daemon_has_its_own_registry_with_build_info_and_process_metrics() 
     status, body, content_type = metrics_response(reporter)
     assert status == 200 and body.startswith(b"# HELP") and content_type == CONTENT_TYPE
     assert content_type.startswith("text/plain; version=0.0.4")
+
+
+# -- what clients can hold: real sockets on loopback, real time (socket timeouts have no fake clock) ----
+
+
+def _server_threads(name: str) -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith(f"{name}-http")]
+
+
+def _connect(server: EndpointServer, send: bytes = b"") -> socket.socket:
+    conn = socket.create_connection(server.address, timeout=30)
+    if send:
+        conn.sendall(send)
+    return conn
+
+
+def _closed_by_server(conn: socket.socket) -> bool:
+    """Whether the server closed ``conn`` (end of stream or a reset), waiting up to the socket's timeout."""
+    try:
+        return conn.recv(1024) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_connections_that_send_no_request_are_closed_after_the_timeout() -> None:
+    s = EndpointServer(routes, "127.0.0.1", 0, name="idle", idle_timeout=0.5)
+    s.start()
+    try:
+        opened = time.monotonic()
+        idle = [_connect(s) for _ in range(20)]
+        idle.append(_connect(s, b"GET /hello HT"))  # half a request line, then nothing
+        closed = [_closed_by_server(conn) for conn in idle]
+        assert closed == [True] * len(idle)
+        assert time.monotonic() - opened >= 0.5  # each had its time: no connection is closed before it
+        wait_for("the server to count them closed", lambda: s.connections == {"waiting": 0, "answering": 0})
+        assert request(s, "GET", "/hello")[0] == 200
+    finally:
+        for conn in idle:
+            conn.close()
+        s.stop()
+
+
+def test_many_open_connections_hold_no_threads_and_the_probes_still_answer() -> None:
+    s = EndpointServer(routes, "127.0.0.1", 0, name="many", idle_timeout=300, workers=4, max_connections=64)
+    s.start()
+    conns: list[socket.socket] = []
+    try:
+        conns = [_connect(s) for _ in range(200)]
+        wait_for("the server to take them", lambda: s.connections["waiting"] == 64)
+        assert len(_server_threads("many")) == 1 + 4  # the acceptor and the workers, 200 connections open
+        for _ in range(5):
+            assert request(s, "GET", "/hello")[::2] == (200, b"hello\n")
+        # Beyond the bound the connection that waited longest is closed (long before its timeout).
+        assert _closed_by_server(conns[0])
+        assert s.connections["waiting"] <= 64
+        assert len(_server_threads("many")) == 1 + 4
+    finally:
+        for conn in conns:
+            conn.close()
+        s.stop()
+    wait_for("the threads to end", lambda: _server_threads("many") == [])
+
+
+def test_when_every_connection_is_being_answered_a_new_one_gets_503() -> None:
+    release = threading.Event()
+
+    def slow(path: str) -> Response:
+        if path == "/slow":
+            release.wait(60)
+        return routes(path)
+
+    s = EndpointServer(slow, "127.0.0.1", 0, name="busy", workers=2, max_connections=3)
+    s.start()
+    busy: list[socket.socket] = []
+    try:
+        busy = [_connect(s, b"GET /slow HTTP/1.0\r\n\r\n") for _ in range(3)]  # 2 answering, 1 queued
+        wait_for("all three taken", lambda: s.connections == {"waiting": 0, "answering": 3})
+        status, _, body = request(s, "GET", "/hello")
+        assert (status, body) == (503, b"too many connections, try again\n")
+        release.set()
+        for conn in busy:
+            with conn.makefile("rb") as answer:
+                assert answer.readline().startswith(b"HTTP/1.0 404 ")
+        wait_for("the slots to free", lambda: s.connections == {"waiting": 0, "answering": 0})
+        assert request(s, "GET", "/hello")[0] == 200
+    finally:
+        release.set()
+        for conn in busy:
+            conn.close()
+        s.stop()
+
+
+@pytest.mark.parametrize("bad", [{"idle_timeout": 0.0}, {"workers": 0}, {"max_connections": 0}])
+def test_bounds_must_be_positive(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="idle_timeout must be > 0, workers and max_connections >= 1"):
+        EndpointServer(routes, "127.0.0.1", 0, **bad)  # type: ignore[arg-type]
