@@ -1,5 +1,5 @@
 """What a refusal of the API server means, for an operator: which permission is missing, or which
-admission policy said no, and where the project's RBAC is.
+admission policy said no (and, for the reporter's own, what it allows), and where the project's RBAC is.
 
 A 403 from RBAC carries the request's attributes in its Status message (the API server's
 ``forbiddenMessage``: ``User "U" cannot VERB resource "R" in API group "G" in the namespace "N"`` or
@@ -16,10 +16,25 @@ import attrs
 
 from hami_core.kube.port import ClusterError, Forbidden
 
-__all__ = ["RBAC_HINT", "Permission", "describe_error", "explain", "missing_permission"]
+__all__ = [
+    "RBAC_HINT",
+    "REPORTER_POLICY_HINT",
+    "REPORTER_POLICY_SUFFIX",
+    "Permission",
+    "describe_error",
+    "explain",
+    "missing_permission",
+]
 
 #: Where the permissions each daemon needs are written down.
 RBAC_HINT = "the chart's RBAC grants each daemon what it needs (charts/hami-core)"
+#: How the chart's (and the test harness's) reporter admission policy is named: ``<prefix>reporter-own-node``.
+REPORTER_POLICY_SUFFIX = "reporter-own-node"
+#: What that policy allows, and where it is set.
+REPORTER_POLICY_HINT = (
+    "a reporter may change only its own Node's register and handshake annotations of the drivers the "
+    "chart selects, each value under a size cap (the chart's reporter.admissionPolicy, docs/operations.md)"
+)
 
 _QUOTED = r'"((?:[^"\\]|\\.)*)"'
 _RBAC = re.compile(
@@ -96,7 +111,8 @@ def explain(error: BaseException) -> str | None:
         )
     match = _POLICY.search(text) or _WEBHOOK.search(text)
     if match is not None:
-        return f"refused by the admission policy {match.group(1)!r}, not for a missing RBAC permission"
+        line = f"refused by the admission policy {match.group(1)!r}, not for a missing RBAC permission"
+        return f"{line}; {REPORTER_POLICY_HINT}" if match.group(1).endswith(REPORTER_POLICY_SUFFIX) else line
     return f"forbidden; {RBAC_HINT}"
 
 

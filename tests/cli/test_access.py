@@ -19,6 +19,8 @@ from harness import rbac
 from harness.fixtures import unique_node_name
 
 from hami_core.cli.cluster import kubeconfig_problem
+from hami_core.kube.access import REPORTER_POLICY_HINT, explain
+from hami_core.kube.port import Forbidden
 
 HAMI = str(Path(sys.executable).with_name("hami"))
 VALID_SHAPE = (
@@ -282,6 +284,7 @@ def test_an_admission_policy_refusal_is_not_called_a_missing_permission(
     assert (
         "refused by the admission policy 'hami-reporter-own-node', not for a missing RBAC permission" in line
     ), line
+    assert line.endswith(f"; {REPORTER_POLICY_HINT}"), line
 
 
 def test_credentials_the_server_does_not_know(
@@ -305,3 +308,20 @@ def test_credentials_the_server_does_not_know(
         1,
     )
     assert "401" in line and "the API server did not accept the credentials" in line, line
+
+
+@pytest.mark.parametrize(
+    ("policy", "hinted"),
+    [("gpu-hami-core-reporter-own-node", True), ("hami-reporter-own-node", True), ("site-rules", False)],
+)
+def test_a_refusal_by_the_reporters_policy_says_what_it_allows(policy: str, hinted: bool) -> None:
+    error = Forbidden(
+        f"patch node n1: (403) ValidatingAdmissionPolicy '{policy}' with binding '{policy}' denied request: "
+        "a reporter may only change its drivers' register and handshake annotations (...), not hami.io/x",
+        status=403,
+    )
+    line = explain(error)
+    assert line is not None and line.startswith(
+        f"refused by the admission policy '{policy}', not for a missing"
+    )
+    assert line.endswith(REPORTER_POLICY_HINT) is hinted

@@ -1,5 +1,5 @@
 """The reporter against the in-memory cluster and the real API server (as the node's own identity, whose
-RBAC and admission policy allow a GET and a PATCH of its own Node's ``hami.io/`` annotations only)."""
+RBAC and admission policy allow a GET and a PATCH of its own Node's protocol annotations only)."""
 
 from __future__ import annotations
 
