@@ -185,8 +185,9 @@ class EndpointServer:
         self._wake()
         for _ in range(self._workers):
             self._ready.put(None)
+        deadline = time.monotonic() + 5  # a worker may be writing to a slow client: not longer than this
         for thread in self._threads:
-            thread.join(5)
+            thread.join(max(0.0, deadline - time.monotonic()))
         if not self._threads:  # never started: nothing else closes them
             self._close_all()
 
@@ -335,7 +336,8 @@ def _make_handler(routes: Routes, name: str, timeout: float) -> Callable[[socket
         def setup(self) -> None:
             super().setup()
             self.connection.settimeout(timeout)
-            self.rfile = io.BytesIO(self._head)  # the acceptor has read the request already
+            self.rfile.close()  # the acceptor has read the request already
+            self.rfile = io.BytesIO(self._head)
 
         def do_GET(self) -> None:
             self._serve(body=True)
