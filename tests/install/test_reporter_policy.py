@@ -311,6 +311,18 @@ def test_every_write_is_held_to_its_drivers_keys_on_its_own_node(
         assert stored(apiserver, mine)["metadata"]["annotations"] == BASE_ANNOTATIONS
         after = _as_written(stored(apiserver, mine))
         assert after[1:] == before[1:]  # labels, finalizers, owner references, spec, status
+
+        # The server's own account: every write of the token, refused or done, and what each done left.
+        user = rbac.service_account_user(policed.namespace, policed.reporter)
+        verb = "update" if kind == "put" else "patch"
+        events = apiserver.audit_events(user=user, resource="nodes", name=mine)
+        assert [(e.verb, e.code) for e in events] == [(verb, 403)] * len(refusals) + [(verb, 200)] * 3
+        assert {e.extra.get(rbac.NODE_NAME_EXTRA) for e in events} == {(mine,)}
+        for event in events[len(refusals) :]:
+            left = event.response["metadata"]["annotations"]
+            assert {k: v for k, v in left.items() if k not in full} == BASE_ANNOTATIONS
+            assert event.response["metadata"]["labels"] == BASE_LABELS
+        assert [e.code for e in apiserver.audit_events(user=user, resource="nodes", name=other)] == [403]
     finally:
         for node in (mine, other):
             apiserver.request("DELETE", f"/api/v1/nodes/{node}")
@@ -388,5 +400,12 @@ def test_the_reporter_publishes_the_longest_real_device_lists_under_the_policy(
         sizes = {key: len(annotations[key].encode()) for key in (NVIDIA, REGISTER)}
         assert 19_000 < sizes[NVIDIA] < CAP * 0.65, sizes  # the figure the cap is derived from
         assert sizes[REGISTER] < CAP / 10, sizes
+        # The server's account: one merge patch of the protocol keys, accepted.
+        user = rbac.service_account_user(policed.namespace, policed.reporter)
+        (patch,) = apiserver.audit_events(user=user, resource="nodes", name=node)
+        assert (patch.verb, patch.code) == ("patch", 200)
+        assert patch.request == {
+            "metadata": {"annotations": {k: annotations[k] for k in (NVIDIA, REGISTER, HANDSHAKE)}}
+        }
     finally:
         apiserver.request("DELETE", f"/api/v1/nodes/{node}")
