@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds the command-line tools the install tests drive -- helm (lint and template charts/hami-core) and
-# kubectl (server-side apply of the result) -- from the pinned Go modules in tests/k8s/{helm,kubectl}.
+# Builds the command-line tools the install tests drive -- helm (lint and template charts/hami-core),
+# kubectl (server-side apply of the result) and promtool (unit tests of the chart's alert rules) -- from
+# the pinned Go modules in tests/k8s/{helm,kubectl,promtool}.
 # Idempotent: each binary is cached outside the clone, keyed by its module's go.mod and go.sum, and is
 # rebuilt only when they (or this recipe) change.
 #
 #   bash scripts/build-tools.sh               build what is missing, then print where the tools are
-#   bash scripts/build-tools.sh --print TOOL  print the path of TOOL (helm or kubectl) only; no build
+#   bash scripts/build-tools.sh --print TOOL  print the path of TOOL (helm, kubectl or promtool) only; no build
 #
 # Environment: HAMI_TOOLS_CACHE (default ~/.cache/hami-core/tools) is the cache root.
 # tests/harness/tools.py computes the same paths; keep RECIPE and the hashed files in step with it.
@@ -26,7 +27,8 @@ module_of() {  # module_of <tool>: the wrapper module that builds it
     case "$1" in
         helm) echo tests/k8s/helm ;;
         kubectl) echo tests/k8s/kubectl ;;
-        *) die "unknown tool '$1' (known: helm, kubectl)" ;;
+        promtool) echo tests/k8s/promtool ;;
+        *) die "unknown tool '$1' (known: helm, kubectl, promtool)" ;;
     esac
 }
 
@@ -34,6 +36,7 @@ version_of() {  # version_of <tool>: the pinned release the tool is built from
     case "$1" in
         helm) pin tests/k8s/helm/go.mod helm.sh/helm/v3 ;;
         kubectl) pin tests/k8s/kubectl/go.mod k8s.io/kubernetes ;;
+        promtool) pin tests/k8s/promtool/go.mod github.com/prometheus/prometheus ;;
     esac
 }
 
@@ -48,11 +51,11 @@ path_of() {  # path_of <tool>: <cache root>/<tool>-<version>-<12 hex of the reci
 }
 
 if [ "${1:-}" = "--print" ]; then
-    [ $# -eq 2 ] || die "usage: build-tools.sh --print helm|kubectl"
+    [ $# -eq 2 ] || die "usage: build-tools.sh --print helm|kubectl|promtool"
     path_of "$2"
     exit 0
 fi
-[ $# -eq 0 ] || die "unknown argument '$1' (usage: build-tools.sh [--print helm|kubectl])"
+[ $# -eq 0 ] || die "unknown argument '$1' (usage: build-tools.sh [--print helm|kubectl|promtool])"
 
 # kubectl must speak the API server's release: both come from the same k8s.io/kubernetes pin.
 apiserver_pin=$(pin tests/k8s/apiserver/go.mod k8s.io/kubernetes)
@@ -63,7 +66,7 @@ kubectl_pin=$(version_of kubectl)
 complete() { [ -x "$1" ] && [ -f "$(dirname "$1")/.complete" ]; }
 
 todo=()
-for tool in helm kubectl; do
+for tool in helm kubectl promtool; do
     if complete "$(path_of "$tool")"; then
         log "$tool $(version_of "$tool") is up to date: $(path_of "$tool")"
     else
@@ -105,6 +108,12 @@ ldflags_of() {  # ldflags_of <tool>: version stamps as the upstream builds set t
             done
             printf '%s' "$flags"
             ;;
+        promtool)
+            # Prometheus' Makefile stamps the release (module v0.X.Y is Prometheus 3.X.Y).
+            minor=${version#v0.}
+            printf '%s' "-s -w -X github.com/prometheus/common/version.Version=3.${minor:1}" \
+                " -X github.com/prometheus/common/version.Branch=HEAD"
+            ;;
     esac
 }
 
@@ -112,6 +121,7 @@ package_of() {
     case "$1" in
         helm) echo helm.sh/helm/v3/cmd/helm ;;
         kubectl) echo k8s.io/kubernetes/cmd/kubectl ;;
+        promtool) echo github.com/prometheus/prometheus/cmd/promtool ;;
     esac
 }
 
@@ -134,6 +144,7 @@ for tool in "${todo[@]}"; do
     case "$tool" in
         helm) check=(version --short) ;;
         kubectl) check=(version --client) ;;
+        promtool) check=(--version) ;;
     esac
     "$stage/$tool" "${check[@]}" >/dev/null || die "the built $tool does not run"
     printf '%s %s\n%s\n' "$tool" "$version" "$GO_VERSION" > "$stage/.complete"

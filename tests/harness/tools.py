@@ -1,7 +1,8 @@
-"""Where scripts/build-tools.sh puts helm and kubectl, computed the same way (same pins, same key).
+"""Where scripts/build-tools.sh puts helm, kubectl and promtool, computed the same way (same pins, same key).
 
-The install tests run the real tools: ``helm lint`` and ``helm template`` of ``charts/hami-core``, and
-``kubectl apply --server-side`` of the result against the harness API server.
+The install tests run the real tools: ``helm lint`` and ``helm template`` of ``charts/hami-core``,
+``kubectl apply --server-side`` of the result against the harness API server, and ``promtool test rules``
+on the chart's alert rules.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pathlib import Path
 from harness.apiserver import REPO_ROOT
 
 RECIPE = 1  # keep equal to RECIPE in scripts/build-tools.sh
-MODULES = {"helm": "tests/k8s/helm", "kubectl": "tests/k8s/kubectl"}
-PINNED = {"helm": "helm.sh/helm/v3", "kubectl": "k8s.io/kubernetes"}
+MODULES = {"helm": "tests/k8s/helm", "kubectl": "tests/k8s/kubectl", "promtool": "tests/k8s/promtool"}
+PINNED = {"helm": "helm.sh/helm/v3", "kubectl": "k8s.io/kubernetes", "promtool": "github.com/prometheus/prometheus"}
 
 
 class ToolError(RuntimeError):

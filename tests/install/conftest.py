@@ -1,4 +1,4 @@
-"""Fixtures of the install tests: helm and kubectl as scripts/build-tools.sh builds them."""
+"""Fixtures of the install tests: helm, kubectl and promtool as scripts/build-tools.sh builds them."""
 
 from __future__ import annotations
 
@@ -16,3 +16,8 @@ def helm() -> Path:
 @pytest.fixture(scope="session")
 def kubectl() -> Path:
     return tool_or_fail("kubectl")
+
+
+@pytest.fixture(scope="session")
+def promtool() -> Path:
+    return tool_or_fail("promtool")

@@ -18,7 +18,7 @@ def script(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str
     )
 
 
-@pytest.mark.parametrize("tool", ["helm", "kubectl"])
+@pytest.mark.parametrize("tool", ["helm", "kubectl", "promtool"])
 def test_the_script_and_the_tests_name_the_same_path(tool: str) -> None:
     done = script("--print", tool)
     assert done.returncode == 0, done.stderr
@@ -56,4 +56,4 @@ def test_a_kubectl_pin_that_drifts_from_the_api_server_is_refused(tmp_path: Path
 def test_an_unknown_tool_is_one_error_line() -> None:
     done = script("--print", "kustomize")
     assert done.returncode == 1
-    assert done.stderr.strip() == "[build-tools] error: unknown tool 'kustomize' (known: helm, kubectl)"
+    assert done.stderr.strip() == "[build-tools] error: unknown tool 'kustomize' (known: helm, kubectl, promtool)"
