@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Renders deploy/hami-core.yaml, the plain manifests for `kubectl apply --server-side -f deploy/`: the
-# namespace hami-core, then charts/hami-core with its default values as release "hami-core".
+# Renders deploy/hami-core.yaml, the plain manifests for `kubectl apply --server-side -f deploy/` (or a
+# kustomization of it, docs/operations.md): the namespace hami-core, then charts/hami-core with its default
+# values as release "hami-core", labelled as applied by kubectl rather than installed by Helm (no
+# helm.sh/chart label; app.kubernetes.io/managed-by: kubectl), so that no tool takes them for a release.
 #
 #   bash scripts/render-deploy.sh          write deploy/hami-core.yaml
 #   bash scripts/render-deploy.sh --check  exit 1 (with a diff) when the committed file is out of date
@@ -36,7 +38,11 @@ metadata:
   labels:
     app.kubernetes.io/part-of: hami-core
 HEADER
-    "$helm" template "$RELEASE" charts/hami-core --namespace "$NAMESPACE"
+    "$helm" template "$RELEASE" charts/hami-core --namespace "$NAMESPACE" | as_applied_by_kubectl
+}
+
+as_applied_by_kubectl() {  # the labels Helm's .Release.Service and .Chart put on every object
+    sed -e '/^ *helm\.sh\/chart: /d' -e 's/^\( *app\.kubernetes\.io\/managed-by:\) Helm$/\1 kubectl/'
 }
 
 if [ "${1:-}" = "--check" ]; then

@@ -16,7 +16,11 @@ from harness.apiserver import REPO_ROOT
 
 RECIPE = 1  # keep equal to RECIPE in scripts/build-tools.sh
 MODULES = {"helm": "tests/k8s/helm", "kubectl": "tests/k8s/kubectl", "promtool": "tests/k8s/promtool"}
-PINNED = {"helm": "helm.sh/helm/v3", "kubectl": "k8s.io/kubernetes", "promtool": "github.com/prometheus/prometheus"}
+PINNED = {
+    "helm": "helm.sh/helm/v3",
+    "kubectl": "k8s.io/kubernetes",
+    "promtool": "github.com/prometheus/prometheus",
+}
 
 
 class ToolError(RuntimeError):

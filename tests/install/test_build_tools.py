@@ -56,4 +56,6 @@ def test_a_kubectl_pin_that_drifts_from_the_api_server_is_refused(tmp_path: Path
 def test_an_unknown_tool_is_one_error_line() -> None:
     done = script("--print", "kustomize")
     assert done.returncode == 1
-    assert done.stderr.strip() == "[build-tools] error: unknown tool 'kustomize' (known: helm, kubectl, promtool)"
+    assert done.stderr.strip() == (
+        "[build-tools] error: unknown tool 'kustomize' (known: helm, kubectl, promtool)"
+    )

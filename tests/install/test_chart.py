@@ -78,11 +78,8 @@ def test_defaults_install_the_scheduler_only(helm: Path) -> None:
         e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] if "valueFrom" in e else e["value"]
         for e in main["env"]
     }
-    assert env == {
-        "POD_NAME": "metadata.name",
-        "POD_NAMESPACE": "metadata.namespace",
-        "MALLOC_ARENA_MAX": "2",
-    }  # as the daemon sets at start (scheduler/allocator.py)
+    # MALLOC_ARENA_MAX is the daemon's own business (scheduler/allocator.py) and the image's.
+    assert env == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
     assert main["ports"] == [{"name": "http", "containerPort": 9396, "protocol": "TCP"}]
     assert main["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "http"}
     # The follower must stay Ready (rollouts, the PodDisruptionBudget): readiness is not leadership.
@@ -90,7 +87,7 @@ def test_defaults_install_the_scheduler_only(helm: Path) -> None:
     assert main["resources"]["requests"] and main["resources"]["limits"]["memory"]
 
     pdb = find(objects, "PodDisruptionBudget")
-    assert pdb["spec"] == {"minAvailable": 1, "selector": {"matchLabels": spec["selector"]["matchLabels"]}}
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": spec["selector"]["matchLabels"]}}
     service = find(objects, "Service")
     assert service["spec"]["selector"] == spec["selector"]["matchLabels"]
     port = {"name": "http", "port": 9396, "targetPort": "http", "protocol": "TCP"}
@@ -185,7 +182,10 @@ def test_non_default_values_reach_the_objects(helm: Path, tmp_path: Path) -> Non
     assert monitor["metadata"]["labels"]["release"] == "prom"
     assert monitor["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "15s"}]
     rules = find(objects, "PrometheusRule")["spec"]["groups"][0]["rules"]
-    assert {r["alert"] for r in rules} == {
+    assert {r["alert"] for r in rules} >= {
+        "HamiCoreSchedulerNotScraped",
+        "HamiCoreSchedulerDown",
+        "HamiCoreSchedulerReplicaDown",
         "HamiCoreSchedulerNoLeader",
         "HamiCoreSchedulerTwoLeaders",
         "HamiCoreSchedulerLeaderNotReady",
@@ -270,7 +270,7 @@ def test_read_only_runs_the_observer_and_grants_no_write(helm: Path) -> None:
     deployment = find(objects, "Deployment")
     assert deployment["spec"]["replicas"] == 2
     assert "podAntiAffinity" in deployment["spec"]["template"]["spec"]["affinity"]
-    assert find(objects, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
+    assert find(objects, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
 
 
 def test_read_only_ignores_the_lease_values_and_keeps_the_others(helm: Path) -> None:
@@ -299,10 +299,11 @@ def test_read_only_alerts_on_no_ready_replica_not_on_leadership(helm: Path) -> N
     objects = template(
         helm, "--set", "scheduler.readOnly=true", "--set", "scheduler.prometheusRule.enabled=true"
     )
-    rules = find(objects, "PrometheusRule")["spec"]["groups"][0]["rules"]
-    assert [r["alert"] for r in rules] == ["HamiCoreSchedulerReadOnlyNotReady"]
+    rules = {r["alert"]: r for r in find(objects, "PrometheusRule")["spec"]["groups"][0]["rules"]}
+    assert not [name for name in rules if "Leader" in name]
     job = 'job="hami-core-scheduler", namespace="hami-core"'
-    assert rules[0]["expr"] == f"sum(hami_scheduler_ready{{{job}}}) < 1"
+    assert rules["HamiCoreSchedulerReadOnlyNotReady"]["expr"] == f"sum(hami_scheduler_ready{{{job}}}) < 1"
+    assert rules["HamiCoreSchedulerNotScraped"]["expr"] == f"absent(up{{{job}}})"
 
 
 def test_read_only_with_the_reporter_keeps_the_reporters_access(helm: Path) -> None:
@@ -338,8 +339,47 @@ def test_reporter_probes_and_endpoint_can_be_turned_off(helm: Path) -> None:
 @pytest.mark.parametrize(
     ("values", "complaint"),
     [
-        (["--set", "scheduler.port=9395"], "/scheduler/port"),
-        (["--set", "scheduler.leaderElection.leaseName=hami-scheduler"], "/leaderElection/leaseName"),
+        (["--set", "scheduler.port=9395"], "scheduler.port: 9395 is HAMi's scheduler metrics port; pick"),
+        (
+            ["--set", "reporter.enabled=true", "--set", "reporter.http.port=9395"],
+            "reporter.http.port: 9395 is HAMi's scheduler metrics port",
+        ),
+        (
+            ["--set", "scheduler.leaderElection.leaseName=hami-scheduler"],
+            "scheduler.leaderElection.leaseName: hami-scheduler is HAMi's own scheduler Lease; sharing it",
+        ),
+        (
+            ["--set", "scheduler.checkHamiLease=x/hami-core-scheduler"],
+            "scheduler.checkHamiLease: x/hami-core-scheduler is this release's own Lease, not HAMi's",
+        ),
+        (
+            ["--set", "scheduler.serviceAccount.create=false"],
+            "scheduler.serviceAccount.name: name the existing ServiceAccount to run as",
+        ),
+        (
+            ["--set", "reporter.enabled=true", "--set", "reporter.serviceAccount.create=false"],
+            "reporter.serviceAccount.name: name the existing ServiceAccount",
+        ),
+        (
+            [
+                "--set",
+                "reporter.enabled=true",
+                "--set",
+                "reporter.podMonitor.enabled=true",
+                "--set",
+                "reporter.http.enabled=false",
+                "--set",
+                "reporter.probes.enabled=false",
+            ],
+            "reporter.podMonitor.enabled: the PodMonitor scrapes the reporter's /metrics on reporter.http",
+        ),
+        (
+            ["--set", "scheduler.podDisruptionBudget.maxUnavailable=0"],
+            "/scheduler/podDisruptionBudget/maxUnavailable",
+        ),
+        (["--set", "scheduler.podDisruptionBudget.minAvailable=1"], "additional properties 'minAvailable'"),
+        (["--set", "image.digest=latest"], "/image/digest"),
+        (["--set", "scheduler.probes.liveness.periodSeconds=0"], "/scheduler/probes/liveness/periodSeconds"),
         (["--set", "scheduler.leaderElection.leaseName=Not_A_Name"], "/leaderElection/leaseName"),
         (["--set", "scheduler.checkHamiLease=kube-system"], "/scheduler/checkHamiLease"),
         (["--set", "scheduler.readinessPath=/status"], "/scheduler/readinessPath"),
@@ -351,7 +391,7 @@ def test_reporter_probes_and_endpoint_can_be_turned_off(helm: Path) -> None:
     ],
 )
 def test_bad_values_are_refused_naming_the_value(helm: Path, values: list[str], complaint: str) -> None:
-    done = run([helm, "template", "x", CHART, *values], check=False)
+    done = run([helm, "template", "x", CHART, "--namespace", "x", *values], check=False)
     assert done.returncode != 0
     assert complaint in done.stderr, done.stderr
 

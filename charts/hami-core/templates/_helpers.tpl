@@ -47,21 +47,85 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
+{{/* [REGISTRY/]REPOSITORY:TAG, or [REGISTRY/]REPOSITORY@DIGEST when image.digest is set. The registry
+     is global.imageRegistry when set (as HAMi's chart does for a parent chart), else image.registry. */}}
 {{- define "hami-core.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- $global := .Values.global | default dict -}}
+{{- $registry := $global.imageRegistry | default .Values.image.registry -}}
+{{- $repository := .Values.image.repository -}}
+{{- if $registry -}}
+{{- $repository = printf "%s/%s" (trimSuffix "/" $registry) $repository -}}
+{{- end -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" $repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
 
-{{/* The options both daemons share (driver selection, logging), as a JSON list. */}}
+{{/* imagePullSecrets: global.imagePullSecrets, then imagePullSecrets; each a name or {name: NAME};
+     once each, in that order. */}}
+{{- define "hami-core.imagePullSecrets" -}}
+{{- $global := .Values.global | default dict -}}
+{{- $names := list -}}
+{{- range concat ($global.imagePullSecrets | default list) (.Values.imagePullSecrets | default list) -}}
+{{- $name := "" -}}
+{{- if kindIs "string" . -}}
+{{- $name = . -}}
+{{- else if kindIs "map" . -}}
+{{- $name = .name -}}
+{{- end -}}
+{{- if and $name (not (has $name $names)) -}}
+{{- $names = append $names $name -}}
+{{- end -}}
+{{- end -}}
+{{- if $names }}
+imagePullSecrets:
+{{- range $names }}
+  - name: {{ . }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether the scheduler is rendered: scheduler.replicas 0 leaves out every scheduler object. */}}
+{{- define "hami-core.scheduler.enabled" -}}
+{{- if gt (int .Values.scheduler.replicas) 0 }}true{{ end -}}
+{{- end -}}
+
+{{/* The ServiceAccount each daemon runs as: serviceAccount.name, or the component's full name. */}}
+{{- define "hami-core.scheduler.serviceAccountName" -}}
+{{- .Values.scheduler.serviceAccount.name | default (include "hami-core.scheduler.fullname" .) -}}
+{{- end -}}
+
+{{- define "hami-core.reporter.serviceAccountName" -}}
+{{- .Values.reporter.serviceAccount.name | default (include "hami-core.reporter.fullname" .) -}}
+{{- end -}}
+
+{{/* A probe from its values (a dict of the probe's timings) and the HTTP path to ask. */}}
+{{- define "hami-core.probe" -}}
+httpGet:
+  path: {{ .path }}
+  port: http
+{{- range $key := list "initialDelaySeconds" "periodSeconds" "timeoutSeconds" "failureThreshold" "successThreshold" }}
+{{- if hasKey $.values $key }}
+{{ $key }}: {{ get $.values $key }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The options both daemons share (driver selection, logging), as a JSON list; pass a dict with
+     "root" and "vendors" (the daemon's driver list). */}}
 {{- define "hami-core.commonArgs" -}}
 {{- $args := list -}}
-{{- with .Values.vendors -}}
+{{- with .vendors -}}
 {{- $args = append $args (printf "--vendors=%s" (join "," .)) -}}
 {{- end -}}
-{{- range $driver := keys .Values.countResources | sortAlpha -}}
-{{- $args = append $args (printf "--count-resource=%s=%s" $driver (get $.Values.countResources $driver)) -}}
+{{- $values := .root.Values -}}
+{{- range $driver := keys $values.countResources | sortAlpha -}}
+{{- $args = append $args (printf "--count-resource=%s=%s" $driver (get $values.countResources $driver)) -}}
 {{- end -}}
-{{- $args = append $args (printf "--log-format=%s" .Values.log.format) -}}
-{{- $args = append $args (printf "--log-level=%s" .Values.log.level) -}}
+{{- $args = append $args (printf "--log-format=%s" $values.log.format) -}}
+{{- $args = append $args (printf "--log-level=%s" $values.log.level) -}}
 {{- toJson $args -}}
 {{- end -}}
 

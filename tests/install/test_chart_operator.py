@@ -1,0 +1,318 @@
+"""The chart as an operator who runs HAMi's chart expects it: a subchart that honours Helm's ``global``
+registry and pull secrets, a PodDisruptionBudget that never blocks a drain, a reporter that runs on
+tainted accelerator nodes at node-critical priority, ServiceAccounts of one's own, image digests, tunable
+probes; and the ones that matter applied to the real API server."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from harness.apiserver import ApiServer
+from harness.fixtures import unique_node_name
+from harness.scheduler_world import wait_for
+from install.kit import CHART, create_node, find, kinds, patch_node, run, template
+
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+
+def pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
+    return dict(obj["spec"]["template"]["spec"])
+
+
+def container(obj: dict[str, Any]) -> dict[str, Any]:
+    (only,) = pod_spec(obj)["containers"]
+    return dict(only)
+
+
+def workloads(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] in ("Deployment", "DaemonSet")]
+
+
+def test_as_a_subchart_the_parents_global_registry_and_pull_secrets_reach_both_daemons(
+    helm: Path, tmp_path: Path
+) -> None:
+    parent = tmp_path / "platform"
+    (parent / "charts").mkdir(parents=True)
+    shutil.copytree(CHART, parent / "charts" / "hami-core")
+    (parent / "Chart.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v2",
+                "name": "platform",
+                "version": "1.0.0",
+                "dependencies": [{"name": "hami-core", "version": "*"}],
+            }
+        )
+    )
+    # A parent's global carries keys of its own (HAMi's chart has imageTag, labels, ...): accepted.
+    (parent / "values.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "global": {
+                    "imageRegistry": "registry.corp.example:5000",
+                    "imagePullSecrets": ["corp-pull", {"name": "mirror-pull"}],
+                    "imageTag": "v2.10.0",
+                    "labels": {"team": "gpu"},
+                },
+                "hami-core": {
+                    "reporter": {"enabled": True},
+                    "imagePullSecrets": [{"name": "corp-pull"}, "own"],
+                },
+            }
+        )
+    )
+    out = run([helm, "template", "platform", parent, "--namespace", "gpu"]).stdout
+    objects = [d for d in yaml.safe_load_all(out) if d]
+    assert {o["kind"] for o in workloads(objects)} == {"Deployment", "DaemonSet"}
+    for obj in workloads(objects):
+        assert container(obj)["image"] == "registry.corp.example:5000/hami-core:0.1.0", obj["kind"]
+        # global first, then the chart's own, each once.
+        assert pod_spec(obj)["imagePullSecrets"] == [
+            {"name": "corp-pull"},
+            {"name": "mirror-pull"},
+            {"name": "own"},
+        ]
+    assert run([helm, "lint", "--strict", parent]).returncode == 0
+
+
+def test_image_registry_and_digest(helm: Path) -> None:
+    def image(*values: str) -> str:
+        return str(container(find(template(helm, *values), "Deployment"))["image"])
+
+    assert image() == "hami-core:0.1.0"
+    assert image("--set", "image.registry=quay.io/acme") == "quay.io/acme/hami-core:0.1.0"
+    assert image("--set", "image.registry=quay.io/acme", "--set", "global.imageRegistry=mirror.local") == (
+        "mirror.local/hami-core:0.1.0"
+    )  # global wins, as in HAMi's chart
+    assert image("--set", "image.tag=9.9.9", "--set", f"image.digest={DIGEST}") == f"hami-core@{DIGEST}"
+    assert "imagePullSecrets" not in pod_spec(find(template(helm), "Deployment"))
+
+
+@pytest.mark.parametrize(("replicas", "budget"), [(1, False), (2, True), (3, True)])
+def test_the_disruption_budget_never_blocks_a_drain(helm: Path, replicas: int, budget: bool) -> None:
+    objects = template(helm, "--set", f"scheduler.replicas={replicas}")
+    pdbs = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
+    if not budget:  # one replica: any budget would hold its node's drain forever
+        assert pdbs == []
+        return
+    (pdb,) = pdbs
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert "minAvailable" not in pdb["spec"]
+
+
+def test_no_replica_renders_no_scheduler_object(helm: Path) -> None:
+    everything = [
+        "--set",
+        "scheduler.serviceMonitor.enabled=true",
+        "--set",
+        "scheduler.prometheusRule.enabled=true",
+    ]
+    assert template(helm, "--set", "scheduler.replicas=0", *everything) == []
+    objects = template(helm, "--set", "scheduler.replicas=0", "--set", "reporter.enabled=true", *everything)
+    assert {o["metadata"]["labels"]["app.kubernetes.io/component"] for o in objects} == {"reporter"}
+    assert kinds(objects) == sorted(
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "DaemonSet",
+            "ServiceAccount",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+        ]
+    )
+
+
+def test_the_reporter_tolerates_accelerator_taints_at_node_critical_priority(helm: Path) -> None:
+    daemonset = find(template(helm, "--set", "reporter.enabled=true"), "DaemonSet")
+    spec = pod_spec(daemonset)
+    assert spec["priorityClassName"] == "system-node-critical"  # as HAMi's device plugin
+    tolerated = {t["key"]: t for t in spec["tolerations"]}
+    for key in ("nvidia.com/gpu", "CriticalAddonsOnly", "hygon.com/dcunum", "cambricon.com/mlu"):
+        # Exists, no effect: NoSchedule and NoExecute taints alike.
+        assert tolerated[key] == {"key": key, "operator": "Exists"}
+    own = find(
+        template(
+            helm,
+            "--set",
+            "reporter.enabled=true",
+            "--set-json",
+            "reporter.tolerations=[]",
+            "--set",
+            "reporter.priorityClassName=",
+        ),
+        "DaemonSet",
+    )
+    assert "tolerations" not in pod_spec(own) and "priorityClassName" not in pod_spec(own)
+
+
+def test_the_reporter_has_its_own_vendors(helm: Path) -> None:
+    objects = template(
+        helm,
+        "--set",
+        "reporter.enabled=true",
+        "--set-json",
+        'vendors=["nvidia","dcu"]',
+        "--set-json",
+        'reporter.vendors=["dcu"]',
+    )
+    assert "--vendors=dcu" in container(find(objects, "DaemonSet"))["args"]
+    assert "--vendors=nvidia,dcu" in container(find(objects, "Deployment"))["args"]
+    inherited = template(helm, "--set", "reporter.enabled=true", "--set-json", 'vendors=["nvidia"]')
+    assert "--vendors=nvidia" in container(find(inherited, "DaemonSet"))["args"]
+
+
+def test_the_reporter_pod_monitor(helm: Path) -> None:
+    objects = template(
+        helm,
+        "--set",
+        "reporter.enabled=true",
+        "--set",
+        "reporter.podMonitor.enabled=true",
+        "--set",
+        "reporter.podMonitor.labels.release=prom",
+        "--set",
+        "reporter.http.port=9500",
+        release="gpu",
+        namespace="accel",
+    )
+    monitor = find(objects, "PodMonitor", "gpu-hami-core-reporter")
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    daemonset = find(objects, "DaemonSet")
+    assert monitor["spec"]["selector"]["matchLabels"] == daemonset["spec"]["selector"]["matchLabels"]
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["accel"]}
+    assert monitor["spec"]["podMetricsEndpoints"] == [{"port": "http", "path": "/metrics", "interval": "30s"}]
+    assert container(daemonset)["ports"] == [{"name": "http", "containerPort": 9500, "protocol": "TCP"}]
+    assert not [o for o in template(helm, "--set", "reporter.enabled=true") if o["kind"] == "PodMonitor"]
+
+
+def test_service_accounts_of_ones_own(helm: Path) -> None:
+    objects = template(
+        helm,
+        "--set",
+        "reporter.enabled=true",
+        "--set",
+        "scheduler.serviceAccount.create=false",
+        "--set",
+        "scheduler.serviceAccount.name=registrar",
+        "--set",
+        "reporter.serviceAccount.name=gpu-agent",
+        "--set",
+        "reporter.serviceAccount.annotations.iam\\.example\\.com/role=agent",
+        namespace="gpu",
+    )
+    accounts = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ServiceAccount"}
+    assert set(accounts) == {"gpu-agent"}  # the scheduler's exists already
+    assert accounts["gpu-agent"]["metadata"]["annotations"] == {"iam.example.com/role": "agent"}
+    assert pod_spec(find(objects, "Deployment"))["serviceAccountName"] == "registrar"
+    assert pod_spec(find(objects, "DaemonSet"))["serviceAccountName"] == "gpu-agent"
+    for binding in (o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+        component = binding["metadata"]["labels"]["app.kubernetes.io/component"]
+        name = {"scheduler": "registrar", "reporter": "gpu-agent"}[component]
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": "gpu"}]
+    policy = find(objects, "ValidatingAdmissionPolicy")
+    assert policy["spec"]["matchConditions"][0]["expression"] == (
+        "request.userInfo.username == 'system:serviceaccount:gpu:gpu-agent'"
+    )
+
+
+def test_probe_timings_are_values(helm: Path) -> None:
+    objects = template(
+        helm,
+        "--set",
+        "reporter.enabled=true",
+        "--set",
+        "scheduler.probes.liveness.periodSeconds=30",
+        "--set",
+        "scheduler.probes.readiness.failureThreshold=9",
+        "--set",
+        "reporter.probes.liveness.timeoutSeconds=2",
+    )
+    scheduler = container(find(objects, "Deployment"))
+    assert scheduler["livenessProbe"] == {
+        "httpGet": {"path": "/livez", "port": "http"},
+        "initialDelaySeconds": 5,
+        "periodSeconds": 30,
+        "timeoutSeconds": 5,
+        "failureThreshold": 6,
+    }
+    assert scheduler["readinessProbe"]["failureThreshold"] == 9
+    assert container(find(objects, "DaemonSet"))["livenessProbe"]["timeoutSeconds"] == 2
+
+
+def test_a_custom_reporter_account_is_the_one_the_admission_policy_holds_to_its_node(
+    apiserver: ApiServer, helm: Path, kubectl: Path, tmp_path: Path
+) -> None:
+    """With ``reporter.serviceAccount.create=false`` the policy must follow the name, or a reporter's
+    token could patch every Node: applied to the real API server, a token of that account bound to a Pod
+    on one node may change that Node's hami.io/ annotations and not another Node's."""
+    namespace, release, account = f"sa-{uuid.uuid4().hex[:8]}", f"r{uuid.uuid4().hex[:6]}", "gpu-agent"
+    kubeconfig = apiserver.kubeconfig()
+    assert apiserver.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})[0] == 201
+    status, body = apiserver.request(
+        "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": account}}
+    )
+    assert status == 201, body
+    manifest = tmp_path / "chart.yaml"
+    manifest.write_text(
+        run(
+            [
+                helm,
+                "template",
+                release,
+                CHART,
+                "--namespace",
+                namespace,
+                "--set",
+                "scheduler.replicas=0",
+                "--set",
+                "reporter.enabled=true",
+                "--set",
+                "reporter.serviceAccount.create=false",
+                "--set",
+                f"reporter.serviceAccount.name={account}",
+            ]
+        ).stdout
+    )
+    mine, other = unique_node_name("sa-own"), unique_node_name("sa-other")
+    try:
+        run([kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "-f", manifest])
+        for node in (mine, other):
+            create_node(apiserver, node)
+        pod = apiserver.pod_on_node(namespace, account, mine)
+        identity = apiserver.add_token_identity(
+            f"{account}@{mine}", apiserver.token_request(namespace, account, pod=pod)
+        )
+        annotate = {"metadata": {"annotations": {"hami.io/node-mlu-register": "[]"}}}
+
+        def refused_elsewhere() -> tuple[int, str] | None:
+            answer = patch_node(apiserver, other, annotate, identity)
+            return answer if answer[0] == 403 else None
+
+        # Admission policies load asynchronously: wait until this one refuses the foreign node.
+        refused = wait_for(
+            "the policy to hold the custom account to its node", refused_elsewhere, timeout=60, interval=0.2
+        )
+        assert f"this token is bound to a Pod on node {mine}, not {other}" in refused[1]
+        assert patch_node(apiserver, mine, annotate, identity)[0] == 200
+    finally:
+        run(
+            [
+                kubectl,
+                "--kubeconfig",
+                kubeconfig,
+                "delete",
+                "--wait=false",
+                "--ignore-not-found",
+                "-f",
+                manifest,
+            ],
+            check=False,
+        )
+        for node in (mine, other):
+            apiserver.request("DELETE", f"/api/v1/nodes/{node}")
+        apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")
