@@ -20,7 +20,7 @@ from hami_core.cli.vendors import drivers_from_options
 from hami_core.k8snames import is_dns_label, is_dns_subdomain
 from hami_core.kube.port import AdminCluster, ClusterError, Lease, NodeSnapshot, NotFound
 from hami_core.plugins import VendorDriver
-from hami_core.scheduler.config import DEFAULT_LEASE_NAME
+from hami_core.scheduler.config import DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE
 from hami_core.scheduler.peer_check import lease_in_use
 
 __all__ = ["CleanupResult", "annotation_keys", "cleanup", "cleanup_command"]
@@ -146,10 +146,11 @@ def _checked(check: Callable[[str], bool], what: str) -> Callable[[click.Context
 @click.option(
     "--lease-namespace",
     envvar="HAMI_LEASE_NAMESPACE",
-    default="kube-system",
+    default=DEFAULT_LEASE_NAMESPACE,
     show_default=True,
     callback=_checked(is_dns_label, "namespace name (a lower-case DNS label)"),
-    help="Namespace of the scheduler's leader Lease. Env: HAMI_LEASE_NAMESPACE.",
+    help="Namespace of the scheduler's leader Lease: the chart's is its release namespace; the default "
+    "is where `hami scheduler run` puts it outside a pod. Env: HAMI_LEASE_NAMESPACE.",
 )
 @click.option(
     "--lease-name",

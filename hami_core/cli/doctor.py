@@ -28,6 +28,7 @@ import click
 import yaml  # type: ignore[import-untyped]  # the kubernetes client's own YAML parser; no stubs installed
 
 from hami_core.cli.cluster import cluster_options, connect, yaml_error_detail
+from hami_core.cli.defaults import duration_default_of
 from hami_core.cli.options import DURATION
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.clock import SYSTEM
@@ -36,7 +37,7 @@ from hami_core.kube.access import describe_error
 from hami_core.kube.port import Cluster, ClusterError, Forbidden, Lease, NodeSnapshot, NotFound, Unavailable
 from hami_core.kube.wire import node_snapshot
 from hami_core.protocol.errors import shorten
-from hami_core.scheduler.config import DEFAULT_LEASE_NAME
+from hami_core.scheduler.config import DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, SchedulerConfig
 from hami_core.scheduler.explain import (
     NodeExplanation,
     VendorExplanation,
@@ -650,7 +651,7 @@ def doctor() -> None:
     "--handshake-window",
     envvar="HAMI_HANDSHAKE_WINDOW",
     type=DURATION,
-    default="60s",
+    default=duration_default_of(SchedulerConfig, "handshake_window"),
     show_default=True,
     help="The scheduler's handshake window. Env: HAMI_HANDSHAKE_WINDOW.",
 )
@@ -675,9 +676,10 @@ def doctor() -> None:
 @click.option(
     "--lease-namespace",
     envvar="HAMI_LEASE_NAMESPACE",
-    default="kube-system",
+    default=DEFAULT_LEASE_NAMESPACE,
     show_default=True,
-    help="Namespace of the scheduler's leader Lease. Env: HAMI_LEASE_NAMESPACE.",
+    help="Namespace of the scheduler's leader Lease: the chart's is its release namespace; the default "
+    "is where `hami scheduler run` puts it outside a pod. Env: HAMI_LEASE_NAMESPACE.",
 )
 @click.option(
     "--lease-name",
@@ -690,7 +692,7 @@ def doctor() -> None:
     "--scheduler-url",
     callback=_scheduler_url,
     metavar="URL",
-    help="A scheduler's status endpoint (e.g. http://127.0.0.1:9395): compare its /cache/NAME view "
+    help="A scheduler's status endpoint (e.g. http://127.0.0.1:9396): compare its /cache/NAME view "
     "with the doctor's.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")

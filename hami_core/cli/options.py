@@ -18,6 +18,7 @@ __all__ = [
     "Duration",
     "aliases",
     "go_bool_flag",
+    "klog_verbosity",
     "listen_address",
     "log_options",
 ]
@@ -158,3 +159,30 @@ def log_options(command: F) -> F:
         "everything on stderr included. Env: HAMI_LOG_FORMAT.",
     )(command)
     return command
+
+
+#: klog's ``-v`` level from which Kubernetes' logging conventions speak of debug output.
+KLOG_DEBUG_VERBOSITY = 4
+
+
+def _klog_level(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    text = value[1:] if value.startswith("=") else value  # click reads klog's `-v=4` as `-v` `=4`
+    if not (text.isascii() and text.isdigit()):
+        raise click.BadParameter(f"{text!r} is not a klog verbosity (a whole number >= 0, e.g. 4)")
+    return "debug" if int(text) >= KLOG_DEBUG_VERBOSITY else "info"
+
+
+def klog_verbosity(command: F) -> F:
+    """klog's ``-v N`` / ``--v=N``, as HAMi's chart passes it (``-v=4``): ``--log-level debug`` from 4 on,
+    ``info`` below; given, it wins over ``--log-level``. Passed on as ``verbosity``."""
+    return click.option(
+        "-v",
+        "--v",
+        "verbosity",
+        metavar="N",
+        callback=_klog_level,
+        help=f"klog's verbosity, for HAMi's and Kubernetes' arguments (-v=4): {KLOG_DEBUG_VERBOSITY} or "
+        "more is --log-level debug, less is info; wins over --log-level.",
+    )(command)

@@ -10,6 +10,7 @@ from types import FrameType
 import click
 
 from hami_core.cli.cluster import cluster_options, connect
+from hami_core.cli.defaults import duration_default_of
 from hami_core.cli.logs import configure_logging, report_error
 from hami_core.cli.options import DURATION, listen_address, log_options
 from hami_core.cli.vendors import driver_options, drivers_from_options
@@ -39,7 +40,7 @@ def reporter() -> None:
     "--interval",
     envvar="HAMI_REPORT_INTERVAL",
     type=DURATION,
-    default="30s",
+    default=duration_default_of(ReporterConfig, "interval"),
     show_default=True,
     help="Between passes. Env: HAMI_REPORT_INTERVAL.",
 )
@@ -47,7 +48,7 @@ def reporter() -> None:
     "--retry-interval",
     envvar="HAMI_REPORT_RETRY_INTERVAL",
     type=DURATION,
-    default="5s",
+    default=duration_default_of(ReporterConfig, "retry_interval"),
     show_default=True,
     help="To the next pass after a failed one. Env: HAMI_REPORT_RETRY_INTERVAL.",
 )

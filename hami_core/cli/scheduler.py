@@ -11,16 +11,19 @@ from types import FrameType
 import click
 
 from hami_core.cli.cluster import check_access, cluster_options, connect
+from hami_core.cli.defaults import default_of, duration_default_of
 from hami_core.cli.logs import configure_logging
-from hami_core.cli.options import DURATION, aliases, go_bool_flag, log_options
+from hami_core.cli.options import DURATION, aliases, go_bool_flag, klog_verbosity, log_options
 from hami_core.cli.options import listen_address as _listen
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.scheduler.allocator import limit_malloc_arenas
 from hami_core.scheduler.config import (
     DEFAULT_HTTP_PORT,
     DEFAULT_LEASE_NAME,
+    DEFAULT_LEASE_NAMESPACE,
     SchedulerConfig,
     default_identity,
+    default_lease_namespace,
 )
 from hami_core.scheduler.peer_check import HAMI_LEASE, parse_lease_ref, warn_if_hami_scheduler_active
 from hami_core.scheduler.selector import NodeSelector, parse_node_selector
@@ -58,9 +61,19 @@ KUBE_SCHEDULER_ALIASES = {
     "lease_namespace": "--leader-elect-resource-namespace",
     "qps": "--kube-api-qps",
     "burst": "--kube-api-burst",
+    "log_format": "--logging-format",
+}
+
+#: HAMi's scheduler's names (``cmd/scheduler``) of settings that mean the same here; docs/operations.md
+#: ("Migrating from HAMi's chart") lists the rest.
+HAMI_SCHEDULER_ALIASES = {
+    "qps": "--kube-qps",
+    "burst": "--kube-burst",
+    "node_selector": "--node-label-selector",
 }
 
 
+@aliases(HAMI_SCHEDULER_ALIASES, origin="HAMi's scheduler's flag name")
 @aliases(KUBE_SCHEDULER_ALIASES, origin="kube-scheduler's flag name")
 @scheduler.command("run")
 @cluster_options
@@ -75,9 +88,10 @@ KUBE_SCHEDULER_ALIASES = {
 @click.option(
     "--lease-namespace",
     envvar="HAMI_LEASE_NAMESPACE",
-    default="kube-system",
-    show_default=True,
-    help="Namespace of the leader Lease. Env: HAMI_LEASE_NAMESPACE.",
+    default=None,
+    help="Namespace of the leader Lease. Default: the namespace the scheduler's pod runs in "
+    "(POD_NAMESPACE, or its ServiceAccount's; the chart's release namespace); outside a pod "
+    f"{DEFAULT_LEASE_NAMESPACE}. Env: HAMI_LEASE_NAMESPACE.",
 )
 @click.option(
     "--lease-name",
@@ -111,7 +125,7 @@ KUBE_SCHEDULER_ALIASES = {
     "--lease-duration",
     envvar="HAMI_LEASE_DURATION",
     type=DURATION,
-    default="15s",
+    default=duration_default_of(SchedulerConfig, "lease_duration"),
     show_default=True,
     help="How long a Lease holds without renewal. Env: HAMI_LEASE_DURATION.",
 )
@@ -119,7 +133,7 @@ KUBE_SCHEDULER_ALIASES = {
     "--renew-deadline",
     envvar="HAMI_RENEW_DEADLINE",
     type=DURATION,
-    default="10s",
+    default=duration_default_of(SchedulerConfig, "renew_deadline"),
     show_default=True,
     help="A leader that has not renewed for this long stops writing. Env: HAMI_RENEW_DEADLINE.",
 )
@@ -127,7 +141,7 @@ KUBE_SCHEDULER_ALIASES = {
     "--retry-period",
     envvar="HAMI_RETRY_PERIOD",
     type=DURATION,
-    default="2s",
+    default=duration_default_of(SchedulerConfig, "retry_period"),
     show_default=True,
     help="Between two tries to take or renew the Lease. Env: HAMI_RETRY_PERIOD.",
 )
@@ -135,7 +149,7 @@ KUBE_SCHEDULER_ALIASES = {
     "--resync",
     envvar="HAMI_RESYNC",
     type=DURATION,
-    default="15s",
+    default=duration_default_of(SchedulerConfig, "resync"),
     show_default=True,
     help="Between re-evaluations of every node. Env: HAMI_RESYNC.",
 )
@@ -143,7 +157,7 @@ KUBE_SCHEDULER_ALIASES = {
     "--handshake-window",
     envvar="HAMI_HANDSHAKE_WINDOW",
     type=DURATION,
-    default="60s",
+    default=duration_default_of(SchedulerConfig, "handshake_window"),
     show_default=True,
     help="After this a scheduler stamp is expired. Env: HAMI_HANDSHAKE_WINDOW.",
 )
@@ -151,7 +165,7 @@ KUBE_SCHEDULER_ALIASES = {
     "--qps",
     envvar="HAMI_QPS",
     type=click.FloatRange(min=0, min_open=True, max=100_000),
-    default=200.0,
+    default=default_of(SchedulerConfig, "qps"),
     show_default=True,
     help="Write rate limit (requests per second). Env: HAMI_QPS.",
 )
@@ -159,7 +173,7 @@ KUBE_SCHEDULER_ALIASES = {
     "--burst",
     envvar="HAMI_BURST",
     type=click.IntRange(min=1, max=100_000),
-    default=400,
+    default=default_of(SchedulerConfig, "burst"),
     show_default=True,
     help="Write burst. Env: HAMI_BURST.",
 )
@@ -167,14 +181,14 @@ KUBE_SCHEDULER_ALIASES = {
     "--max-in-flight",
     envvar="HAMI_MAX_IN_FLIGHT",
     type=click.IntRange(min=1, max=1024),
-    default=16,
+    default=default_of(SchedulerConfig, "max_in_flight"),
     show_default=True,
     help="Concurrent patches. Env: HAMI_MAX_IN_FLIGHT.",
 )
 @click.option(
     "--http-listen",
     envvar="HAMI_HTTP_LISTEN",
-    default=f"0.0.0.0:{DEFAULT_HTTP_PORT}",
+    default=f"{default_of(SchedulerConfig, 'http_host')}:{DEFAULT_HTTP_PORT}",
     show_default=True,
     callback=_listen,
     help="HOST:PORT or [IPV6]:PORT of the status endpoint, or 'off'. Env: HAMI_HTTP_LISTEN.",
@@ -190,13 +204,14 @@ KUBE_SCHEDULER_ALIASES = {
     "(never run two registrars at once); 'off' skips the check. Env: HAMI_CHECK_HAMI_LEASE.",
 )
 @log_options
+@klog_verbosity
 def run(
     kubeconfig: str | None,
     context: str | None,
     vendors: str | None,
     count_resources: tuple[str, ...],
     node_selector: NodeSelector,
-    lease_namespace: str,
+    lease_namespace: str | None,
     lease_name: str,
     identity: str | None,
     leader_elect: bool,
@@ -213,12 +228,14 @@ def run(
     check_hami_lease: tuple[str, str] | None,
     log_format: str,
     log_level: str,
+    verbosity: str | None,
 ) -> None:
     """Run the scheduler: watch nodes, stamp handshakes, keep the device cache, clean up dead nodes."""
     elects = leader_elect and not read_only
     if elects and not retry_period < renew_deadline < lease_duration:
         raise click.UsageError("need --retry-period < --renew-deadline < --lease-duration")
-    configure_logging(log_format, log_level)
+    configure_logging(log_format, verbosity or log_level)
+    lease_namespace = lease_namespace or default_lease_namespace()
     limit_malloc_arenas()  # before any thread starts (scheduler/allocator.py says why)
     manager, drivers = drivers_from_options(vendors, count_resources)
     try:

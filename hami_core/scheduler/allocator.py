@@ -4,9 +4,10 @@ glibc's malloc gives each thread that allocates its own arena, up to 8 per core,
 arena once held: the scheduler's 16 patch threads, its worker and its reflector each grow one, and a
 value over 512 bytes (a register annotation) is a C allocation, not Python's small-object allocator.
 Two arenas are enough for threads that mostly wait on the network and the GIL, and cost no measurable
-time; at 10,000 nodes they take about 4 MiB off the peak resident set (docs/performance.md). The image
-and the chart set ``MALLOC_ARENA_MAX=2`` as well (glibc reads it at process start); a value the
-operator sets is left as it is. Elsewhere than glibc this does nothing.
+time; at 10,000 nodes they take about 4 MiB off the peak resident set (docs/performance.md). ``ARENAS``
+is the one place the number is written: the image sets ``MALLOC_ARENA_MAX`` to it as well (glibc reads
+it at process start; a test holds the Dockerfile to ``ARENAS``), and a value the operator sets is left
+as it is. Elsewhere than glibc this does nothing.
 """
 
 from __future__ import annotations

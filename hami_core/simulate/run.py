@@ -15,7 +15,7 @@ from hami_core.clock import FakeClock
 from hami_core.kube.memory import MemoryCluster
 from hami_core.plugins.driver import VendorDriver
 from hami_core.protocol.handshake import format_report
-from hami_core.scheduler.config import SchedulerConfig
+from hami_core.scheduler.config import DEFAULT_LEASE_NAMESPACE, SchedulerConfig
 from hami_core.scheduler.daemon import Scheduler
 from hami_core.simulate.scenario import Action, Scenario, validate_scenario
 from hami_core.simulate.settle import NodeWrites, wait_settled
@@ -78,7 +78,7 @@ def run_scenario(
     config = SchedulerConfig(
         resync=scenario.resync,
         handshake_window=scenario.handshake_window,
-        lease_namespace="kube-system",
+        lease_namespace=DEFAULT_LEASE_NAMESPACE,
         identity="simulated-scheduler",
         lease_duration=3.0,
         renew_deadline=2.0,
