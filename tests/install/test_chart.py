@@ -375,7 +375,11 @@ def test_reporter_probes_and_endpoint_can_be_turned_off(helm: Path) -> None:
         ),
         (
             ["--set", "scheduler.podDisruptionBudget.maxUnavailable=0"],
-            "/scheduler/podDisruptionBudget/maxUnavailable",
+            "scheduler.podDisruptionBudget.maxUnavailable: 0 lets no scheduler replica be evicted, so every",
+        ),
+        (
+            ["--set", "scheduler.podDisruptionBudget.maxUnavailable=0%"],
+            "scheduler.podDisruptionBudget.maxUnavailable: 0% lets no scheduler replica be evicted",
         ),
         (["--set", "scheduler.podDisruptionBudget.minAvailable=1"], "additional properties 'minAvailable'"),
         (["--set", "image.digest=latest"], "/image/digest"),
