@@ -316,3 +316,36 @@ def test_a_custom_reporter_account_is_the_one_the_admission_policy_holds_to_its_
         for node in (mine, other):
             apiserver.request("DELETE", f"/api/v1/nodes/{node}")
         apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")
+
+
+def test_the_reporters_pod_as_the_daemonset_makes_it_is_admitted_at_node_critical_priority(
+    apiserver: ApiServer, helm: Path
+) -> None:
+    """The DaemonSet's pod template, as its controller would create it on a tainted GPU node outside
+    kube-system: the real API server admits it and resolves system-node-critical to its priority."""
+    namespace = f"pc-{uuid.uuid4().hex[:8]}"
+    assert apiserver.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})[0] == 201
+    daemonset = find(template(helm, "--set", "reporter.enabled=true", namespace=namespace), "DaemonSet")
+    node = unique_node_name("tainted-gpu")
+    taints = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    status, body = apiserver.request(
+        "POST", "/api/v1/nodes", {"metadata": {"name": node}, "spec": {"taints": taints}}
+    )
+    assert status == 201, body
+    try:
+        template_ = daemonset["spec"]["template"]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "reporter-0", "labels": template_["metadata"]["labels"]},
+            "spec": {**template_["spec"], "nodeName": node},
+        }
+        status, stored = apiserver.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+        assert status == 201, stored
+        assert stored["spec"]["priorityClassName"] == "system-node-critical"
+        assert stored["spec"]["priority"] == 2_000_001_000  # Kubernetes' system-node-critical
+        tolerated = {t["key"] for t in stored["spec"]["tolerations"]}
+        assert "nvidia.com/gpu" in tolerated
+    finally:
+        apiserver.request("DELETE", f"/api/v1/nodes/{node}")
+        apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")
