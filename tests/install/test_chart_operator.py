@@ -5,6 +5,7 @@ probes; and the ones that matter applied to the real API server."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -33,9 +34,8 @@ def workloads(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o for o in objects if o["kind"] in ("Deployment", "DaemonSet")]
 
 
-def test_as_a_subchart_the_parents_global_registry_and_pull_secrets_reach_both_daemons(
-    helm: Path, tmp_path: Path
-) -> None:
+def parent_chart(tmp_path: Path, ours: dict[str, Any]) -> Path:
+    """A chart "platform" with hami-core as its dependency (in its charts/), and HAMi-style globals."""
     parent = tmp_path / "platform"
     (parent / "charts").mkdir(parents=True)
     shutil.copytree(CHART, parent / "charts" / "hami-core")
@@ -59,13 +59,18 @@ def test_as_a_subchart_the_parents_global_registry_and_pull_secrets_reach_both_d
                     "imageTag": "v2.10.0",
                     "labels": {"team": "gpu"},
                 },
-                "hami-core": {
-                    "reporter": {"enabled": True},
-                    "imagePullSecrets": [{"name": "corp-pull"}, "own"],
-                },
+                "hami-core": ours,
             }
         )
     )
+    return parent
+
+
+def test_as_a_subchart_the_parents_global_registry_and_pull_secrets_reach_both_daemons(
+    helm: Path, tmp_path: Path
+) -> None:
+    ours = {"reporter": {"enabled": True}, "imagePullSecrets": [{"name": "corp-pull"}, "own"]}
+    parent = parent_chart(tmp_path, ours)
     out = run([helm, "template", "platform", parent, "--namespace", "gpu"]).stdout
     objects = [d for d in yaml.safe_load_all(out) if d]
     assert {o["kind"] for o in workloads(objects)} == {"Deployment", "DaemonSet"}
@@ -78,6 +83,28 @@ def test_as_a_subchart_the_parents_global_registry_and_pull_secrets_reach_both_d
             {"name": "own"},
         ]
     assert run([helm, "lint", "--strict", parent]).returncode == 0
+
+
+def test_a_subchart_release_without_a_scheduler_installs_and_uninstalls(
+    apiserver: ApiServer, helm: Path, tmp_path: Path
+) -> None:
+    """``helm install`` of the parent on the real API server: a reporter-only hami-core (replicas 0)."""
+    env = {**os.environ, "KUBECONFIG": str(apiserver.kubeconfig())}
+    env.update({f"HELM_{kind}_HOME": str(tmp_path / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")})
+    parent = parent_chart(tmp_path, {"reporter": {"enabled": True}, "scheduler": {"replicas": 0}})
+    namespace, release = f"p-{uuid.uuid4().hex[:8]}", f"p{uuid.uuid4().hex[:6]}"
+    base = f"/apis/apps/v1/namespaces/{namespace}"
+    install = [helm, "install", release, parent, "--namespace", namespace, "--create-namespace"]
+    done = run([*install, "--render-subchart-notes"], env=env)  # a dependency's notes are left out else
+    try:
+        assert "No scheduler (scheduler.replicas: 0)" in done.stdout.split("NOTES:", 1)[1]
+        status, daemonset = apiserver.request("GET", f"{base}/daemonsets/{release}-hami-core-reporter")
+        assert status == 200, daemonset
+        assert container(daemonset)["image"] == "registry.corp.example:5000/hami-core:0.1.0"
+        assert apiserver.request("GET", f"{base}/deployments/{release}-hami-core-scheduler")[0] == 404
+    finally:
+        run([helm, "uninstall", release, "--namespace", namespace, "--wait=false"], env=env, check=False)
+    assert apiserver.request("GET", f"{base}/daemonsets/{release}-hami-core-reporter")[0] == 404
 
 
 def test_image_registry_and_digest(helm: Path) -> None:
