@@ -5,6 +5,7 @@ probes; and the ones that matter applied to the real API server."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from harness.apiserver import ApiServer
+from harness.apiserver import REPO_ROOT, ApiServer
 from harness.fixtures import unique_node_name
 from harness.scheduler_world import wait_for
 from install.kit import CHART, create_node, find, kinds, patch_node, run, template
@@ -376,3 +377,55 @@ def test_the_reporters_pod_as_the_daemonset_makes_it_is_admitted_at_node_critica
     finally:
         apiserver.request("DELETE", f"/api/v1/nodes/{node}")
         apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")
+
+
+def test_the_documented_helm_upgrade_takes_a_new_charts_new_defaults(
+    apiserver: ApiServer, helm: Path, tmp_path: Path
+) -> None:
+    """docs/operations.md's ``helm upgrade`` line, run as written (release, namespace and chart path
+    replaced) from this chart to a next version that adds a value its templates read. Helm's
+    ``--reuse-values`` would keep the old chart's defaults, without the new value, and fail to render."""
+    text = (REPO_ROOT / "docs" / "operations.md").read_text()
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("helm upgrade hami-core charts/hami-core ")]
+    documented = line.split()
+    assert documented[:6] == [
+        "helm",
+        "upgrade",
+        "hami-core",
+        "charts/hami-core",
+        "--namespace",
+        "hami-system",
+    ]
+    flags = documented[6:]
+    assert "--reuse-values" not in flags
+    next_chart = tmp_path / "next" / "hami-core"
+    shutil.copytree(CHART, next_chart)
+    (next_chart / "templates" / "knob.yaml").write_text(
+        "{{- if .Values.knob.enabled }}\n# knob\n{{- end }}\n"
+    )
+    with (next_chart / "values.yaml").open("a") as values:
+        values.write("knob:\n  enabled: true\n")
+    schema = json.loads((next_chart / "values.schema.json").read_text())
+    schema["properties"]["knob"] = {"type": "object"}
+    (next_chart / "values.schema.json").write_text(json.dumps(schema))
+
+    env = {**os.environ, "KUBECONFIG": str(apiserver.kubeconfig())}
+    env.update({f"HELM_{kind}_HOME": str(tmp_path / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")})
+    namespace, release = f"u-{uuid.uuid4().hex[:8]}", f"u{uuid.uuid4().hex[:6]}"
+    where = ["--namespace", namespace]
+    run(
+        [helm, "install", release, CHART, *where, "--create-namespace", "--set", "scheduler.replicas=3"],
+        env=env,
+    )
+    try:
+        stale = run([helm, "upgrade", release, next_chart, *where, "--reuse-values"], env=env, check=False)
+        assert stale.returncode != 0 and "knob" in stale.stderr, stale.stderr  # the trap the docs avoid
+        run([helm, "upgrade", release, next_chart, *where, *flags], env=env)
+        status, deployment = apiserver.request(
+            "GET", f"/apis/apps/v1/namespaces/{namespace}/deployments/{release}-hami-core-scheduler"
+        )
+        assert status == 200, deployment
+        assert deployment["spec"]["replicas"] == 3  # the release's own values are kept
+        assert container(deployment)["image"] == "hami-core:0.1.1"  # the line's --set
+    finally:
+        run([helm, "uninstall", release, *where, "--wait=false"], env=env, check=False)

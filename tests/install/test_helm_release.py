@@ -46,7 +46,7 @@ def test_install_upgrade_and_uninstall(apiserver: ApiServer, helm: Path, tmp_pat
     assert status_of(reporter) == 404
 
     upgraded = run(
-        [helm, "upgrade", release, CHART, "--namespace", namespace, "--reuse-values",
+        [helm, "upgrade", release, CHART, "--namespace", namespace, "--reset-then-reuse-values",
          "--set", "scheduler.replicas=3", "--set", "reporter.enabled=true", "--set-json", 'vendors=["mlu"]'],
         env=env,
     )  # fmt: skip
@@ -69,8 +69,9 @@ def test_install_upgrade_and_uninstall(apiserver: ApiServer, helm: Path, tmp_pat
 def test_a_read_only_release_becomes_the_registrar_by_one_upgrade(
     apiserver: ApiServer, helm: Path, tmp_path: Path
 ) -> None:
-    """docs/operations.md, "Moving to hami-core as the registrar", step 3: `helm upgrade --reuse-values
-    --set scheduler.readOnly=false` turns a read-only release into one that writes, Roles and all."""
+    """docs/operations.md, "Moving to hami-core as the registrar", step 3: `helm upgrade
+    --reset-then-reuse-values --set scheduler.readOnly=false` turns a read-only release into one that
+    writes, Roles and all."""
     env = {
         **os.environ,
         "KUBECONFIG": apiserver.kubeconfig(),
@@ -111,7 +112,7 @@ def test_a_read_only_release_becomes_the_registrar_by_one_upgrade(
     assert [apiserver.request("GET", path)[0] for path in roles] == [404] * 3
 
     upgraded = run(
-        [helm, "upgrade", release, CHART, "--namespace", namespace, "--reuse-values",
+        [helm, "upgrade", release, CHART, "--namespace", namespace, "--reset-then-reuse-values",
          "--set", "scheduler.readOnly=false"],
         env=env,
     )  # fmt: skip
