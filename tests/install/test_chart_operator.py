@@ -190,6 +190,11 @@ def test_the_reporter_has_its_own_vendors(helm: Path) -> None:
     )
     assert "--vendors=dcu" in container(find(objects, "DaemonSet"))["args"]
     assert "--vendors=nvidia,dcu" in container(find(objects, "Deployment"))["args"]
+    # The admission policy lets the reporter write its own drivers' annotations, not the scheduler's.
+    policy = find(objects, "ValidatingAdmissionPolicy")
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    assert variables["registerKeys"] == '["hami.io/node-dcu-register"]'
+    assert variables["handshakeKeys"] == '["hami.io/node-handshake-dcu"]'
     inherited = template(helm, "--set", "reporter.enabled=true", "--set-json", 'vendors=["nvidia"]')
     assert "--vendors=nvidia" in container(find(inherited, "DaemonSet"))["args"]
 
