@@ -12,7 +12,7 @@ import click
 from hami_core.cli.cluster import cluster_options, connect
 from hami_core.cli.defaults import duration_default_of
 from hami_core.cli.logs import configure_logging, report_error
-from hami_core.cli.options import DURATION, listen_address, log_options
+from hami_core.cli.options import DURATION, klog_verbosity, listen_address, log_options
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.reporter.daemon import Reporter, ReporterConfig
 from hami_core.reporter.http import reporter_server
@@ -67,6 +67,7 @@ def reporter() -> None:
     help="HOST:PORT or [IPV6]:PORT serving /livez, /readyz and /metrics, or 'off'. Env: HAMI_HTTP_LISTEN.",
 )
 @log_options
+@klog_verbosity
 def run(
     kubeconfig: str | None,
     context: str | None,
@@ -79,6 +80,7 @@ def run(
     http_listen: tuple[str, int] | None,
     log_format: str,
     log_level: str,
+    verbosity: str | None,
 ) -> None:
     """Publish this node's devices: every pass, the register annotation of each selected driver when it
     differs from the Node's, and the Reported_ heartbeat of drivers whose plugin writes one."""
@@ -88,7 +90,7 @@ def run(
         config = ReporterConfig(node_name=node_name, interval=interval, retry_interval=retry_interval)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    configure_logging(log_format, log_level)
+    configure_logging(log_format, verbosity or log_level)
     manager, drivers = drivers_from_options(vendors, count_resources)
     cluster = connect(kubeconfig, context, request_timeout=min(30.0, max(1.0, interval)))
     daemon = Reporter(cluster, drivers, manager.discover_devices, config)

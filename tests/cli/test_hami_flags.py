@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from harness.apiserver import REPO_ROOT
 
+from hami_core.cli.reporter import reporter
 from hami_core.cli.scheduler import HAMI_SCHEDULER_ALIASES, KUBE_SCHEDULER_ALIASES, scheduler
 from hami_core.scheduler.config import DEFAULT_LEASE_NAMESPACE, default_lease_namespace
 from hami_core.scheduler.selector import parse_node_selector
@@ -115,3 +116,10 @@ def test_the_lease_namespace_is_the_pods(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert default_lease_namespace(mounted) == "hami-system"  # the downward API's, as the chart sets it
     assert parsed()["lease_namespace"] is None  # resolved when the daemon starts
     assert parsed("--lease-namespace", "other")["lease_namespace"] == "other"
+
+
+def test_the_reporter_takes_klog_verbosity_too() -> None:
+    """HAMi's chart passes -v=4 to its device plugin as well: devicePlugin.extraArgs -> reporter.extraArgs."""
+    reporter_run = reporter.commands["run"]
+    with reporter_run.make_context("run", ["--node-name", "n1", "-v=4"]) as ctx:
+        assert ctx.params["verbosity"] == "debug"
