@@ -1,4 +1,5 @@
-"""HAMi's own code as a Python object (the Go oracle, tests/oracle/main.go), and the fixture ``hami_oracle``.
+"""HAMi's own code as Python objects (the Go oracles, tests/oracle/main.go and tests/oracle/nodes/main.go),
+and the fixtures ``hami_oracle`` and ``hami_node_oracle``.
 
 The oracle is a long-running process built from HAMi v2.10.0's unmodified source; it speaks JSON Lines:
 one request per line on its stdin, one response per line on its stdout. Values travel base64-encoded
@@ -31,12 +32,17 @@ from hami_core.protocol.model import DeviceInfo, MigProfile
 __all__ = [
     "BUILD_SCRIPT",
     "HealthResult",
+    "NodeOracle",
+    "NodeResult",
     "Oracle",
     "OracleError",
     "OracleResult",
+    "VendorAnswer",
     "deep_recursion",
     "device_payload",
+    "hami_node_oracle",
     "hami_oracle",
+    "node_oracle_binary",
     "oracle_binary",
 ]
 
@@ -330,6 +336,140 @@ class Oracle:
         self._stderr_file.seek(0)
         text = self._stderr_file.read().decode("utf-8", "replace").strip()
         return f"; its stderr: {text[-2000:]}" if text else ""
+
+
+def node_oracle_binary() -> Path:
+    """Where the built Node oracle is (beside the codec oracle, one build); raises ``FileNotFoundError``
+    saying why not and how to build it."""
+    override = os.environ.get("HAMI_NODE_ORACLE_BIN")
+    if override:
+        path = Path(override)
+        if not os.access(path, os.X_OK):
+            raise FileNotFoundError(f"HAMI_NODE_ORACLE_BIN={override} is not an executable file")
+        return path
+    path = oracle_binary().with_name("hami-node-oracle")
+    if not os.access(path, os.X_OK):
+        raise FileNotFoundError(
+            f"the Go Node oracle is not built for the current sources ({path}); {BUILD_HINT}"
+        )
+    return path
+
+
+@attrs.frozen
+class VendorAnswer:
+    """What HAMi's scheduler got from one vendor for one Node: ``GetNodeDevices`` then ``CheckHealth``."""
+
+    #: The devices GetNodeDevices returned (``None``: Go's nil list), every key written, plus
+    #: ``pair_score`` (``{"uuid", "score"}``, HAMi's DevicePairScore; empty uuid when none matched).
+    devices: list[dict[str, Any]] | None
+    #: GetNodeDevices' error text.
+    error: str | None
+    #: A recovered GetNodeDevices panic (HAMi's scheduler would crash); CheckHealth was not called then.
+    panic: str | None
+    healthy: bool
+    need_update: bool
+    health_panic: str | None
+    #: ``util.HandshakeAnnos[key]`` after set-up: the vendor's handshake annotation, ``None`` without one.
+    handshake_key: str | None
+    #: The verbs this vendor's calls sent to the (fake) API server, in order (``get``, ``patch``).
+    actions: tuple[str, ...]
+    #: The handshake annotation on the fake API server's Node after every vendor ran.
+    handshake_after: str | None
+
+    @property
+    def crashed(self) -> bool:
+        return self.panic is not None or self.health_panic is not None
+
+    @property
+    def stamped(self) -> bool:
+        """HAMi wrote the handshake (the generic CheckHealth's GET + PATCH)."""
+        return "patch" in self.actions
+
+    @property
+    def kept(self) -> bool:
+        """HAMi's register loop caches the vendor on this Node: healthy, no error, at least one device.
+        (``need_update`` only says whether that pass refreshes an entry a running scheduler already has.)"""
+        return not self.crashed and self.healthy and self.error is None and bool(self.devices)
+
+
+@attrs.frozen
+class NodeResult:
+    node: str
+    #: The oracle's clock around this Node's calls (aware; HAMi judges stamps against it).
+    now_before: datetime
+    now_after: datetime
+    vendors: Mapping[str, VendorAnswer]
+
+
+class NodeOracle(Oracle):
+    """The Node oracle: HAMi's devices set up from a device config as its scheduler does, every vendor's
+    ``GetNodeDevices`` and ``CheckHealth`` called on whole Nodes (``tests/oracle/nodes/main.go``)."""
+
+    def register(
+        self,
+        config: str,
+        nodes: Sequence[Mapping[str, Any]],
+        *,
+        enable_ascend: bool = True,
+        enable_iluvatar: bool = True,
+        fresh: bool = True,
+    ) -> tuple[tuple[str, ...], list[NodeResult]]:
+        """Every vendor key HAMi registered from ``config`` (device-config YAML text, with
+        ``--enable-ascend`` / ``--enable-iluvatar`` as given), and per Node (``v1.Node`` JSON objects)
+        what each vendor answered. ``fresh``: a new device set per Node (no state carried from one Node to
+        the next); otherwise one device set for the whole list, in order, as one HAMi process."""
+        raw = self.request(
+            {
+                "op": "nodes",
+                "config": config,
+                "enable_ascend": enable_ascend,
+                "enable_iluvatar": enable_iluvatar,
+                "fresh": fresh,
+                "nodes": list(nodes),
+            }
+        )
+        if not raw.get("ok"):
+            raise OracleError(f"HAMi refused the device config: {raw.get('init_error')}")
+        results = [
+            NodeResult(
+                node=r["node"],
+                now_before=_go_time(r["now_before"]),
+                now_after=_go_time(r["now_after"]),
+                vendors={
+                    key: VendorAnswer(
+                        devices=v["devices"],
+                        error=v["error"],
+                        panic=v["panic"],
+                        healthy=v["healthy"],
+                        need_update=v["need_update"],
+                        health_panic=v["health_panic"],
+                        handshake_key=v["handshake_key"],
+                        actions=tuple(v["actions"]),
+                        handshake_after=v["handshake_after"],
+                    )
+                    for key, v in r["vendors"].items()
+                },
+            )
+            for r in raw.get("results") or []
+        ]
+        return tuple(raw.get("keys") or ()), results
+
+
+@pytest.fixture(scope="session")
+def hami_node_oracle() -> Iterator[NodeOracle]:
+    """The Node oracle, started once for the session; a missing build fails the test with how to build it."""
+    try:
+        binary: Path | None = node_oracle_binary()
+        problem = ""
+    except (FileNotFoundError, subprocess.CalledProcessError) as exc:
+        binary, problem = None, str(exc)
+    if binary is None:
+        pytest.fail(f"Go Node oracle unavailable: {problem}", pytrace=False)
+    oracle = NodeOracle(binary)
+    try:
+        yield oracle
+    finally:
+        oracle.close()
 
 
 @pytest.fixture(scope="session")
