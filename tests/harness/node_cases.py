@@ -561,14 +561,14 @@ def _enflame_drs(rng: random.Random) -> tuple[str, str]:
             {
                 "index": rng.choice([str(i), str(i), "x", ""]),
                 "minor": rng.choice([str(i), "", " 7 "]),
-                "capacity": rng.choice([6, 6, "6", " 3 ", 6.7, 2**31, -1]),
+                "capacity": rng.choice([6, 6, "6", " 3 ", 6.7]),
             }
         )
     body: dict[str, Any] = {"devices": devices, "profiles": profiles}
     if kind == "no-profile":
         body["profiles"] = rng.choice([{}, {"bad": "1"}])
     elif kind == "bad-capacity":
-        devices[0]["capacity"] = rng.choice([0, "abc", None, True])
+        devices[0]["capacity"] = rng.choice([0, "abc", None, True, 2**31, -1])
     elif kind == "null-element":
         body["devices"] = [None]
     elif kind == "empty":
@@ -649,12 +649,17 @@ def _add_annotated(
         tags["score"] = kind
 
 
-def generate(seed: int, count: int, settings: Settings, t0: datetime) -> list[NodeCase]:
+def generate(
+    seed: int, count: int, settings: Settings, t0: datetime, favour: frozenset[str] = frozenset()
+) -> list[NodeCase]:
     """``count`` Nodes from ``seed``: each carries one family's source (a second one in a fifth of them,
-    nothing in a few), stamps judged against ``t0``."""
+    nothing in a few), stamps judged against ``t0``. The families of the vendor keys in ``favour`` (those
+    hami-core has drivers for) are drawn four times as often as the others."""
     rng = random.Random(seed)
     annotated = annotated_vendors(settings)
-    families: list[str] = [v.family for v in annotated] + list(CAPACITY_FAMILIES) + ["Enflame", "Metax-SGPU"]
+    every = [(v.family, v.key) for v in annotated] + [(f, f) for f in CAPACITY_FAMILIES]
+    every += [("Enflame", "Enflame"), ("Metax-SGPU", "Metax-SGPU")]
+    families = [family for family, key in every for _ in range(4 if key in favour else 1)]
     out = []
     for _ in range(count):
         ann: dict[str, str] = {}
@@ -663,7 +668,7 @@ def generate(seed: int, count: int, settings: Settings, t0: datetime) -> list[No
         tags: dict[str, str] = {}
         replace: dict[str, dict[str, str | None]] = {}
         roll = rng.random()
-        picked = [] if roll < 0.04 else rng.sample(families, 2 if roll > 0.8 else 1)
+        picked = [] if roll < 0.04 else list(dict.fromkeys(rng.sample(families, 2 if roll > 0.8 else 1)))
         for family in picked:
             vendor = next((v for v in annotated if v.family == family), None)
             if vendor is not None:
