@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -755,3 +756,31 @@ def test_nodes_agree_with_hami_on_the_real_api_server(
 ) -> None:
     outcome = run_round(real_world, hami_node_oracle, hami_oracle, "renamed", APISERVER_NODES, SEED + 1)
     check(outcome, Settings.of(config_text("renamed")), every_key_seen=False)
+
+
+VENDOR_TABLE = Path(__file__).resolve().parents[2] / "docs" / "vendors.md"
+
+
+def test_vendor_table_matches_the_comparison() -> None:
+    """docs/vendors.md names every HAMi vendor key, and its hami-core driver column says what this test
+    compares: a driver's name where one is installed, "not yet" exactly where NOT_YET_IN_HAMI_CORE says
+    there is none."""
+    _, installed = load_drivers()
+    driver_of = {d.vendor_key: d.name for d in installed}
+    seen: dict[str, set[str]] = {}
+    for line in VENDOR_TABLE.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 10 or not cells[0].startswith("`"):
+            continue
+        for key in re.findall(r"`([^`]+)`", cells[0]):
+            seen.setdefault(key, set()).add(cells[8])
+    assert set(seen) == HAMI_KEYS, sorted(set(seen) ^ HAMI_KEYS)
+    for key, columns in seen.items():
+        gap = NOT_YET_IN_HAMI_CORE.get(key)
+        for column in columns:
+            if gap is not None and gap.where is None:
+                assert column.startswith("not yet"), f"{key}: {column!r}, but it has no hami-core driver"
+            else:
+                assert column.startswith(f"`{driver_of[key]}`"), (
+                    f"{key}: {column!r}, driver {driver_of[key]!r}"
+                )
