@@ -22,8 +22,10 @@ fails the test until it is taken out of the set).
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import tempfile
 import uuid
 import zlib
 from collections import Counter
@@ -439,20 +441,29 @@ NOT_YET_IN_HAMI_CORE: dict[str, Gap] = {
 # ---------------------------------------------------------------------------------------------------
 
 
-def hami_core_drivers(settings: Settings) -> list[VendorDriver]:
-    """Every installed driver, with the device config's settings applied where a driver takes them (today:
-    the count resources, as ``--count-resource`` does)."""
-    _, installed = load_drivers()
-    names = {d.vendor_key: d.name for d in installed}
-    wanted = {
-        "NVIDIA": settings.get("nvidia", "resourceCountName"),
-        "DCU": settings.get("hygon", "resourceCountName"),
-        "XPU": settings.get("kunlun", "resourceVCountName"),
-        "MLU": settings.get("cambricon", "resourceCountName"),
-    }
-    overrides = {names[key]: resource for key, resource in wanted.items() if key in names}
-    _, drivers = load_drivers(count_resources=overrides)
-    return list(drivers)
+def hami_core_drivers(text: str) -> list[VendorDriver]:
+    """Every installed driver, set up from the device config ``text`` as ``hami scheduler run
+    --device-config`` does where hami-core reads HAMi's device config (``DeviceConfig``); before it did,
+    the config's count resources are applied as ``--count-resource`` does."""
+    try:
+        from hami_core.plugins.settings import DeviceConfig  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        settings = Settings.of(text)
+        _, installed = load_drivers()
+        names = {d.vendor_key: d.name for d in installed}
+        wanted = {
+            "NVIDIA": settings.get("nvidia", "resourceCountName"),
+            "DCU": settings.get("hygon", "resourceCountName"),
+            "XPU": settings.get("kunlun", "resourceVCountName"),
+            "MLU": settings.get("cambricon", "resourceCountName"),
+        }
+        overrides = {names[key]: resource for key, resource in wanted.items() if key in names}
+        return list(load_drivers(count_resources=overrides)[1])
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "device-config.yaml"
+        path.write_text(text, encoding="utf-8")
+        config = DeviceConfig.load(path)
+    return list(load_drivers(device_config=config)[1])
 
 
 def run_hami_core(world: World, drivers: Sequence[VendorDriver], t0: datetime) -> Scheduler:
@@ -541,7 +552,7 @@ def run_round(
     settings = Settings.of(text)
     now = datetime.now().astimezone()
     t0 = now.replace(microsecond=0)
-    drivers = {d.vendor_key: d for d in hami_core_drivers(settings)}
+    drivers = {d.vendor_key: d for d in hami_core_drivers(text)}
     cases = generate(seed, count, settings, t0, favour=frozenset(drivers))
     names = [f"{case.stem}-{i:04d}-{uuid.uuid4().hex[:6]}" for i, case in enumerate(cases)]
     by_name = dict(zip(names, cases, strict=True))
@@ -702,6 +713,64 @@ def test_node_oracle_reports_pair_scores_and_panics(hami_node_oracle: NodeOracle
     crash = {"hami.io/node-register-xpu": '[{"id":"a"},null]'}
     _, [node] = hami_node_oracle.register(config_text("chart"), [node_json("n", crash, {}, {})])
     assert node.vendors["XPU"].panic is not None and "nil pointer" in node.vendors["XPU"].panic
+
+
+VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors" / "hami-unit-test-cases.json"
+
+#: HAMi's unit-tested GetNodeDevices functions, by the vendor key they run as here.
+_UNIT_TESTED = {
+    "NvidiaGPUDevices": "NVIDIA",
+    "DCUDevices": "DCU",
+    "IluvatarDevices": "MR-V100",
+    "KunlunVDevices": "XPU",
+    "ascend.Devices": "Ascend910B3",
+    "BirenDevices": "Biren",
+    "VastaiDevices": "Vastai",
+    "CambriconDevices": "MLU",
+    "AMDDevices": "AMD",
+    "AWSNeuronDevices": "AWSNeuron",
+    "MetaxDevices": "Metax-GPU",
+    "MthreadsDevices": "Mthreads",
+    "GCUDevices": "GCU",
+    "EnflameDevices": "Enflame",
+}
+
+
+def _unit_cases() -> list[Any]:
+    cases = json.loads(VECTORS.read_text(encoding="utf-8"))
+    chosen = [c for c in cases if c["function"].endswith(".GetNodeDevices")]
+    return [pytest.param(c, id=c["source"].split(":", 1)[1]) for c in chosen]
+
+
+@pytest.mark.parametrize("case", _unit_cases())
+def test_node_oracle_matches_hamis_unit_tests(hami_node_oracle: NodeOracle, case: dict[str, Any]) -> None:
+    """The Node oracle's wiring against HAMi's own GetNodeDevices unit tests (shared/vectors): the same
+    devices (the fields each test names) and the same success or failure. Tests that built a device with
+    an empty register key or chip name are run under the chart's key for it."""
+    key = _UNIT_TESTED[case["function"].rsplit(".", 1)[0]]
+    given, expect = case["input"], case["expect"]
+    production = {
+        "MR-V100": "hami.io/node-MR-V100-register",
+        "Ascend910B3": "hami.io/node-register-Ascend910B3",
+    }
+    annotations = {(production[key] if k == "" else k): v for k, v in given["annotations"].items()}
+    if key == "Ascend910B3" and not given["annotations"]:
+        annotations = {}
+    status = {k: str(v) for k, v in given.get("capacity", {}).items()}
+    node = node_json(given["node_name"] or "node", annotations, status, given.get("labels", {}))
+    _, [result] = hami_node_oracle.register(config_text("chart"), [node])
+    answer = result.vendors[key]
+    assert (answer.error is None) == (expect["error"] is None), (answer.error, expect["error"])
+    got = answer.devices or []
+    assert len(got) == len(expect["devices"] or [])
+    for mine, theirs in zip(got, expect["devices"] or [], strict=True):
+        for field, value in theirs.items():
+            if field == "pairScore":
+                assert mine["pair_score"]["score"] == value
+            elif field == "devicevendor" and value == "":
+                assert mine[field] == key  # the test's device had no chip name; ours is the chart's
+            else:
+                assert mine[field] == value, (field, mine)
 
 
 def test_aws_neuron_cores_come_from_the_first_node(hami_node_oracle: NodeOracle) -> None:
