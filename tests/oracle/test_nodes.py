@@ -773,6 +773,24 @@ def test_node_oracle_matches_hamis_unit_tests(hami_node_oracle: NodeOracle, case
                 assert mine[field] == value, (field, mine)
 
 
+def test_nvidia_health_is_stateful_per_node(hami_node_oracle: NodeOracle) -> None:
+    """Why every Node gets a fresh device set: NVIDIA's CheckHealth remembers each Node's allocatable count
+    (``ReportedGPUNum``). In one device set, the same Node seen with 2 GPUs and then 0 is unhealthy at
+    once (spec 4.1's allocatable rule); seen with 0 in a fresh set, the generic stamp decides."""
+    devices = '[{"id":"GPU-0","count":10,"health":true}]'
+    annotations = {"hami.io/node-nvidia-register": devices}
+    with_gpus = node_json("n", annotations, {"nvidia.com/gpu": "2"}, {})
+    without = node_json("n", annotations, {"nvidia.com/gpu": "0"}, {})
+    text = config_text("chart")
+    _, one_process = hami_node_oracle.register(text, [with_gpus, without], fresh=False)
+    assert [(r.vendors["NVIDIA"].healthy, r.vendors["NVIDIA"].need_update) for r in one_process] == [
+        (True, True),
+        (False, True),
+    ]
+    _, [alone] = hami_node_oracle.register(text, [without])
+    assert (alone.vendors["NVIDIA"].healthy, alone.vendors["NVIDIA"].need_update) == (True, True)
+
+
 def test_aws_neuron_cores_come_from_the_first_node(hami_node_oracle: NodeOracle) -> None:
     """HAMi's side of spec 1b's "AWS Neuron per Node": one HAMi process keeps the cores per device of the
     first Neuron Node it sees; a fresh device set per Node (as the differential test judges) does not."""
