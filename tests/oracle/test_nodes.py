@@ -105,11 +105,13 @@ def _numbers(value: Any) -> Any:
     return float(value)
 
 
-def _device(raw: Mapping[str, Any], pair_score: Mapping[str, Any] | None) -> tuple[Any, ...]:
+def _device(raw: Mapping[str, Any], scores: Mapping[str, int] | None) -> tuple[Any, ...]:
+    """A device as both sides are compared: every field, and its pair scores (``None``: no score entry
+    for it; a matching entry's ``null`` score counts as no scores, ``{}``, as in HAMi's use of them)."""
     keys = ("id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health", "devicevendor")
     profiles = tuple(_numbers(p) for p in raw["migProfiles"] or [])
     custom = None if raw["custominfo"] is None else _numbers(raw["custominfo"])
-    score = None if pair_score is None else (pair_score["uuid"], _numbers(pair_score["score"]))
+    score = None if scores is None else tuple(sorted(scores.items()))
     return (*(raw[k] for k in keys), profiles, custom, score)
 
 
@@ -118,17 +120,16 @@ def hami_verdict(answer: VendorAnswer) -> Verdict:
         return Verdict(kept=False, devices=None, stamped=answer.stamped)
     devices = []
     for raw in answer.devices or []:
+        # HAMi's DevicePairScore: the zero value (empty uuid) when no entry matched the device's id.
         score = raw["pair_score"]
-        matched = score if score["uuid"] != "" or score["score"] is not None else None
-        devices.append(_device(raw, matched))
+        devices.append(_device(raw, None if score["uuid"] == "" else dict(score["score"] or {})))
     return Verdict(kept=True, devices=tuple(devices), stamped=answer.stamped)
 
 
-def _our_pair_score(device: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The NVIDIA pair score hami-core keeps with a device, in HAMi's shape (``{"uuid", "score"}``), from
-    the device as ``/cache/<node>`` shows it. hami-core keeps none yet (NVIDIA is in NOT_YET for it)."""
-    score = device.get("pair_score")
-    return None if score is None else {"uuid": score.get("uuid", ""), "score": score.get("score")}
+def _our_pair_scores(entry: Any) -> Sequence[Mapping[str, int] | None]:
+    """The pair scores hami-core keeps beside a vendor's devices (one per device, ``None``: no entry), as
+    its cache entry holds them (``/cache/<node>`` shows them); none where it keeps none."""
+    return tuple(getattr(entry, "pair_scores", ()))
 
 
 def our_verdict(
@@ -148,10 +149,11 @@ def our_verdict(
         stamped = now is not None and now != before.get(key) and now.startswith("Requesting_")
     if entry is None or not entry.devices:
         return Verdict(kept=False, devices=None, stamped=stamped)
+    scores = _our_pair_scores(entry)
     devices = []
-    for d in entry.devices:
-        shown = device_to_dict(d)
-        devices.append(_device(shown, _our_pair_score(shown)))
+    for i, d in enumerate(entry.devices):
+        score = scores[i] if i < len(scores) else None
+        devices.append(_device(device_to_dict(d), None if score is None else dict(score)))
     return Verdict(kept=True, devices=tuple(devices), stamped=stamped)
 
 
@@ -701,6 +703,15 @@ def test_node_oracle_sees_hamis_stamp(hami_node_oracle: NodeOracle) -> None:
         config_text("chart"), [node_json("n", {"hami.io/node-handshake-dcu": fresh}, {}, {})]
     )
     assert node.vendors["DCU"].actions == () and node.vendors["DCU"].handshake_after == fresh
+
+
+def test_node_oracle_reads_quantities_as_the_api_server_stores_them(hami_node_oracle: NodeOracle) -> None:
+    """HAMi's lister gets each quantity in its stored (canonical) form: ``4000m`` arrives as ``4``, which
+    AsInt64 reads (it refuses the milli form itself)."""
+    node = node_json("n", {}, {"enflame.com/gcu": "4000m", "metax-tech.com/gpu": "8Ei"}, {})
+    _, [result] = hami_node_oracle.register(config_text("chart"), [node])
+    assert len(result.vendors["GCU"].devices or []) == 4
+    assert result.vendors["Metax-GPU"].error is not None  # past int64: AsInt64 refuses it
 
 
 def test_node_oracle_reports_pair_scores_and_panics(hami_node_oracle: NodeOracle) -> None:

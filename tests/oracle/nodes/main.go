@@ -57,6 +57,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
@@ -217,7 +218,8 @@ func checkHealth(dev device.Devices, key string, node *corev1.Node, answer *vend
 }
 
 // register runs, for one Node, what HAMi's register loop (pkg/scheduler/scheduler.go) calls for every
-// vendor: GetNodeDevices, then CheckHealth, against a fake API server holding the Node.
+// vendor: GetNodeDevices, then CheckHealth, against a fake API server holding the Node (its quantities
+// as the API server stores them).
 func register(raw json.RawMessage) (nodeResult, error) {
 	node := &corev1.Node{}
 	if err := json.Unmarshal(raw, node); err != nil {
@@ -225,6 +227,12 @@ func register(raw json.RawMessage) (nodeResult, error) {
 	}
 	if node.Name == "" {
 		return nodeResult{}, errors.New("node: metadata.name is empty")
+	}
+	if err := asStored(node.Status.Capacity); err != nil {
+		return nodeResult{}, fmt.Errorf("node %s: status.capacity: %w", node.Name, err)
+	}
+	if err := asStored(node.Status.Allocatable); err != nil {
+		return nodeResult{}, fmt.Errorf("node %s: status.allocatable: %w", node.Name, err)
 	}
 	clientset := fake.NewSimpleClientset(node.DeepCopy()) // lighter than NewClientset (no field manager)
 	client.KubeClient = clientset
@@ -260,6 +268,20 @@ func register(raw json.RawMessage) (nodeResult, error) {
 		}
 	}
 	return result, nil
+}
+
+// asStored gives each quantity the form HAMi's lister sees: the API server stores a quantity as its
+// canonical string (Quantity's JSON encoding) and serves that, so "16000m" reaches HAMi as "16" (and
+// AsInt64, which refuses a negative scale, then reads 16).
+func asStored(list corev1.ResourceList) error {
+	for name, quantity := range list {
+		stored, err := resource.ParseQuantity(quantity.String())
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		list[name] = stored
+	}
+	return nil
 }
 
 func sortedKeys() []string {
