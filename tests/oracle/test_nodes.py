@@ -47,7 +47,7 @@ from harness.node_cases import (
     handshake_value,
     node_json,
 )
-from harness.oracle import NodeOracle, Oracle, VendorAnswer
+from harness.oracle import NodeOracle, Oracle, OracleError, VendorAnswer
 from harness.scheduler_world import FAST, World
 
 from hami_core.clock import FakeClock
@@ -688,6 +688,22 @@ def test_node_oracle_sets_up_hamis_vendors(hami_node_oracle: NodeOracle) -> None
     keys, _ = hami_node_oracle.register(text, [], enable_ascend=False, enable_iluvatar=False)
     assert len(keys) == 14 and not any(k.startswith(("Ascend", "MR-", "BI-")) for k in keys), keys
     keys, _ = hami_node_oracle.register(text, [])
+    assert set(keys) == HAMI_KEYS
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [("nvidia: [\n", "LoadConfig: yaml"), ("{}\n", "InitDevicesWithConfig: all configurations are empty")],
+    ids=["not-yaml", "empty"],
+)
+def test_node_oracle_names_a_device_config_hami_refuses(
+    hami_node_oracle: NodeOracle, config: str, says: str
+) -> None:
+    """Where HAMi's scheduler would exit (klog.Fatalf), the oracle says why in one line and keeps serving."""
+    with pytest.raises(OracleError, match="HAMi refused the device config: ") as refused:
+        hami_node_oracle.register(config, [node_json("n", {}, {}, {})])
+    assert says in str(refused.value) and "\n" not in str(refused.value)
+    keys, _ = hami_node_oracle.register(config_text("chart"), [])
     assert set(keys) == HAMI_KEYS
 
 
