@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-from datetime import UTC, datetime
 from types import FrameType
 
 import click
@@ -25,7 +24,7 @@ from hami_core.scheduler.config import (
     default_identity,
     default_lease_namespace,
 )
-from hami_core.scheduler.peer_check import HAMI_LEASE, parse_lease_ref, warn_if_hami_scheduler_active
+from hami_core.scheduler.peer_check import HAMI_LEASE, parse_lease_ref
 from hami_core.scheduler.selector import NodeSelector, parse_node_selector
 
 __all__ = ["scheduler"]
@@ -200,8 +199,17 @@ HAMI_SCHEDULER_ALIASES = {
     show_default=True,
     callback=_hami_lease,
     metavar="NAMESPACE/NAME",
-    help="HAMi's own scheduler Lease: at start, a warning is logged when it is held and fresh "
-    "(never run two registrars at once); 'off' skips the check. Env: HAMI_CHECK_HAMI_LEASE.",
+    help="HAMi's own scheduler Lease, checked at start and every --resync: while it is held and "
+    "fresh, HAMi's registrar is active (never run two registrars at once): a warning and a Warning "
+    "Event when it starts, and the hami_scheduler_peer_registrar_active gauge; 'off' skips the "
+    "check. Env: HAMI_CHECK_HAMI_LEASE.",
+)
+@go_bool_flag(
+    "--refuse-beside-hami",
+    envvar="HAMI_REFUSE_BESIDE_HAMI",
+    default=False,
+    help="While HAMi's registrar is active (see --check-hami-lease), give up leadership and write "
+    "nothing; take part again once it is gone.",
 )
 @log_options
 @klog_verbosity
@@ -226,6 +234,7 @@ def run(
     max_in_flight: int,
     http_listen: tuple[str, int] | None,
     check_hami_lease: tuple[str, str] | None,
+    refuse_beside_hami: bool,
     log_format: str,
     log_level: str,
     verbosity: str | None,
@@ -257,6 +266,8 @@ def run(
             http_host=http_listen[0] if http_listen else "",
             http_port=http_listen[1] if http_listen else None,
             freeze_gc_after_sync=True,
+            hami_lease=check_hami_lease,
+            refuse_beside_hami=refuse_beside_hami,
         )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
@@ -286,10 +297,6 @@ def run(
         ) from None
     if read_only:  # beside HAMi is what read-only is for; and its RBAC reads Nodes only
         log.info("read-only: no Lease, no patch, no Event; /cache/<node> shows what a leader would write")
-    else:
-        warn_if_hami_scheduler_active(
-            cluster, check_hami_lease, (lease_namespace, lease_name), datetime.now(UTC)
-        )
 
     def _terminate(signum: int, frame: FrameType | None) -> None:
         log.info("received %s: stopping", signal.Signals(signum).name)

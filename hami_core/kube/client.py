@@ -33,13 +33,14 @@ from hami_core.kube.port import (
     Invalid,
     Lease,
     NodeList,
+    NodeOwners,
     NodeSnapshot,
     NotFound,
     Unavailable,
     WatchEvent,
 )
 from hami_core.kube.ratelimit import TokenBucket
-from hami_core.kube.wire import lease_body, lease_from_json, node_snapshot, resource_version_of
+from hami_core.kube.wire import lease_body, lease_from_json, node_owners, node_snapshot, resource_version_of
 from hami_core.protocol.errors import shorten
 
 __all__ = ["KubeCluster", "api_error"]
@@ -403,7 +404,9 @@ class KubeCluster:
 
     # -- nodes: write ---------------------------------------------------------------------------------
 
-    def merge_patch_node(self, name: str, patch: Mapping[str, Any]) -> NodeSnapshot:
+    def merge_patch_node(
+        self, name: str, patch: Mapping[str, Any], *, field_manager: str | None = None
+    ) -> NodeSnapshot:
         """One JSON merge patch of the Node itself (status changes are ignored by the server); an admin
         operation. ``metadata.resourceVersion`` in ``patch`` is a precondition.
         """
@@ -411,17 +414,33 @@ class KubeCluster:
         return self._node(
             action,
             self._call_unvalidated_data(
-                action, self._core, "patch_node", name=name, body=dict(patch), _content_type=MERGE_PATCH
+                action,
+                self._core,
+                "patch_node",
+                name=name,
+                body=dict(patch),
+                field_manager=field_manager,
+                _content_type=MERGE_PATCH,
             ),
         )
 
     def patch_node_annotations(
-        self, name: str, changes: Mapping[str, str | None], *, resource_version: str | None = None
+        self,
+        name: str,
+        changes: Mapping[str, str | None],
+        *,
+        resource_version: str | None = None,
+        field_manager: str | None = None,
     ) -> NodeSnapshot:
         metadata: dict[str, Any] = {"annotations": dict(changes)}
         if resource_version is not None:
             metadata["resourceVersion"] = resource_version
-        return self.merge_patch_node(name, {"metadata": metadata})
+        return self.merge_patch_node(name, {"metadata": metadata}, field_manager=field_manager)
+
+    def node_annotation_managers(self, name: str) -> NodeOwners:
+        action = f"get node {name!r}"
+        body = self._call(action, self._core.read_node, name)
+        return _parsed(action, node_owners, body)
 
     def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
         changes = dict(allocatable)
@@ -483,6 +502,16 @@ class KubeCluster:
             body=lease_body(lease),
         )
         return _parsed(action, lease_from_json, body)
+
+    def find_leases(self, name: str) -> tuple[Lease, ...]:
+        action = f"list leases named {name!r} in every namespace"
+        body = self._call(
+            action,
+            self._coordination.list_lease_for_all_namespaces,
+            field_selector=f"metadata.name={name}",
+        )
+        leases = [_parsed(action, lease_from_json, item) for item in _items(action, body)]
+        return tuple(sorted(leases, key=lambda lease: lease.namespace))
 
     def delete_lease(self, namespace: str, name: str) -> None:
         action = f"delete lease {namespace}/{name}"

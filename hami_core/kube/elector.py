@@ -89,6 +89,8 @@ class LeaderElector:
         self._release_on_stop = True
         #: The holder a standby last said holds the Lease (``None``: nothing said since it led or started).
         self._announced: str | None = None
+        #: Why this replica stands aside (``hold``): it neither takes nor keeps the Lease meanwhile.
+        self._held: str | None = None
 
     # -- queries (any thread) -------------------------------------------------------------------------
 
@@ -106,6 +108,7 @@ class LeaderElector:
     def _leading_locked(self) -> bool:
         return (
             self._leading
+            and self._held is None
             and self._renewed_at is not None
             and self._monotonic() - self._renewed_at < self.config.renew_deadline
         )
@@ -148,8 +151,29 @@ class LeaderElector:
         """Make ``run`` stop without releasing the Lease, as a crashed process would (for tests)."""
         self._release_on_stop = False
 
+    def hold(self, reason: str | None) -> None:
+        """Stand aside while ``reason`` is given (``None``: take part again). From the moment it is given
+        this replica is no leader (``is_leader`` is False, so nothing more is written); its next step
+        releases the Lease if it holds it, and no step tries to take it until ``hold(None)``. Any thread."""
+        with self._lock:
+            changed = (self._held is None) != (reason is None)
+            self._held = reason
+        if changed:
+            log.info(
+                "leader election: %s",
+                f"standing aside: {reason}" if reason is not None else "taking part again",
+                extra={"reason": "hold" if reason is not None else "resume"},
+            )
+
     def step(self) -> None:
         """One try to acquire or renew, then a check of the deadline. Exposed for tests."""
+        with self._lock:
+            held = self._held is not None
+            observed = self._observed
+        if held:
+            if self._leading or (observed is not None and observed.holder_identity == self.config.identity):
+                self._release_held()
+            return
         # A renewal counts from when it was sent, not when the reply came: the server may have applied it
         # (and the others started their count) long before a slow reply arrives.
         attempted_at = self._monotonic()
@@ -193,6 +217,17 @@ class LeaderElector:
             )
             self._on_stopped()
 
+    def _release_held(self) -> None:
+        """While held: read the Lease again (what was observed may be stale) and release it if ours."""
+        try:
+            self._observe(self._cluster.get_lease(self.config.namespace, self.config.name))
+        except NotFound:
+            with self._lock:
+                self._observed = None
+        except ClusterError as exc:
+            log.warning("leader election: %s", describe_error(exc))
+        self.release()
+
     def release(self) -> None:
         """Give the Lease up (holder cleared) if we hold it, so a follower takes over at once."""
         with self._lock:
@@ -207,7 +242,7 @@ class LeaderElector:
             observed, holder_identity=None, lease_duration_seconds=1, renew_time=self._wall()
         )
         try:
-            self._cluster.update_lease(released)
+            self._observe(self._cluster.update_lease(released))
             log.info("leader election: released %s/%s", self.config.namespace, self.config.name)
         except ClusterError as exc:
             log.warning("leader election: could not release the lease: %s", describe_error(exc))

@@ -25,7 +25,7 @@ import logging
 import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC
 from typing import Any, Literal
 
@@ -121,12 +121,28 @@ class EventRecorder:
             )
             self._on_outcome(reason, outcome)
             return False
+        involved = {"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid}
+        body = self._body(involved, self._namespace, type=type, reason=reason, message=message)
+        return self._enqueue(vendor, body)
+
+    def record_about(
+        self, involved: Mapping[str, str], *, type: EventType, reason: str, message: str
+    ) -> bool:
+        """Queue an Event about a namespaced object (``involved``: its apiVersion, kind, namespace and
+        name), in that object's namespace. No deduplication or rate limit: the caller posts it once per
+        occurrence (HAMi's registrar seen to start). True if queued."""
+        body = self._body(dict(involved), involved["namespace"], type=type, reason=reason, message=message)
+        return self._enqueue("", body)
+
+    def _body(
+        self, involved: dict[str, str], namespace: str, *, type: EventType, reason: str, message: str
+    ) -> dict[str, Any]:
         now = self._clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        body: dict[str, Any] = {
+        return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{node}.", "namespace": self._namespace},
-            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid},
+            "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
+            "involvedObject": involved,
             "reason": reason,
             "message": message[:_MAX_MESSAGE],
             "type": type,
@@ -137,6 +153,9 @@ class EventRecorder:
             "lastTimestamp": now,
             "count": 1,
         }
+
+    def _enqueue(self, vendor: str, body: dict[str, Any]) -> bool:
+        reason = body["reason"]
         with self._lock:
             self._busy += 1
         try:
@@ -152,7 +171,7 @@ class EventRecorder:
                 "unreachable)",
                 reason,
                 self._queue.maxsize,
-                extra={"node": node, "vendor": vendor, "reason": reason},
+                extra={"node": body["involvedObject"]["name"], "vendor": vendor, "reason": reason},
             )
             return False
         return True
@@ -198,7 +217,7 @@ class EventRecorder:
         reason = body["reason"]
         fields = {"node": body["involvedObject"]["name"], "vendor": vendor, "reason": reason}
         try:
-            self._cluster.create_event(self._namespace, body)
+            self._cluster.create_event(body["metadata"]["namespace"], body)
         except ClusterError as exc:
             self._on_outcome(reason, "failed")
             log.warning("could not post the %s Event: %s", reason, describe_error(exc), extra=fields)

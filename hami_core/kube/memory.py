@@ -39,6 +39,7 @@ from hami_core.kube.port import (
     Invalid,
     Lease,
     NodeList,
+    NodeOwners,
     NodeSnapshot,
     NotFound,
     Unavailable,
@@ -47,12 +48,52 @@ from hami_core.kube.port import (
 )
 from hami_core.kube.selector import LabelSelector, parse_label_selector
 from hami_core.kube.validation import canonical_resources, validate_lease, validate_metadata, validate_name
-from hami_core.kube.wire import lease_body, lease_from_json, node_snapshot
+from hami_core.kube.wire import lease_body, lease_from_json, node_owners, node_snapshot
 from hami_core.protocol.errors import shorten
 
-__all__ = ["MemoryCluster", "merge_patch"]
+__all__ = ["DEFAULT_FIELD_MANAGER", "MemoryCluster", "merge_patch"]
 
 Json = dict[str, Any]
+
+#: The manager the real API server records for a write without ``fieldManager`` from the kubernetes
+#: client (the product of its User-Agent, ``OpenAPI-Generator/<version>/python``).
+DEFAULT_FIELD_MANAGER = "OpenAPI-Generator"
+
+
+def _own_annotations(old: Json | None, new: Json, manager: str) -> None:
+    """Record in ``new``'s ``managedFields`` that ``manager`` owns each annotation it added or changed
+    (an Update operation takes over a changed field from its former owner; a value written again
+    unchanged keeps its owner; a deleted key leaves every entry), as the real API server does."""
+    old_ann = ((old or {}).get("metadata") or {}).get("annotations") or {}
+    meta = new["metadata"]
+    new_ann = meta.get("annotations") or {}
+    changed = {key for key, value in new_ann.items() if old_ann.get(key) != value}
+    entries: list[Json] = copy.deepcopy(((old or {}).get("metadata") or {}).get("managedFields") or [])
+    kept: list[Json] = []
+    for entry in entries:
+        fields = entry["fieldsV1"]["f:metadata"]["f:annotations"]
+        for field in list(fields):
+            key = field[2:]
+            if key not in new_ann or (key in changed and entry["manager"] != manager):
+                del fields[field]
+        if fields:
+            kept.append(entry)
+    if changed:
+        mine = next((e for e in kept if e["manager"] == manager), None)
+        if mine is None:
+            mine = {
+                "manager": manager,
+                "operation": "Update",
+                "apiVersion": "v1",
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:metadata": {"f:annotations": {}}},
+            }
+            kept.append(mine)
+        mine["fieldsV1"]["f:metadata"]["f:annotations"].update({f"f:{key}": {} for key in sorted(changed)})
+    if kept:
+        meta["managedFields"] = kept
+    else:
+        meta.pop("managedFields", None)
 
 
 def merge_patch(target: object, patch: object) -> Any:
@@ -398,6 +439,7 @@ class MemoryCluster:
             if name in self._nodes:
                 raise Conflict(f"create node {name!r}: nodes {name!r} already exists", status=409)
             raw["metadata"]["resourceVersion"] = str(self._next_rv())
+            _own_annotations(None, raw, DEFAULT_FIELD_MANAGER)
             return self._store_node(raw, "ADDED")
 
     def delete_node(self, name: str) -> None:
@@ -409,7 +451,9 @@ class MemoryCluster:
             old = self._snapshots.pop(name)
             self._record(_Change(rv, "DELETED", old, None))
 
-    def merge_patch_node(self, name: str, patch: Mapping[str, Any]) -> NodeSnapshot:
+    def merge_patch_node(
+        self, name: str, patch: Mapping[str, Any], *, field_manager: str | None = None
+    ) -> NodeSnapshot:
         """JSON merge patch of the Node itself (not the status subresource).
 
         As on the real server, ``metadata.resourceVersion`` in the patch is a precondition, and any change
@@ -417,15 +461,25 @@ class MemoryCluster:
         """
         with self._cond:
             self._request("patch", "nodes")
-            return self._patch(name, patch, status_only=False)
+            return self._patch(name, patch, status_only=False, manager=field_manager)
 
     def patch_node_annotations(
-        self, name: str, changes: Mapping[str, str | None], *, resource_version: str | None = None
+        self,
+        name: str,
+        changes: Mapping[str, str | None],
+        *,
+        resource_version: str | None = None,
+        field_manager: str | None = None,
     ) -> NodeSnapshot:
         metadata: Json = {"annotations": dict(changes)}
         if resource_version is not None:
             metadata["resourceVersion"] = resource_version
-        return self.merge_patch_node(name, {"metadata": metadata})
+        return self.merge_patch_node(name, {"metadata": metadata}, field_manager=field_manager)
+
+    def node_annotation_managers(self, name: str) -> NodeOwners:
+        with self._cond:
+            self._request("get", "nodes")
+            return node_owners(self._existing(name, "get"))
 
     def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
         with self._cond:
@@ -434,7 +488,9 @@ class MemoryCluster:
             patch = {"status": {"allocatable": changes, "capacity": changes}}
             return self._patch(name, patch, status_only=True)
 
-    def _patch(self, name: str, patch: Mapping[str, Any], *, status_only: bool) -> NodeSnapshot:
+    def _patch(
+        self, name: str, patch: Mapping[str, Any], *, status_only: bool, manager: str | None = None
+    ) -> NodeSnapshot:
         verb = "patch node status" if status_only else "patch node"
         what = f"{verb} {name!r}"
         if not isinstance(patch, Mapping):
@@ -472,6 +528,12 @@ class MemoryCluster:
             updated["status"] = status
         else:
             updated["status"] = copy.deepcopy(current.get("status", {}))
+            # managedFields are the server's: a patch does not write them (the real server ignores it)
+            if "managedFields" in current["metadata"]:
+                updated["metadata"]["managedFields"] = copy.deepcopy(current["metadata"]["managedFields"])
+            else:
+                updated["metadata"].pop("managedFields", None)
+            _own_annotations(current, updated, manager or DEFAULT_FIELD_MANAGER)
         validate_metadata(updated, f"{what}:")
         _drop_empty_maps(updated)
         if updated == current:
@@ -536,6 +598,11 @@ class MemoryCluster:
             body["metadata"]["resourceVersion"] = str(self._next_rv())
             self._leases[key] = body
             return lease_from_json(body)
+
+    def find_leases(self, name: str) -> tuple[Lease, ...]:
+        with self._cond:
+            self._request("list", "leases")
+            return tuple(lease_from_json(raw) for (ns, n), raw in sorted(self._leases.items()) if n == name)
 
     def delete_lease(self, namespace: str, name: str) -> None:
         with self._cond:

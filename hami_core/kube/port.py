@@ -28,6 +28,7 @@ __all__ = [
     "Invalid",
     "Lease",
     "NodeList",
+    "NodeOwners",
     "NodeSnapshot",
     "NotFound",
     "Unavailable",
@@ -79,6 +80,16 @@ class NodeSnapshot:
     annotations: Mapping[str, str] = attrs.field(factory=dict, hash=False)
     #: ``status.allocatable`` as raw quantity strings.
     allocatable: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+
+
+@attrs.frozen(kw_only=True)
+class NodeOwners:
+    """A Node and, for each annotation key, the field managers that own it (``managedFields``)."""
+
+    node: NodeSnapshot
+    #: annotation key -> the managers whose ``managedFields`` entry lists ``f:metadata.f:annotations.f:KEY``
+    #: (empty for a key no entry lists: written before field management, or managedFields cleared).
+    managers: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict, hash=False)
 
 
 @attrs.frozen(kw_only=True)
@@ -150,10 +161,18 @@ class Cluster(Protocol):
 
     # Nodes: write
     def patch_node_annotations(
-        self, name: str, changes: Mapping[str, str | None], *, resource_version: str | None = None
+        self,
+        name: str,
+        changes: Mapping[str, str | None],
+        *,
+        resource_version: str | None = None,
+        field_manager: str | None = None,
     ) -> NodeSnapshot:
         """JSON merge patch of ``metadata.annotations``: a ``None`` value deletes that key, every other
-        key is left alone. With ``resource_version`` the patch fails with ``Conflict`` when stale."""
+        key is left alone. With ``resource_version`` the patch fails with ``Conflict`` when stale.
+        ``field_manager`` is the name the server records in ``managedFields`` as the owner of each key
+        the patch changes (``None``: the client's default, which the server derives from its User-Agent).
+        """
         ...
 
     # Leases
@@ -198,7 +217,16 @@ class AdminCluster(Cluster, Protocol):
         """Merge patch of ``status.allocatable`` (and capacity) through the status subresource."""
         ...
 
+    def node_annotation_managers(self, name: str) -> NodeOwners:
+        """One Node with the field manager of each of its annotations, from its ``managedFields``."""
+        ...
+
     # Leases
+    def find_leases(self, name: str) -> tuple[Lease, ...]:
+        """Every Lease called ``name``, in any namespace (sorted by namespace). ``hami cleanup`` and
+        ``hami doctor`` find the scheduler's Lease with it wherever the chart put it."""
+        ...
+
     def delete_lease(self, namespace: str, name: str) -> None:
         """Delete the Lease; ``NotFound`` when there is none. Only ``hami cleanup`` deletes one."""
         ...

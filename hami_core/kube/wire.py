@@ -10,13 +10,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from hami_core.kube.port import ClusterError, Invalid, Lease, NodeSnapshot
+from hami_core.kube.port import ClusterError, Invalid, Lease, NodeOwners, NodeSnapshot
 from hami_core.protocol.errors import shorten
 
 __all__ = [
     "format_micro_time",
     "lease_body",
     "lease_from_json",
+    "node_owners",
     "node_snapshot",
     "parse_micro_time",
     "resource_version_of",
@@ -67,6 +68,34 @@ def node_snapshot(obj: Mapping[str, Any]) -> NodeSnapshot:
         annotations=_string_map(meta.get("annotations"), f"{where} metadata.annotations"),
         allocatable=_string_map(status.get("allocatable"), f"{where} status.allocatable"),
     )
+
+
+def _annotation_fields(entry: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The ``f:metadata.f:annotations`` part of one ``managedFields`` entry (empty when none)."""
+    fields = entry.get("fieldsV1")
+    meta = fields.get("f:metadata") if isinstance(fields, Mapping) else None
+    annotations = meta.get("f:annotations") if isinstance(meta, Mapping) else None
+    return annotations if isinstance(annotations, Mapping) else {}
+
+
+def node_owners(obj: Mapping[str, Any]) -> NodeOwners:
+    """A raw Node with the field managers of each annotation, read from ``metadata.managedFields``.
+
+    A merge patch or an update records its manager per key, ``f:metadata.f:annotations.f:KEY`` (the
+    ``.`` entry is the map itself, owned by whoever created it, and is not an annotation). An entry of
+    another shape is skipped: ownership is a hint for ``hami cleanup``, never a reason to fail.
+    """
+    node = node_snapshot(obj)
+    entries = _mapping(obj.get("metadata"), f"Node {node.name!r} metadata").get("managedFields")
+    owners: dict[str, list[str]] = {key: [] for key in node.annotations}
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("manager"), str):
+            continue
+        for field in _annotation_fields(entry):
+            key = field[2:] if field.startswith("f:") else None
+            if key in owners and entry["manager"] not in owners[key]:
+                owners[key].append(entry["manager"])
+    return NodeOwners(node=node, managers={key: tuple(names) for key, names in owners.items()})
 
 
 def format_micro_time(value: datetime, field: str) -> str:

@@ -30,9 +30,13 @@ from hami_core.protocol.model import DeviceInfo
 from hami_core.reporter.metrics import ReporterMetrics
 from hami_core.reporter.plan import Discovery, PassPlan, plan_pass
 
-__all__ = ["PassResult", "Reporter", "ReporterConfig"]
+__all__ = ["COMPONENT", "PassResult", "Reporter", "ReporterConfig"]
 
 log = logging.getLogger(__name__)
+
+#: The reporter's name towards the cluster: the field manager of every annotation it writes (so ``hami
+#: cleanup`` knows them by the Node's managedFields) and its HTTP ``Server`` header. Not HAMi's.
+COMPONENT = "hami-core-reporter"
 
 #: ``(driver, node name) -> devices or None``: the drivers' discovery hook, as
 #: ``DriverManager.discover_devices`` calls it.
@@ -201,7 +205,7 @@ class Reporter:
             )
         if plan.patch:
             try:
-                self._cluster.patch_node_annotations(name, plan.patch)
+                self._cluster.patch_node_annotations(name, plan.patch, field_manager=COMPONENT)
             except ClusterError as exc:
                 return self._failed(plan, "patch", exc)
             self.metrics.patches.inc()

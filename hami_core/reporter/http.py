@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from hami_core.reporter.daemon import Reporter
+from hami_core.reporter.daemon import COMPONENT, Reporter
 from hami_core.serve.http import EndpointServer, Response, health_response, not_found
 from hami_core.serve.metrics import metrics_response
 
@@ -26,4 +26,4 @@ def _respond(reporter: Reporter, path: str) -> Response:
 
 def reporter_server(reporter: Reporter, host: str, port: int) -> EndpointServer:
     """The endpoint for ``reporter`` on ``host:port`` (not started; ``OSError`` when it cannot bind)."""
-    return EndpointServer(lambda path: _respond(reporter, path), host, port, name="hami-reporter")
+    return EndpointServer(lambda path, query: _respond(reporter, path), host, port, name=COMPONENT)

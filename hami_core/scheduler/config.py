@@ -15,9 +15,11 @@ from hami_core.durations import MAX_SECONDS, seconds
 from hami_core.k8snames import is_dns_label, is_dns_subdomain
 from hami_core.kube.elector import ElectionConfig
 from hami_core.protocol.handshake import DEFAULT_WINDOW
+from hami_core.scheduler.peer_check import HAMI_LEASE
 from hami_core.scheduler.selector import NodeSelector
 
 __all__ = [
+    "COMPONENT",
     "DEFAULT_HTTP_PORT",
     "DEFAULT_LEASE_NAME",
     "DEFAULT_LEASE_NAMESPACE",
@@ -36,6 +38,12 @@ DEFAULT_HTTP_PORT = 9396
 #: Where the kubelet mounts a Pod's ServiceAccount namespace (as client-go's in-cluster config reads it).
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 _ELECTION = attrs.fields(ElectionConfig)
+
+#: The scheduler's name towards the cluster: its Events' source and reporting component, the field
+#: manager of every annotation it writes (so ``hami cleanup`` knows them by the Node's managedFields), and
+#: its HTTP ``Server`` header. Never HAMi's own (``hami-scheduler``): ``kubectl describe node`` tells the
+#: two apart.
+COMPONENT = "hami-core-scheduler"
 
 
 def default_identity() -> str:
@@ -108,3 +116,8 @@ class SchedulerConfig:
     #: Namespace of the Warning Events about Nodes: the API server requires ``default`` for events about
     #: cluster-scoped objects.
     event_namespace: str = "default"
+    #: HAMi's own scheduler Lease, checked at start and on every resync (``None``: not checked).
+    hami_lease: tuple[str, str] | None = HAMI_LEASE
+    #: While HAMi's registrar is active (its Lease held and fresh), give up leadership and write nothing;
+    #: take part again once it is gone (``--refuse-beside-hami``).
+    refuse_beside_hami: bool = False

@@ -19,8 +19,10 @@ from http import HTTPStatus
 from typing import Any, Protocol
 from urllib.parse import unquote
 
+from hami_core.scheduler.config import COMPONENT
 from hami_core.serve.http import (
     EndpointServer,
+    Query,
     Response,
     health_response,
     json_response,
@@ -48,7 +50,7 @@ class SchedulerView(Protocol):
     def metrics_text(self) -> str: ...
 
 
-def _respond(view: SchedulerView, path: str) -> Response:
+def _respond(view: SchedulerView, path: str, query: Query) -> Response:
     """The response to a GET of ``path``."""
     if path in ("/livez", "/healthz"):
         return health_response(view.alive())
@@ -76,4 +78,4 @@ class StatusServer(EndpointServer):
     """
 
     def __init__(self, view: SchedulerView, host: str, port: int) -> None:
-        super().__init__(lambda path: _respond(view, path), host, port, name="hami-scheduler")
+        super().__init__(lambda path, query: _respond(view, path, query), host, port, name=COMPONENT)

@@ -7,6 +7,9 @@ reflector, the elector, the patch writer, the Event recorder), so each request i
 class; ``error`` when there was no answer at all (refused, timed out). Latency is measured on the
 process's performance counter: it is a measurement of real requests, never a wait or a decision, so it
 does not go through the daemon's (possibly fake) ``Clock``.
+
+Every node patch goes out with the scheduler's own field manager (``field_manager``), so the Node's
+``managedFields`` say which annotations it wrote (``hami cleanup`` removes only those).
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ T = TypeVar("T")
 class MeteredCluster:
     """A ``Cluster`` that measures every call it passes on to ``inner``."""
 
-    def __init__(self, inner: Cluster, metrics: SchedulerMetrics) -> None:
+    def __init__(
+        self, inner: Cluster, metrics: SchedulerMetrics, *, field_manager: str | None = None
+    ) -> None:
         self._inner = inner
+        self._field_manager = field_manager
         self._requests = metrics.api_requests
         self._duration = metrics.api_request_duration
 
@@ -86,12 +92,20 @@ class MeteredCluster:
         )
 
     def patch_node_annotations(
-        self, name: str, changes: Mapping[str, str | None], *, resource_version: str | None = None
+        self,
+        name: str,
+        changes: Mapping[str, str | None],
+        *,
+        resource_version: str | None = None,
+        field_manager: str | None = None,
     ) -> NodeSnapshot:
+        manager = field_manager or self._field_manager
         return self._measure(
             "patch",
             "nodes",
-            lambda: self._inner.patch_node_annotations(name, changes, resource_version=resource_version),
+            lambda: self._inner.patch_node_annotations(
+                name, changes, resource_version=resource_version, field_manager=manager
+            ),
         )
 
     # -- leases -----------------------------------------------------------------------------------------

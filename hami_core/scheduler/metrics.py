@@ -25,6 +25,7 @@
 | ``hami_scheduler_work_queue_depth`` | gauge | | node keys ready for the worker |
 | ``hami_scheduler_work_queue_delayed`` | gauge | | keys waiting for a later time (stamp expiries, retries, the resync) |
 | ``hami_scheduler_read_only_pending_writes`` | gauge | vendor, kind | read-only mode: nodes a leader would write to now (``stamp``, ``delete``) |
+| ``hami_scheduler_peer_registrar_active`` | gauge | | 1 while HAMi's own scheduler seems active (its Lease held and fresh; checked on every resync) |
 
 plus ``hami_build_info`` and the process metrics. Every labelled series the daemon can produce exists at
 0 from the start: one per selected vendor (and state), per API call the daemon makes, per Event reason.
@@ -292,6 +293,12 @@ class SchedulerMetrics:
         self.leadership_changes = Counter(
             "hami_scheduler_leadership_changes",
             "Times this replica became leader or stopped leading.",
+            registry=r,
+        )
+        self.peer_registrar_active = Gauge(
+            "hami_scheduler_peer_registrar_active",
+            "1 while HAMi's own scheduler seems active: its Lease (kube-system/hami-scheduler) is held and "
+            "fresh. Two registrars write the same node annotations. Checked at start and every resync.",
             registry=r,
         )
         self.last_full_pass = Gauge(

@@ -1,8 +1,10 @@
-"""Is HAMi's own scheduler running in this cluster? Checked once when ``hami scheduler run`` starts.
+"""Is HAMi's own scheduler running in this cluster? Checked at start and on every resync.
 
 HAMi's scheduler and hami-core write the same node annotations; two registrars at once stamp each
 other's handshakes and flap the device cache. hami-core's defaults (Lease name, metrics port) do not
-collide with HAMi's, so nothing stops both from running: this check makes it visible in the log.
+collide with HAMi's, so nothing stops both from running: this check makes it visible (a log line and a
+Warning Event when it starts, the ``hami_scheduler_peer_registrar_active`` gauge) and, with
+``--refuse-beside-hami``, makes this scheduler give up leadership while HAMi's is active.
 
 HAMi's scheduler registers only while the kube-scheduler beside it holds the Lease
 ``kube-system/hami-scheduler`` (its chart's leader election); it "seems active" when that Lease has a
@@ -14,20 +16,27 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+import attrs
+
 from hami_core.k8snames import is_dns_label, is_dns_subdomain
 from hami_core.kube.port import Cluster, ClusterError, Lease, NotFound
 
 __all__ = [
     "HAMI_LEASE",
+    "PEER_ACTIVE_REASON",
+    "PeerCheck",
+    "PeerState",
     "lease_in_use",
     "parse_lease_ref",
-    "warn_if_hami_scheduler_active",
+    "peer_event_message",
 ]
 
 log = logging.getLogger(__name__)
 
 #: Where HAMi's chart puts its scheduler's Lease (namespace, name) when installed into kube-system.
 HAMI_LEASE = ("kube-system", "hami-scheduler")
+#: The Warning Event's reason (and the log record's) when HAMi's registrar is seen to start.
+PEER_ACTIVE_REASON = "HamiPeerRegistrarActive"
 
 
 def parse_lease_ref(text: str) -> tuple[str, str] | None:
@@ -69,38 +78,100 @@ def lease_in_use(lease: Lease | None, now: datetime) -> str | None:
     )
 
 
-def warn_if_hami_scheduler_active(
-    cluster: Cluster, where: tuple[str, str] | None, own: tuple[str, str], now: datetime
-) -> str | None:
-    """Read HAMi's scheduler Lease at ``where`` and log a warning when HAMi's scheduler seems active.
+@attrs.frozen(kw_only=True)
+class PeerState:
+    """What one check found."""
 
-    Returns the warning's reason (``None`` when nothing was logged at warning level). ``own`` is this
-    scheduler's own Lease: when it is the same, the check cannot tell the two apart and says so instead.
-    Any failure to read (no access, unreachable) is logged at info level and is never fatal.
+    #: HAMi's registrar seems active (its Lease held and fresh).
+    active: bool
+    #: Why it seems active (``lease_in_use``'s words); ``None`` when not.
+    reason: str | None = None
+    #: It became active at this check (it was not at the one before, or this is the first).
+    started: bool = False
+
+
+class PeerCheck:
+    """Whether HAMi's registrar is active, asked at start and on every resync (``check``).
+
+    ``where`` is HAMi's scheduler Lease (``None``: the check is off), ``own`` this scheduler's Lease:
+    when they are the same, the check cannot tell the two apart and says so once instead. A start and an
+    end are logged once each (a warning, then an info line), not at every check. A Lease that cannot be
+    read (no access, unreachable) keeps the last answer and is logged at info level once until it can be
+    read again; it is never fatal. Called from one thread (the daemon's worker).
     """
-    if where is None:
-        return None
-    namespace, name = where
-    if where == own:
-        log.warning(
-            "this scheduler's Lease %s/%s is the one HAMi's scheduler uses: cannot check whether HAMi's "
-            "scheduler is active; give hami-core its own Lease (--lease-name, --lease-namespace)",
-            namespace,
-            name,
-        )
-        return None
-    try:
-        lease: Lease | None = cluster.get_lease(namespace, name)
-    except NotFound:
-        lease = None
-    except ClusterError as exc:
-        log.info("could not check whether HAMi's scheduler is active (Lease %s/%s): %s", namespace, name, exc)
-        return None
-    reason = lease_in_use(lease, now)
-    if reason is not None:
-        log.warning(
-            "HAMi's scheduler seems active in this cluster: %s. It writes the same node annotations: "
-            "never run two registrars at once; stop one of them (see docs/operations.md)",
-            reason,
-        )
-    return reason
+
+    def __init__(self, cluster: Cluster, where: tuple[str, str] | None, own: tuple[str, str]) -> None:
+        self._cluster = cluster
+        self._where = where
+        self._own = own
+        self._active = False
+        self._checked = False
+        self._unreadable = False
+
+    @property
+    def enabled(self) -> bool:
+        return self._where is not None and self._where != self._own
+
+    @property
+    def where(self) -> tuple[str, str] | None:
+        return self._where
+
+    def check(self, now: datetime) -> PeerState:
+        """Read HAMi's Lease once and say whether its registrar is active; ``now`` must be aware."""
+        first, self._checked = not self._checked, True
+        if self._where is None:
+            return PeerState(active=False)
+        namespace, name = self._where
+        if self._where == self._own:
+            if first:
+                log.warning(
+                    "this scheduler's Lease %s/%s is the one HAMi's scheduler uses: cannot check whether "
+                    "HAMi's scheduler is active; give hami-core its own Lease (--lease-name, "
+                    "--lease-namespace)",
+                    namespace,
+                    name,
+                )
+            return PeerState(active=False)
+        try:
+            lease: Lease | None = self._cluster.get_lease(namespace, name)
+        except NotFound:
+            lease = None
+        except ClusterError as exc:
+            if not self._unreadable:
+                log.info(
+                    "could not check whether HAMi's scheduler is active (Lease %s/%s): %s",
+                    namespace,
+                    name,
+                    exc,
+                )
+            self._unreadable = True
+            return PeerState(active=self._active)
+        self._unreadable = False
+        reason = lease_in_use(lease, now)
+        was, self._active = self._active, reason is not None
+        if reason is not None and not was:
+            log.warning(
+                "HAMi's scheduler seems active in this cluster: %s. It writes the same node annotations: "
+                "never run two registrars at once; stop one of them (see docs/operations.md)",
+                reason,
+                extra={"reason": PEER_ACTIVE_REASON},
+            )
+        elif reason is None and was:
+            log.info(
+                "HAMi's scheduler no longer seems active: Lease %s/%s is %s",
+                namespace,
+                name,
+                "gone" if lease is None else "released or expired",
+            )
+        return PeerState(active=reason is not None, reason=reason, started=reason is not None and not was)
+
+
+def peer_event_message(state: PeerState, *, refusing: bool) -> str:
+    """The Warning Event's message when HAMi's registrar starts (``PEER_ACTIVE_REASON``)."""
+    then = (
+        "this scheduler gives up leadership and writes nothing until it is gone (--refuse-beside-hami)"
+        if refusing
+        else "both write the same node annotations: stop one of them, or run hami-core with --read-only "
+        "or --refuse-beside-hami"
+    )
+    return f"HAMi's scheduler seems active: {state.reason}; {then}"

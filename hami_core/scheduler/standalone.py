@@ -1,16 +1,21 @@
 """Terms without a Lease: ``--leader-elect=false`` (one replica that always leads) and ``--read-only``
 (one that never does, but runs one term of evaluation as a leader would, and writes nothing).
 
-It has the elector's shape (``is_leader``, ``term``, ``holder``, ``run``, ``abandon``, ``idle``), so the
-daemon runs the same way with or without election. Running two leading ones against one cluster means
-two registrars writing at once: the operator's choice, for a one-node cluster or a test.
+It has the elector's shape (``is_leader``, ``term``, ``holder``, ``run``, ``abandon``, ``idle``,
+``hold``), so the daemon runs the same way with or without election. Running two leading ones against
+one cluster means two registrars writing at once: the operator's choice, for a one-node cluster or a
+test.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 
 from hami_core.clock import ClockEvent
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Standalone"]
 
@@ -21,18 +26,38 @@ class Standalone:
         self._identity = identity
         self._leads = leads
         self._running = False
+        self._term = 1
+        self._held = False
+        self._lock = threading.Lock()
 
     @property
     def term(self) -> int:
-        """1 while running: the one term this replica evaluates in."""
-        return 1 if self._running else 0
+        """While running: the term this replica evaluates in (1, then one more after each ``hold``)."""
+        with self._lock:
+            return self._term if self._running else 0
 
     @property
     def holder(self) -> str | None:
-        return self._identity if self._running and self._leads else None
+        return self._identity if self.is_leader() else None
 
     def is_leader(self) -> bool:
-        return self._running and self._leads
+        with self._lock:
+            return self._running and self._leads and not self._held
+
+    def hold(self, reason: str | None) -> None:
+        """Stop leading while ``reason`` is given; ``None`` leads again, in a new term (its full pass)."""
+        if not self._leads:
+            return
+        with self._lock:
+            was, self._held = self._held, reason is not None
+            resumed = was and not self._held and self._running
+            if resumed:
+                self._term += 1
+            term = self._term
+        if was != (reason is not None):
+            log.info("%s", f"standing aside: {reason}" if reason is not None else "leading again")
+        if resumed:
+            self._on_started(term)
 
     def idle(self) -> bool:
         return True
@@ -42,7 +67,9 @@ class Standalone:
 
     def run(self, stop: ClockEvent) -> None:
         """Run the one term from now until ``stop``."""
-        self._running = True
-        self._on_started(1)
+        with self._lock:
+            self._running = True
+            term = self._term
+        self._on_started(term)
         stop.wait()
         self._running = False

@@ -15,6 +15,8 @@ arrived, one connection each (HTTP/1.0: one request per connection, then it is c
   waited longest without sending its request (a probe, which sends at once, is served); when every
   open connection is being answered or queued for a worker, the new one gets ``503`` and is closed;
 * threads: the acceptor and the ``workers``, whatever the clients do.
+
+The ``Server`` header is the daemon's own component name (``name``), nothing more.
 """
 
 from __future__ import annotations
@@ -28,17 +30,18 @@ import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 __all__ = [
     "IDLE_TIMEOUT",
     "MAX_CONNECTIONS",
     "WORKERS",
     "EndpointServer",
+    "Query",
     "Response",
     "Routes",
     "health_response",
@@ -70,8 +73,10 @@ _BUSY = (
 
 #: (status, body, content type)
 Response = tuple[HTTPStatus, bytes, str]
-#: The daemon's answer to a GET of a path (without query string or trailing ``/``).
-Routes = Callable[[str], Response]
+#: A request's query string: each parameter's values, in order (``?state=a&state=b``).
+Query = Mapping[str, tuple[str, ...]]
+#: The daemon's answer to a GET of a path (without query string or trailing ``/``) and its query.
+Routes = Callable[[str, Query], Response]
 
 
 def json_response(status: HTTPStatus, body: dict[str, Any]) -> Response:
@@ -125,7 +130,7 @@ class EndpointServer:
         host: str,
         port: int,
         *,
-        name: str = "hami",
+        name: str,
         idle_timeout: float = IDLE_TIMEOUT,
         workers: int = WORKERS,
         max_connections: int = MAX_CONNECTIONS,
@@ -339,6 +344,9 @@ def _make_handler(routes: Routes, name: str, timeout: float) -> Callable[[socket
             self.rfile.close()  # the acceptor has read the request already
             self.rfile = io.BytesIO(self._head)
 
+        def version_string(self) -> str:
+            return name  # the component, without the Python version
+
         def do_GET(self) -> None:
             self._serve(body=True)
 
@@ -353,9 +361,11 @@ def _make_handler(routes: Routes, name: str, timeout: float) -> Callable[[socket
         do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _refuse
 
         def _serve(self, *, body: bool) -> None:
-            path = urlsplit(self.path).path.rstrip("/") or "/"
+            parts = urlsplit(self.path)
+            path = parts.path.rstrip("/") or "/"
+            query = {key: tuple(values) for key, values in parse_qs(parts.query).items()}
             try:
-                response = routes(path)
+                response = routes(path, query)
             except Exception:
                 log.exception("HTTP %s failed", path)
                 response = json_response(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "internal error"})

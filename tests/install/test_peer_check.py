@@ -17,9 +17,9 @@ from hami_core.kube.port import Lease, Unavailable
 from hami_core.scheduler.config import DEFAULT_HTTP_PORT, DEFAULT_LEASE_NAME, SchedulerConfig
 from hami_core.scheduler.peer_check import (
     HAMI_LEASE,
+    PeerCheck,
     lease_in_use,
     parse_lease_ref,
-    warn_if_hami_scheduler_active,
 )
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -110,26 +110,33 @@ class Refusing(MemoryCluster):
         raise Unavailable("get lease: connection refused")
 
 
-def test_the_warning_is_logged_only_while_hamis_lease_is_fresh(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_start_and_an_end_are_logged_once_each(caplog: pytest.LogCaptureFixture) -> None:
     cluster = MemoryCluster()
-    own = ("hami-core", DEFAULT_LEASE_NAME)
+    check = PeerCheck(cluster, HAMI_LEASE, ("hami-core", DEFAULT_LEASE_NAME))
     with caplog.at_level(logging.INFO, logger="hami_core.scheduler.peer_check"):
-        assert warn_if_hami_scheduler_active(cluster, HAMI_LEASE, own, NOW) is None  # no such Lease
+        assert check.check(NOW).active is False  # no such Lease
         cluster.create_lease(hami_lease())
-        reason = warn_if_hami_scheduler_active(cluster, HAMI_LEASE, own, NOW)
-        assert reason is not None
-        assert warn_if_hami_scheduler_active(cluster, HAMI_LEASE, own, NOW + timedelta(minutes=1)) is None
-        assert warn_if_hami_scheduler_active(cluster, None, own, NOW) is None  # the check is off
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert warnings == [
-        f"HAMi's scheduler seems active in this cluster: {reason}. It writes the same node annotations: "
-        "never run two registrars at once; stop one of them (see docs/operations.md)"
-    ]
+        first = check.check(NOW)
+        assert (first.active, first.started) == (True, True)
+        again = check.check(NOW + timedelta(seconds=5))
+        assert (again.active, again.started) == (True, False)
+        assert check.check(NOW + timedelta(minutes=1)).active is False  # expired
+    messages = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert messages == [
+        (logging.WARNING, f"HAMi's scheduler seems active in this cluster: {first.reason}. It writes "
+                          "the same node annotations: never run two registrars at once; stop one of them "
+                          "(see docs/operations.md)"),
+        (logging.INFO, "HAMi's scheduler no longer seems active: Lease kube-system/hami-scheduler is "
+                       "released or expired"),
+    ]  # fmt: skip
+    assert PeerCheck(cluster, None, ("a", "b")).check(NOW).active is False  # the check is off
 
 
-def test_an_unreadable_lease_is_noted_never_fatal(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unreadable_lease_is_noted_once_never_fatal(caplog: pytest.LogCaptureFixture) -> None:
+    check = PeerCheck(Refusing(), HAMI_LEASE, ("a", "b"))
     with caplog.at_level(logging.INFO, logger="hami_core.scheduler.peer_check"):
-        assert warn_if_hami_scheduler_active(Refusing(), HAMI_LEASE, ("a", "b"), NOW) is None
+        assert check.check(NOW).active is False
+        assert check.check(NOW).active is False
     assert [r.levelno for r in caplog.records] == [logging.INFO]
     assert "could not check whether HAMi's scheduler is active" in caplog.records[0].getMessage()
 
@@ -137,8 +144,10 @@ def test_an_unreadable_lease_is_noted_never_fatal(caplog: pytest.LogCaptureFixtu
 def test_using_hamis_own_lease_is_called_out(caplog: pytest.LogCaptureFixture) -> None:
     cluster = MemoryCluster()
     cluster.create_lease(hami_lease())
+    check = PeerCheck(cluster, HAMI_LEASE, HAMI_LEASE)
     with caplog.at_level(logging.INFO, logger="hami_core.scheduler.peer_check"):
-        assert warn_if_hami_scheduler_active(cluster, HAMI_LEASE, HAMI_LEASE, NOW) is None
+        assert check.check(NOW).active is False
+        assert check.check(NOW).active is False
     (record,) = caplog.records
     assert record.levelno == logging.WARNING
     assert "is the one HAMi's scheduler uses" in record.getMessage()

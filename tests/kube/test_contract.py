@@ -97,6 +97,39 @@ def test_merge_patch_null_deletes_one_key_and_leaves_the_rest(cluster: Any) -> N
     cluster.delete_node(name)
 
 
+def test_each_annotation_is_owned_by_the_field_manager_that_last_changed_it(cluster: Any) -> None:
+    name = node_name()
+    cluster.create_node(name, annotations={"created": "c"})
+    cluster.patch_node_annotations(
+        name, {"ours": "1", "both": "1", "taken": "1"}, field_manager="hami-core-a"
+    )
+    # "both" written again unchanged keeps its owner; "taken" changed moves to the other manager
+    cluster.patch_node_annotations(name, {"both": "1", "taken": "2", "theirs": "t"}, field_manager="other-b")
+    cluster.patch_node_annotations(name, {"ours": None, "ours-again": "x"}, field_manager="hami-core-a")
+    owners = cluster.node_annotation_managers(name)
+    assert owners.node == cluster.get_node(name)
+    assert dict(owners.managers) == {
+        "created": ("OpenAPI-Generator",),  # the kubernetes client's default: its User-Agent's product
+        "both": ("hami-core-a",),
+        "taken": ("other-b",),
+        "theirs": ("other-b",),
+        "ours-again": ("hami-core-a",),
+    }
+    with pytest.raises(NotFound):
+        cluster.node_annotation_managers(node_name("ghost"))
+    cluster.delete_node(name)
+
+
+def test_leases_are_found_by_name_in_every_namespace(cluster: Any, namespace: str) -> None:
+    name = f"find-{uuid.uuid4().hex[:8]}"
+    assert cluster.find_leases(name) == ()
+    created = cluster.create_lease(_lease(namespace, name, "replica-1"))
+    cluster.create_lease(_lease(namespace, f"{name}-other", "replica-1"))
+    assert cluster.find_leases(name) == (created,)
+    cluster.delete_lease(namespace, name)
+    cluster.delete_lease(namespace, f"{name}-other")
+
+
 def test_resource_version_changes_on_every_write(cluster: Any) -> None:
     name = node_name()
     seen = [cluster.create_node(name).resource_version]

@@ -281,7 +281,8 @@ def test_graceful_stop_releases_the_lease_for_an_immediate_takeover(world: World
 
 def test_without_leader_election_one_replica_leads_and_takes_no_lease(world: World) -> None:
     node = world.node("solo", {"hami.io/node-mlu-register": REGISTER["hami.io/node-mlu-register"]})
-    replica = world.scheduler("mlu", leader_elect=False, identity="solo")
+    # hami_lease=None: no read of HAMi's Lease either, so any Lease request would be the elector's
+    replica = world.scheduler("mlu", leader_elect=False, identity="solo", hami_lease=None)
     world.run_until("ready", replica.ready)
     world.run_until("stamped", lambda: stamped(world, node, "MLU"))
     assert replica.elector.is_leader() and replica.status()["holder"] == "solo"

@@ -16,13 +16,15 @@ from harness.scheduler_world import wait_for
 from prometheus_client import REGISTRY, Counter
 from prometheus_client.parser import text_string_to_metric_families
 
-from hami_core.serve.http import EndpointServer, Response, json_response, not_found, text_response
+from hami_core.serve.http import EndpointServer, Query, Response, json_response, not_found, text_response
 from hami_core.serve.metrics import CONTENT_TYPE, build_version, exposition, metrics_response, new_registry
 
 
-def routes(path: str) -> Response:
+def routes(path: str, query: Query) -> Response:
     if path == "/hello":
         return text_response(HTTPStatus.OK, "hello\n")
+    if path == "/query":
+        return json_response(HTTPStatus.OK, {key: list(values) for key, values in query.items()})
     if path == "/bug":
         raise RuntimeError("a bug in a route")
     return not_found(path)
@@ -55,6 +57,12 @@ def test_get_head_query_strings_and_trailing_slashes(server: EndpointServer) -> 
     assert request(server, "GET", "/nope")[0] == 404
 
 
+def test_the_route_gets_the_query_and_the_server_header_is_the_name_alone(server: EndpointServer) -> None:
+    status, headers, body = request(server, "GET", "/query?state=a&state=b%2Cc&x=")
+    assert (status, body) == (200, b'{"state": ["a", "b,c"]}')
+    assert headers["Server"] == "test"
+
+
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
 def test_writes_are_405_with_allow(server: EndpointServer, method: str) -> None:
     status, headers, _ = request(server, method, "/hello")
@@ -73,7 +81,7 @@ def test_a_route_that_raises_is_a_logged_500(
 def test_ipv6_loopback() -> None:
     try:
         socket.socket(socket.AF_INET6).close()
-        s = EndpointServer(routes, "::1", 0)
+        s = EndpointServer(routes, "::1", 0, name="test")
     except OSError as exc:  # a kernel without IPv6 fails the test loudly
         pytest.fail(f"no IPv6 loopback on this machine: {exc}")
     s.start()
@@ -86,7 +94,7 @@ def test_ipv6_loopback() -> None:
 
 def test_an_address_in_use_is_an_oserror(server: EndpointServer) -> None:
     with pytest.raises(OSError):
-        EndpointServer(routes, "127.0.0.1", server.address[1])
+        EndpointServer(routes, "127.0.0.1", server.address[1], name="test")
 
 
 def test_json_response_is_sorted_json() -> None:
@@ -178,10 +186,10 @@ def test_many_open_connections_hold_no_threads_and_the_probes_still_answer() -> 
 def test_when_every_connection_is_being_answered_a_new_one_gets_503() -> None:
     release = threading.Event()
 
-    def slow(path: str) -> Response:
+    def slow(path: str, query: Query) -> Response:
         if path == "/slow":
             release.wait(60)
-        return routes(path)
+        return routes(path, query)
 
     s = EndpointServer(slow, "127.0.0.1", 0, name="busy", workers=2, max_connections=3)
     s.start()
@@ -207,4 +215,4 @@ def test_when_every_connection_is_being_answered_a_new_one_gets_503() -> None:
 @pytest.mark.parametrize("bad", [{"idle_timeout": 0.0}, {"workers": 0}, {"max_connections": 0}])
 def test_bounds_must_be_positive(bad: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="idle_timeout must be > 0, workers and max_connections >= 1"):
-        EndpointServer(routes, "127.0.0.1", 0, **bad)  # type: ignore[arg-type]
+        EndpointServer(routes, "127.0.0.1", 0, name="bad", **bad)  # type: ignore[arg-type]
