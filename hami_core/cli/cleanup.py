@@ -1,32 +1,48 @@
-"""``hami cleanup``: after an uninstall, remove this protocol's node annotations and the scheduler's Lease.
+"""``hami cleanup``: after an uninstall, remove what this project wrote on the Nodes, and its Lease.
 
 For the selected drivers (``--vendors``, default every installed one), each Node's register and
-handshake annotations are deleted with one JSON merge patch (``null`` deletes a key, nothing else is
-touched), then the scheduler's leader Lease is deleted. Every change is printed; ``--dry-run`` prints
-what would change and changes nothing. While the scheduler still holds its Lease the command refuses
-(the scheduler would stamp the nodes again at once) unless ``--force``.
+handshake annotations that hami-core wrote are deleted with one JSON merge patch (``null`` deletes a key,
+nothing else is touched), conditional on the resourceVersion they were judged at; then the scheduler's
+leader Lease is deleted. Who wrote a value is what the Node's ``managedFields`` say: a key whose field
+managers are all hami-core's (the scheduler's stamps, the reporter's register values and reports) goes; a
+key another manager owns (HAMi's device plugins, HAMi's scheduler, a hand edit) stays, and is listed
+with its manager, unless ``--include-foreign``.
+
+It refuses (unless ``--force``) while a registrar could write again at once: hami-core's scheduler
+(its Lease, found by name in any namespace or in ``--lease-namespace``) or HAMi's own (its Lease
+``kube-system/hami-scheduler``, whose device plugins write a register value again only when their
+device list changes). Every change is printed; ``--dry-run`` prints what would change and changes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 
 import attrs
 import click
 
 from hami_core.cli.cluster import cluster_options, connect
+from hami_core.cli.leases import find_scheduler_leases
 from hami_core.cli.vendors import drivers_from_options
 from hami_core.k8snames import is_dns_label, is_dns_subdomain
-from hami_core.kube.port import AdminCluster, ClusterError, Lease, NodeSnapshot, NotFound
+from hami_core.kube.port import AdminCluster, ClusterError, Conflict, Lease, NodeSnapshot, NotFound
 from hami_core.plugins import VendorDriver
-from hami_core.scheduler.config import DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE
-from hami_core.scheduler.peer_check import lease_in_use
+from hami_core.reporter.daemon import COMPONENT as REPORTER
+from hami_core.scheduler.config import COMPONENT as SCHEDULER
+from hami_core.scheduler.config import DEFAULT_LEASE_NAME
+from hami_core.scheduler.peer_check import HAMI_LEASE, lease_in_use, parse_lease_ref
 
-__all__ = ["CleanupResult", "annotation_keys", "cleanup", "cleanup_command"]
+__all__ = ["OUR_MANAGERS", "CleanupResult", "annotation_keys", "cleanup", "cleanup_command"]
 
 #: Nodes per list page with ``--all``.
 PAGE = 500
+#: The field managers hami-core writes node annotations as: what ``cleanup`` counts as its own.
+OUR_MANAGERS = frozenset({SCHEDULER, REPORTER})
+#: The field manager of the cleanup's own patches.
+CLEANUP_MANAGER = "hami-core-cleanup"
+#: Tries of one Node's conditional patch when it changed between the read and the write.
+_TRIES = 3
 
 
 @attrs.frozen(kw_only=True)
@@ -35,8 +51,14 @@ class CleanupResult:
     changed: tuple[str, ...] = ()
     #: One line per failure ("node/NAME: ..."); the command exits 1 when there is any.
     errors: tuple[str, ...] = ()
-    #: Whether the Lease was deleted (or would be, in a dry run).
-    lease_deleted: bool = False
+    #: The Leases deleted (or that would be, in a dry run), as ``namespace/name``.
+    leases_deleted: tuple[str, ...] = ()
+    #: Annotations left because another field manager owns them, as ``node/NAME KEY``.
+    kept: tuple[str, ...] = ()
+
+    @property
+    def lease_deleted(self) -> bool:
+        return bool(self.leases_deleted)
 
 
 def annotation_keys(drivers: Iterable[VendorDriver]) -> tuple[str, ...]:
@@ -54,59 +76,129 @@ def _all_nodes(cluster: AdminCluster) -> Iterator[NodeSnapshot]:
             return
 
 
+def _owner_words(managers: Sequence[str]) -> str:
+    return f"owned by {', '.join(managers)}" if managers else "no field manager recorded"
+
+
+def _split(
+    keys: Sequence[str],
+    annotations: Mapping[str, str],
+    managers: Mapping[str, tuple[str, ...]],
+    foreign: bool,
+) -> tuple[list[str], list[str]]:
+    """(keys to remove, foreign keys kept, each with its owners in words) of the keys present."""
+    remove: list[str] = []
+    kept: list[str] = []
+    for key in keys:
+        if key not in annotations:
+            continue
+        owners = managers.get(key, ())
+        if foreign or (owners and set(owners) <= OUR_MANAGERS):
+            remove.append(key)
+        else:
+            kept.append(f"{key} ({_owner_words(owners)})")
+    return remove, kept
+
+
+def _clean_node(
+    cluster: AdminCluster, name: str, keys: Sequence[str], *, foreign: bool, dry_run: bool
+) -> tuple[list[str], list[str]]:
+    """Read the Node with its owners, delete what is ours (conditional on the version read; read again
+    and decide again when it changed meanwhile). Returns (removed, kept in words); raises
+    ``ClusterError``."""
+    for attempt in range(_TRIES):
+        owners = cluster.node_annotation_managers(name)
+        remove, kept = _split(keys, owners.node.annotations, owners.managers, foreign)
+        if not remove or dry_run:
+            return remove, kept
+        try:
+            cluster.patch_node_annotations(
+                name,
+                dict.fromkeys(remove),
+                resource_version=owners.node.resource_version,
+                field_manager=CLEANUP_MANAGER,
+            )
+        except Conflict:
+            if attempt + 1 == _TRIES:
+                raise
+            continue
+        return remove, kept
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def cleanup(
     cluster: AdminCluster,
     keys: Sequence[str],
     *,
     nodes: Sequence[str] | None,
-    lease: tuple[str, str] | None,
+    lease: tuple[str, str] | None = None,
+    leases: Sequence[tuple[str, str]] = (),
     dry_run: bool,
     echo: Callable[[str], None],
+    include_foreign: bool = False,
 ) -> CleanupResult:
-    """Delete ``keys`` from the named Nodes (``nodes=None``: every Node), then delete the Lease
-    ``(namespace, name)`` unless it is ``None``. Prints each change through ``echo``; errors are
-    collected, never raised, so one bad Node does not stop the rest (a failed list of every Node is the
-    exception: it is raised as the ``ClusterError`` it is)."""
+    """Delete ``keys`` hami-core wrote from the named Nodes (``nodes=None``: every Node); keys another
+    field manager owns stay unless ``include_foreign``. Then delete the Leases ``(namespace, name)`` in
+    ``leases`` (and ``lease``). Prints each change through ``echo``; errors are collected, never raised,
+    so one bad Node does not stop the rest (a failed list of every Node is the exception: it is raised as
+    the ``ClusterError`` it is)."""
     verb = "would remove" if dry_run else "removed"
     changed: list[str] = []
     errors: list[str] = []
+    kept_all: list[str] = []
     targets: Iterable[NodeSnapshot | str] = _all_nodes(cluster) if nodes is None else nodes
     for target in targets:
-        if isinstance(target, str):
-            try:
-                node = cluster.get_node(target)
-            except ClusterError as exc:
-                errors.append(f"node/{target}: {exc}")
-                continue
-        else:
-            node = target
-        present = [key for key in keys if key in node.annotations]
-        if not present:
+        if isinstance(target, NodeSnapshot) and not any(key in target.annotations for key in keys):
+            continue  # nothing of ours to look at: no second read
+        name = target if isinstance(target, str) else target.name
+        try:
+            removed, kept = _clean_node(cluster, name, keys, foreign=include_foreign, dry_run=dry_run)
+        except ClusterError as exc:
+            errors.append(f"node/{name}: {exc}")
             continue
-        if not dry_run:
-            try:
-                cluster.patch_node_annotations(node.name, dict.fromkeys(present))
-            except ClusterError as exc:
-                errors.append(f"node/{node.name}: {exc}")
-                continue
-        changed.append(node.name)
-        echo(f"node/{node.name}: {verb} {', '.join(present)}")
-    lease_deleted = False
-    if lease is not None:
-        namespace, name = lease
-        where = f"lease/{namespace}/{name}"
+        if removed:
+            changed.append(name)
+            echo(f"node/{name}: {verb} {', '.join(removed)}")
+        if kept:
+            kept_all += [f"node/{name} {item.partition(' ')[0]}" for item in kept]
+            echo(f"node/{name}: kept {', '.join(kept)}")
+    deleted: list[str] = []
+    for namespace, lease_name in [*leases, *([lease] if lease is not None else [])]:
+        where = f"lease/{namespace}/{lease_name}"
         try:
             if dry_run:
-                cluster.get_lease(namespace, name)
+                cluster.get_lease(namespace, lease_name)
             else:
-                cluster.delete_lease(namespace, name)
-            lease_deleted = True
+                cluster.delete_lease(namespace, lease_name)
+            deleted.append(f"{namespace}/{lease_name}")
             echo(f"{where}: {'would delete' if dry_run else 'deleted'}")
         except NotFound:
             echo(f"{where}: not found, nothing to delete")
         except ClusterError as exc:
             errors.append(f"{where}: {exc}")
-    return CleanupResult(changed=tuple(changed), errors=tuple(errors), lease_deleted=lease_deleted)
+    return CleanupResult(
+        changed=tuple(changed), errors=tuple(errors), leases_deleted=tuple(deleted), kept=tuple(kept_all)
+    )
+
+
+def running_registrars(
+    cluster: AdminCluster, ours: Sequence[Lease], hami: tuple[str, str] | None, now: datetime
+) -> list[str]:
+    """Why a registrar that would write again at once seems to run (one sentence each; empty: none).
+    A Lease of HAMi's that cannot be read counts as in use: the guard is not skipped without a word."""
+    running = [
+        f"hami-core's scheduler is running ({why})" for lease in ours if (why := lease_in_use(lease, now))
+    ]
+    if hami is not None:
+        try:
+            why = lease_in_use(cluster.get_lease(*hami), now)
+        except NotFound:
+            why = None
+        except ClusterError as exc:
+            why = f"its Lease {hami[0]}/{hami[1]} cannot be read: {exc}"
+        if why is not None:
+            running.append(f"HAMi's scheduler is running ({why})")
+    return running
 
 
 def _node_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -116,9 +208,18 @@ def _node_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
     return tuple(dict.fromkeys(value))
 
 
-def _checked(check: Callable[[str], bool], what: str) -> Callable[[click.Context, click.Parameter, str], str]:
-    def callback(ctx: click.Context, param: click.Parameter, value: str) -> str:
-        if not check(value):
+def _hami_lease(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, str] | None:
+    try:
+        return parse_lease_ref(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _checked(
+    check: Callable[[str], bool], what: str
+) -> Callable[[click.Context, click.Parameter, str | None], str | None]:
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is not None and not check(value):
             raise click.BadParameter(f"{value!r} is not a valid {what}")
         return value
 
@@ -146,11 +247,10 @@ def _checked(check: Callable[[str], bool], what: str) -> Callable[[click.Context
 @click.option(
     "--lease-namespace",
     envvar="HAMI_LEASE_NAMESPACE",
-    default=DEFAULT_LEASE_NAMESPACE,
-    show_default=True,
+    default=None,
     callback=_checked(is_dns_label, "namespace name (a lower-case DNS label)"),
-    help="Namespace of the scheduler's leader Lease: the chart's is its release namespace; the default "
-    "is where `hami scheduler run` puts it outside a pod. Env: HAMI_LEASE_NAMESPACE.",
+    help="Namespace of the scheduler's leader Lease. Default: found by name in any namespace (the "
+    "chart puts it in the release namespace). Env: HAMI_LEASE_NAMESPACE.",
 )
 @click.option(
     "--lease-name",
@@ -160,12 +260,29 @@ def _checked(check: Callable[[str], bool], what: str) -> Callable[[click.Context
     callback=_checked(is_dns_subdomain, "Lease name (a lower-case DNS subdomain)"),
     help="Name of the scheduler's leader Lease. Env: HAMI_LEASE_NAME.",
 )
+@click.option(
+    "--hami-lease",
+    envvar="HAMI_CHECK_HAMI_LEASE",
+    default="/".join(HAMI_LEASE),
+    show_default=True,
+    callback=_hami_lease,
+    metavar="NAMESPACE/NAME",
+    help="HAMi's own scheduler Lease: while it is held and fresh the command refuses; 'off' skips "
+    "the check. Env: HAMI_CHECK_HAMI_LEASE.",
+)
 @click.option("--keep-lease", is_flag=True, help="Leave the scheduler's Lease alone.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
 @click.option(
+    "--include-foreign",
+    is_flag=True,
+    help="Also remove the selected annotations another field manager owns (HAMi's device plugins, "
+    "HAMi's scheduler, a hand edit); by default they stay and are listed.",
+)
+@click.option(
     "--force",
     is_flag=True,
-    help="Go on even while the scheduler still holds its Lease (it would stamp the nodes again).",
+    help="Go on even while hami-core's or HAMi's scheduler still holds its Lease (it would stamp "
+    "the nodes again).",
 )
 def cleanup_command(
     kubeconfig: str | None,
@@ -173,15 +290,19 @@ def cleanup_command(
     nodes: tuple[str, ...],
     all_nodes: bool,
     vendors: str | None,
-    lease_namespace: str,
+    lease_namespace: str | None,
     lease_name: str,
+    hami_lease: tuple[str, str] | None,
     keep_lease: bool,
     dry_run: bool,
+    include_foreign: bool,
     force: bool,
 ) -> None:
-    """Remove this protocol's node annotations (register and handshake) of the selected drivers, and the
-    scheduler's leader Lease: what `helm uninstall` leaves behind. Run it after the scheduler and the
-    reporters are gone.
+    """Remove this project's node annotations (register and handshake) of the selected drivers, and the
+    scheduler's leader Lease: what `helm uninstall` leaves behind. Only what hami-core wrote goes (the
+    Node's managedFields say who owns each annotation); values another field manager owns are listed and
+    kept unless --include-foreign. Run it after the scheduler and the reporters are gone: it refuses
+    while hami-core's or HAMi's scheduler Lease is held and fresh, unless --force.
 
     Exit status: 0 when everything worked, 1 when anything failed (each failure is one "error:" line on
     stderr; the other Nodes are still cleaned up), 2 for bad usage.
@@ -194,25 +315,27 @@ def cleanup_command(
     keys = annotation_keys(drivers)
     cluster = connect(kubeconfig, context, request_timeout=30.0)
     try:
-        current: Lease | None = cluster.get_lease(lease_namespace, lease_name)
-    except NotFound:
-        current = None
-    except ClusterError as exc:
-        raise click.ClickException(f"cannot read the scheduler's Lease: {exc}") from None
-    in_use = lease_in_use(current, datetime.now(UTC))
-    if in_use is not None and not force:
-        raise click.ClickException(
-            f"the scheduler is still running ({in_use}); it would stamp the nodes again: uninstall it "
-            "first, or pass --force"
-        )
-    try:
+        search = find_scheduler_leases(cluster, lease_name, lease_namespace)
+        if search.error is not None:
+            raise click.ClickException(
+                f"cannot look for the scheduler's Lease {search.where}: {search.error}"
+            )
+        if not search.leases:
+            click.echo(search.none_found())
+        running = running_registrars(cluster, search.leases, hami_lease, datetime.now(UTC))
+        if running and not force:
+            raise click.ClickException(
+                f"{'; '.join(running)}; it would stamp the nodes again: uninstall it first, or pass --force"
+            )
+        found = [(lease.namespace, lease.name) for lease in search.leases]
         result = cleanup(
             cluster,
             keys,
             nodes=None if all_nodes else nodes,
-            lease=None if keep_lease else (lease_namespace, lease_name),
+            leases=() if keep_lease else found,
             dry_run=dry_run,
             echo=click.echo,
+            include_foreign=include_foreign,
         )
     except ClusterError as exc:
         raise click.ClickException(str(exc)) from None
@@ -222,9 +345,15 @@ def cleanup_command(
         click.echo(f"error: {error}", err=True)
     count = len(result.changed)
     nodes_text = f"{count} node{'' if count == 1 else 's'}"
-    if dry_run:
-        click.echo(f"dry run: {nodes_text} would change; nothing was changed")
-    else:
-        click.echo(f"{nodes_text} changed")
+    summary = (
+        f"dry run: {nodes_text} would change; nothing was changed" if dry_run else f"{nodes_text} changed"
+    )
+    if result.kept:
+        kept = len(result.kept)
+        summary += (
+            f"; {kept} annotation{'' if kept == 1 else 's'} another field manager owns "
+            f"{'was' if kept == 1 else 'were'} kept (--include-foreign removes them)"
+        )
+    click.echo(summary)
     if result.errors:
         raise click.exceptions.Exit(1)

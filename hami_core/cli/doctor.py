@@ -29,15 +29,24 @@ import yaml  # type: ignore[import-untyped]  # the kubernetes client's own YAML 
 
 from hami_core.cli.cluster import cluster_options, connect, yaml_error_detail
 from hami_core.cli.defaults import duration_default_of
+from hami_core.cli.leases import LeaseSearch, find_scheduler_leases
 from hami_core.cli.options import DURATION
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.clock import SYSTEM
 from hami_core.k8snames import is_dns_subdomain
 from hami_core.kube.access import describe_error
-from hami_core.kube.port import Cluster, ClusterError, Forbidden, Lease, NodeSnapshot, NotFound, Unavailable
+from hami_core.kube.port import (
+    AdminCluster,
+    Cluster,
+    ClusterError,
+    Forbidden,
+    NodeSnapshot,
+    NotFound,
+    Unavailable,
+)
 from hami_core.kube.wire import node_snapshot
 from hami_core.protocol.errors import shorten
-from hami_core.scheduler.config import DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, SchedulerConfig
+from hami_core.scheduler.config import DEFAULT_LEASE_NAME, SchedulerConfig
 from hami_core.scheduler.explain import (
     NodeExplanation,
     VendorExplanation,
@@ -208,7 +217,8 @@ def load_node_file(path: str, name: str | None = None) -> NodeSnapshot:
 class LeaseFacts:
     """Who holds the scheduler's leader Lease, as far as one GET tells."""
 
-    namespace: str
+    #: ``None``: looked for in every namespace and not found (or not searchable).
+    namespace: str | None
     name: str
     found: bool = False
     holder: str | None = None
@@ -223,14 +233,11 @@ class LeaseFacts:
         return self.renewed_at + self.duration
 
     def describe(self, now: datetime) -> str:
-        where = f"Lease {self.namespace}/{self.name}"
+        where = f"Lease {self.namespace}/{self.name}" if self.namespace else f"Lease {self.name}"
         if self.error is not None:
             return f"{where}: cannot be read: {self.error}"
         if not self.found:
-            return (
-                f"{where}: not found: no scheduler with leader election has run here (or it uses another "
-                "--lease-namespace/--lease-name)"
-            )
+            return LeaseSearch(name=self.name, namespace=self.namespace).none_found()
         if not self.holder:
             return f"{where}: released: no replica holds it (a leader that stopped hands it over this way)"
         until = self.valid_until()
@@ -245,19 +252,19 @@ class LeaseFacts:
         )
 
 
-def lease_facts(cluster: Cluster, namespace: str, name: str) -> LeaseFacts:
-    """Read the Lease; a failure is a fact to show, not a reason to stop."""
-    try:
-        lease: Lease = cluster.get_lease(namespace, name)
-    except NotFound:
+def lease_facts(cluster: AdminCluster, namespace: str | None, name: str) -> LeaseFacts:
+    """Find the Lease by name in ``namespace`` (``None``: any namespace; of several, the one renewed
+    last); a failure is a fact to show, not a reason to stop."""
+    search = find_scheduler_leases(cluster, name, namespace)
+    if search.error is not None:
+        return LeaseFacts(namespace=namespace, name=name, error=search.error)
+    if not search.leases:
         return LeaseFacts(namespace=namespace, name=name)
-    except Forbidden as exc:
-        return LeaseFacts(namespace=namespace, name=name, error=describe_error(exc))
-    except ClusterError as exc:
-        return LeaseFacts(namespace=namespace, name=name, error=str(exc))
+    epoch = datetime.min.replace(tzinfo=UTC)
+    lease = max(search.leases, key=lambda found: found.renew_time or found.acquire_time or epoch)
     duration = timedelta(seconds=lease.lease_duration_seconds) if lease.lease_duration_seconds else None
     return LeaseFacts(
-        namespace=namespace,
+        namespace=lease.namespace,
         name=name,
         found=True,
         holder=lease.holder_identity,
@@ -676,10 +683,9 @@ def doctor() -> None:
 @click.option(
     "--lease-namespace",
     envvar="HAMI_LEASE_NAMESPACE",
-    default=DEFAULT_LEASE_NAMESPACE,
-    show_default=True,
-    help="Namespace of the scheduler's leader Lease: the chart's is its release namespace; the default "
-    "is where `hami scheduler run` puts it outside a pod. Env: HAMI_LEASE_NAMESPACE.",
+    default=None,
+    help="Namespace of the scheduler's leader Lease. Default: found by name in any namespace (the "
+    "chart puts it in the release namespace). Env: HAMI_LEASE_NAMESPACE.",
 )
 @click.option(
     "--lease-name",
@@ -707,7 +713,7 @@ def node(
     handshake_window: float,
     zone: tzinfo,
     at: str | None,
-    lease_namespace: str,
+    lease_namespace: str | None,
     lease_name: str,
     scheduler_url: str | None,
     as_json: bool,

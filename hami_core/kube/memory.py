@@ -61,39 +61,62 @@ DEFAULT_FIELD_MANAGER = "OpenAPI-Generator"
 
 
 def _own_annotations(old: Json | None, new: Json, manager: str) -> None:
-    """Record in ``new``'s ``managedFields`` that ``manager`` owns each annotation it added or changed
-    (an Update operation takes over a changed field from its former owner; a value written again
-    unchanged keeps its owner; a deleted key leaves every entry), as the real API server does."""
-    old_ann = ((old or {}).get("metadata") or {}).get("annotations") or {}
+    """Record in ``new``'s ``managedFields`` that ``manager`` owns each annotation it added or changed,
+    as the real API server does for a create or an Update operation (a merge patch): a changed field
+    moves from its former owner to the writer; a value written again unchanged keeps its owner; a deleted
+    key leaves every entry. A create records its labels and annotations; an object created with neither
+    has no managedFields, and an update of it records none either (the server starts tracking an object
+    only once some manager owns a field). Only labels and annotations are modelled."""
     meta = new["metadata"]
     new_ann = meta.get("annotations") or {}
+    if old is None:
+        fields: Json = {}
+        for part in ("labels", "annotations"):
+            if meta.get(part):
+                fields[f"f:{part}"] = {".": {}, **{f"f:{key}": {} for key in sorted(meta[part])}}
+        if fields:
+            meta["managedFields"] = [_entry(manager, fields)]
+        return
+    entries: list[Json] = copy.deepcopy(old["metadata"].get("managedFields") or [])
+    if not entries:
+        meta.pop("managedFields", None)
+        return
+    old_ann = old["metadata"].get("annotations") or {}
     changed = {key for key, value in new_ann.items() if old_ann.get(key) != value}
-    entries: list[Json] = copy.deepcopy(((old or {}).get("metadata") or {}).get("managedFields") or [])
-    kept: list[Json] = []
     for entry in entries:
-        fields = entry["fieldsV1"]["f:metadata"]["f:annotations"]
-        for field in list(fields):
+        owned = entry["fieldsV1"].get("f:metadata", {}).get("f:annotations", {})
+        for field in [f for f in owned if f != "."]:
             key = field[2:]
             if key not in new_ann or (key in changed and entry["manager"] != manager):
-                del fields[field]
-        if fields:
-            kept.append(entry)
+                del owned[field]
     if changed:
-        mine = next((e for e in kept if e["manager"] == manager), None)
+        mine = next((e for e in entries if e["manager"] == manager), None)
         if mine is None:
-            mine = {
-                "manager": manager,
-                "operation": "Update",
-                "apiVersion": "v1",
-                "fieldsType": "FieldsV1",
-                "fieldsV1": {"f:metadata": {"f:annotations": {}}},
-            }
-            kept.append(mine)
-        mine["fieldsV1"]["f:metadata"]["f:annotations"].update({f"f:{key}": {} for key in sorted(changed)})
-    if kept:
-        meta["managedFields"] = kept
-    else:
-        meta.pop("managedFields", None)
+            mine = _entry(manager, {})
+            entries.append(mine)
+        owned = mine["fieldsV1"].setdefault("f:metadata", {}).setdefault("f:annotations", {})
+        owned.update({f"f:{key}": {} for key in sorted(changed)})
+    meta["managedFields"] = [e for e in entries if _has_fields(e["fieldsV1"])]
+
+
+def _entry(manager: str, metadata_fields: Json) -> Json:
+    return {
+        "manager": manager,
+        "operation": "Update",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": metadata_fields},
+    }
+
+
+def _has_fields(fields: Json) -> bool:
+    """Prune the annotations map an entry no longer owns any key of; True when the entry owns anything."""
+    metadata = fields.get("f:metadata", {})
+    if metadata.get("f:annotations") == {}:
+        del metadata["f:annotations"]
+    if metadata == {}:
+        fields.pop("f:metadata", None)
+    return bool(fields)
 
 
 def merge_patch(target: object, patch: object) -> Any:

@@ -287,10 +287,11 @@ def _identity(apiserver: Any, name: str, rules: list[dict[str, Any]] | None) -> 
     return user
 
 
-#: What the doctor needs: get on Nodes, get on Leases; nothing else.
+#: What the doctor needs: get on Nodes, get and list on Leases (to find the scheduler's by name in any
+#: namespace); nothing else.
 READ_ONLY = [
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
-    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get"]},
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list"]},
 ]
 
 
@@ -312,7 +313,11 @@ def test_live_node_lease_and_no_write(apiserver: Any, apiserver_namespace: str) 
     assert dcu["next"]["write"] == "nothing"
     assert dcu["allocatable"] == {"resource": "hygon.com/dcunum", "value": "4", "count": 4, "invalid": False}
     assert body["vendors"]["MLU"]["state"] == "not-present"
-    assert body["lease"]["found"] is False and "not found" in body["lease"]["summary"]
+    assert body["lease"]["found"] is False
+    assert body["lease"]["summary"] == (
+        f"no Lease {DEFAULT_LEASE_NAME} in namespace {apiserver_namespace}: no hami-core scheduler with "
+        "leader election runs here (or it uses another --lease-name)"
+    )
 
     renewed = datetime.now(UTC)
     admin.create_lease(
@@ -331,6 +336,15 @@ def test_live_node_lease_and_no_write(apiserver: Any, apiserver_namespace: str) 
     assert "kept-by-allocatable" in result.stdout
     lease = doctor_json(name, *args)["lease"]
     assert (lease["holder"], lease["held"]) == ("replica-7", True)
+    # without --lease-namespace it is found by name wherever it is (a unique name: other tests' run too)
+    unique = f"doctor-{uuid.uuid4().hex[:8]}"
+    elsewhere = ("--kubeconfig", reader, "--lease-name", unique, "--vendors", "dcu")
+    summary = doctor_json(name, *elsewhere)["lease"]["summary"]
+    assert summary.startswith(f"no Lease {unique} in any namespace: no hami-core scheduler")
+    held = {"lease_duration_seconds": 3600, "acquire_time": renewed, "renew_time": renewed}
+    admin.create_lease(Lease(name=unique, namespace=apiserver_namespace, holder_identity="replica-8", **held))
+    lease = doctor_json(name, *elsewhere)["lease"]
+    assert (lease["namespace"], lease["holder"], lease["held"]) == (apiserver_namespace, "replica-8", True)
     assert admin.get_node(name).resource_version == before  # the doctor wrote nothing
     admin.delete_node(name)
 

@@ -1,7 +1,8 @@
-"""``hami cleanup``: the uninstall step that removes this protocol's node annotations and the Lease.
+"""``hami cleanup``: the uninstall step that removes what hami-core wrote on the Nodes, and the Lease.
 
 The cleanup itself runs against both cluster kinds; the command runs as a process against the real API
-server.
+server. Who wrote an annotation is what the Node's managedFields say: the tests write the protocol's
+values as hami-core's scheduler and reporter do (their field managers), and others as someone else.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from harness.apiserver import ApiServer
 from harness.fixtures import unique_node_name
@@ -26,6 +28,8 @@ from hami_core.kube.client import KubeCluster
 from hami_core.kube.memory import MemoryCluster
 from hami_core.kube.port import Lease, NotFound
 from hami_core.plugins import load_drivers
+from hami_core.reporter.daemon import COMPONENT as REPORTER
+from hami_core.scheduler.config import COMPONENT as SCHEDULER
 
 HAMI = str(Path(sys.executable).with_name("hami"))
 NVIDIA = {"hami.io/node-nvidia-register": "[]", "hami.io/node-handshake": "Requesting_2026-11-30 10:00:00"}
@@ -61,10 +65,20 @@ def world(request: pytest.FixtureRequest) -> Iterator[tuple[Any, str]]:
         kube.close()
 
 
-def node(cluster: Any, prefix: str, annotations: dict[str, str]) -> str:
+def node(cluster: Any, prefix: str, annotations: dict[str, str], *, foreign: tuple[str, ...] = ()) -> str:
+    """A Node whose protocol annotations hami-core wrote (register values as the reporter, handshakes as
+    the scheduler), except the keys in ``foreign`` and the non-protocol ones, which someone else wrote."""
     name = unique_node_name(prefix)
-    cluster.create_node(name, annotations=annotations)
+    cluster.create_node(name, labels={"kubernetes.io/os": "linux"})  # as kubelet does: fields are tracked
     getattr(cluster, "made", []).append(name)
+    ours = {k: v for k, v in annotations.items() if k.startswith("hami.io/node-") and k not in foreign}
+    for manager, part in (
+        (REPORTER, {k: v for k, v in ours.items() if k.endswith("-register")}),
+        (SCHEDULER, {k: v for k, v in ours.items() if not k.endswith("-register")}),
+        ("nvidia-device-plugin", {k: v for k, v in annotations.items() if k not in ours}),
+    ):
+        if part:
+            cluster.patch_node_annotations(name, part, field_manager=manager)
     return name
 
 
@@ -141,6 +155,65 @@ def test_every_node_is_visited_across_list_pages(monkeypatch: pytest.MonkeyPatch
     assert cluster.request_count("list", "nodes") == 3
 
 
+def test_values_another_field_manager_owns_stay_and_are_listed_unless_included(
+    world: tuple[Any, str],
+) -> None:
+    cluster, _ = world
+    mixed = node(cluster, "mixed", {**NVIDIA, **DCU}, foreign=("hami.io/node-nvidia-register",))
+    # HAMi's scheduler stamps the DCU handshake after ours did: the value is HAMi's now
+    cluster.patch_node_annotations(mixed, {"hami.io/node-handshake-dcu": "Requesting_2026-11-30 10:05:00"},
+                                   field_manager="hami-scheduler")  # fmt: skip
+    printed: list[str] = []
+    result = cleanup(cluster, keys_of("nvidia", "dcu"), nodes=[mixed], dry_run=False, echo=printed.append)
+    assert printed == [
+        f"node/{mixed}: removed hami.io/node-handshake, hami.io/node-dcu-register",
+        f"node/{mixed}: kept hami.io/node-nvidia-register (owned by nvidia-device-plugin), "
+        "hami.io/node-handshake-dcu (owned by hami-scheduler)",
+    ]
+    assert result.kept == (
+        f"node/{mixed} hami.io/node-nvidia-register",
+        f"node/{mixed} hami.io/node-handshake-dcu",
+    )
+    assert set(cluster.get_node(mixed).annotations) == {
+        "hami.io/node-nvidia-register",
+        "hami.io/node-handshake-dcu",
+    }
+    printed.clear()
+    again = cleanup(cluster, keys_of("nvidia", "dcu"), nodes=[mixed], dry_run=False, echo=printed.append,
+                    include_foreign=True)  # fmt: skip
+    assert printed == [f"node/{mixed}: removed hami.io/node-nvidia-register, hami.io/node-handshake-dcu"]
+    assert (again.changed, again.kept) == ((mixed,), ())
+    assert dict(cluster.get_node(mixed).annotations) == {}
+
+
+def test_a_node_changed_between_the_read_and_the_delete_is_judged_again() -> None:
+    cluster = MemoryCluster()
+    name = node(cluster, "racy", {**NVIDIA})
+
+    real_patch = cluster.patch_node_annotations
+    raced: list[bool] = []
+
+    def patch(node_name: str, changes: Any, **kw: Any) -> Any:
+        if not raced:  # HAMi's plugin writes its own register value just before our delete lands
+            raced.append(True)
+            real_patch(
+                node_name, {"hami.io/node-nvidia-register": "[1]"}, field_manager="nvidia-device-plugin"
+            )
+        return real_patch(node_name, changes, **kw)
+
+    cluster.patch_node_annotations = patch  # type: ignore[method-assign]
+    printed: list[str] = []
+    result = cleanup(cluster, keys_of("nvidia"), nodes=[name], dry_run=False, echo=printed.append)
+    assert printed == [
+        f"node/{name}: removed hami.io/node-handshake",
+        f"node/{name}: kept hami.io/node-nvidia-register (owned by nvidia-device-plugin)",
+    ]
+    assert (result.errors, dict(cluster.get_node(name).annotations)) == (
+        (),
+        {"hami.io/node-nvidia-register": "[1]"},
+    )
+
+
 # -- the command, against the real API server ------------------------------------------------------------
 
 
@@ -191,7 +264,8 @@ def test_the_command_prints_each_change(
         admin.get_lease(apiserver_namespace, LEASE)
     again = hami_cleanup(apiserver, "--node", first, "--vendors", "dcu", *lease_args)
     assert again.stdout.splitlines() == [
-        f"lease/{apiserver_namespace}/{LEASE}: not found, nothing to delete",
+        f"no Lease {LEASE} in namespace {apiserver_namespace}: no hami-core scheduler with leader election "
+        "runs here (or it uses another --lease-name)",
         "0 nodes changed",
     ]
 
@@ -206,7 +280,7 @@ def test_a_running_scheduler_stops_it_unless_forced(
     assert refused.returncode == 1
     (line,) = refused.stderr.splitlines()
     held = f"Lease {apiserver_namespace}/{LEASE} is held by 'scheduler-0_x'"
-    assert line.startswith(f"error: the scheduler is still running ({held}")
+    assert line.startswith(f"error: hami-core's scheduler is running ({held}")
     assert line.endswith("it would stamp the nodes again: uninstall it first, or pass --force")
     assert refused.stdout == ""
     assert dict(admin.get_node(target).annotations) == NVIDIA
@@ -234,6 +308,48 @@ def test_failures_are_error_lines_and_exit_1_after_the_rest_is_done(
         "1 node changed",
     ]
     assert admin.get_lease(apiserver_namespace, LEASE).holder_identity == "scheduler-0_x"
+
+
+def test_the_lease_is_found_in_any_namespace_and_hamis_own_lease_refuses_too(
+    apiserver: ApiServer, admin: KubeCluster, apiserver_namespace: str
+) -> None:
+    name = f"hami-core-{uuid.uuid4().hex[:8]}"  # unique: other tests' schedulers hold hami-core-scheduler
+    target = node(admin, "anyns", {**NVIDIA}, foreign=("hami.io/node-nvidia-register",))
+    hami = ["--hami-lease", f"{apiserver_namespace}/hami-scheduler"]
+    common = ["--node", target, "--vendors", "nvidia", "--lease-name", name, *hami]
+    none = hami_cleanup(apiserver, *common, "--dry-run")
+    assert (none.returncode, none.stderr) == (0, "")
+    assert none.stdout.splitlines() == [
+        f"no Lease {name} in any namespace: no hami-core scheduler with leader election runs here (or it "
+        "uses another --lease-name)",
+        f"node/{target}: would remove hami.io/node-handshake",
+        f"node/{target}: kept hami.io/node-nvidia-register (owned by nvidia-device-plugin)",
+        "dry run: 1 node would change; nothing was changed; 1 annotation another field manager owns was "
+        "kept (--include-foreign removes them)",
+    ]
+    admin.create_lease(attrs.evolve(lease(apiserver_namespace), name=name))  # the chart's: its namespace
+    refused = hami_cleanup(apiserver, *common)
+    (line,) = refused.stderr.splitlines()
+    assert refused.returncode == 1
+    assert line.startswith(
+        f"error: hami-core's scheduler is running (Lease {apiserver_namespace}/{name} is held"
+    )
+    admin.delete_lease(apiserver_namespace, name)
+    hamis = attrs.evolve(lease(apiserver_namespace), name="hami-scheduler", holder_identity="hami-7d9f_0b5e")
+    admin.create_lease(hamis)
+    refused = hami_cleanup(apiserver, *common)
+    (line,) = refused.stderr.splitlines()
+    assert refused.returncode == 1
+    assert line.startswith(
+        f"error: HAMi's scheduler is running (Lease {apiserver_namespace}/hami-scheduler is"
+    )
+    assert dict(admin.get_node(target).annotations) == NVIDIA
+    forced = hami_cleanup(apiserver, *common, "--force", "--include-foreign")
+    assert forced.returncode == 0, forced.stderr
+    assert forced.stdout.splitlines()[1:] == [
+        f"node/{target}: removed hami.io/node-nvidia-register, hami.io/node-handshake",
+        "1 node changed",
+    ]
 
 
 def limited_operator(server: ApiServer) -> str:

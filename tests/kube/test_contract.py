@@ -120,6 +120,21 @@ def test_each_annotation_is_owned_by_the_field_manager_that_last_changed_it(clus
     cluster.delete_node(name)
 
 
+def test_a_node_created_bare_has_no_owners_until_a_field_is_owned(cluster: Any) -> None:
+    # No kubelet creates a Node so (it sets labels and status); an object without managedFields is not
+    # tracked by an Update operation either, so its annotations have no manager on record.
+    name = node_name()
+    cluster.create_node(name)
+    cluster.patch_node_annotations(name, {"a": "1"}, field_manager="hami-core-a")
+    assert dict(cluster.node_annotation_managers(name).managers) == {"a": ()}
+    cluster.delete_node(name)
+    labelled = node_name()
+    cluster.create_node(labelled, labels={"role": "gpu"})
+    cluster.patch_node_annotations(labelled, {"a": "1"}, field_manager="hami-core-a")
+    assert dict(cluster.node_annotation_managers(labelled).managers) == {"a": ("hami-core-a",)}
+    cluster.delete_node(labelled)
+
+
 def test_leases_are_found_by_name_in_every_namespace(cluster: Any, namespace: str) -> None:
     name = f"find-{uuid.uuid4().hex[:8]}"
     assert cluster.find_leases(name) == ()
