@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
+from click.core import ParameterSource
 
 from hami_core.cli.logs import report_error
 
@@ -51,13 +53,31 @@ def main() -> None:
     """HAMi's device registration protocol: codecs, vendor drivers, scheduler and reporter."""
 
 
+def _from_environment(exc: click.UsageError) -> str:
+    """``NAME=value: `` when the bad value came from an environment variable, so the message names it
+    (a flag on the command line is named by click already); else ``""``."""
+    ctx, param = exc.ctx, getattr(exc, "param", None)
+    if ctx is None or not isinstance(param, click.Option) or param.name is None:
+        return ""
+    if ctx.get_parameter_source(param.name) is not ParameterSource.ENVIRONMENT:
+        return ""
+    names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or ())
+    if not names and ctx.auto_envvar_prefix:
+        names = [f"{ctx.auto_envvar_prefix}_{param.name.upper()}"]
+    for name in names:
+        if name in os.environ:
+            value = os.environ[name]
+            return f"{name}={value if len(value) <= 80 else value[:77] + '...'}: "
+    return ""
+
+
 def run() -> None:
     """The ``hami`` entry point: ``main`` with every usage error on one line (exit 2)."""
     try:
         code = main.main(standalone_mode=False)
     except click.UsageError as exc:
         where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
-        report_error(f"{where}{exc.format_message()}")
+        report_error(f"{where}{_from_environment(exc)}{exc.format_message()}")
         sys.exit(2)
     except click.ClickException as exc:
         report_error(exc.format_message())

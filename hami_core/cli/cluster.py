@@ -3,7 +3,8 @@ and the first reads that tell an operator at once which permission is missing.
 
 A kubeconfig that cannot be used is one line naming the file and why (not found, not readable, not a
 kubeconfig, or what the loader said), exit 2. A 403 at start is one line naming the permission and
-pointing to the chart's RBAC, exit 1.
+pointing to the chart's RBAC, exit 1; so is a server certificate that cannot be verified (it would not
+be verified on the next try either).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import click
 import yaml  # type: ignore[import-untyped]  # the kubernetes client's own YAML parser; no stubs installed
 
 from hami_core.kube.access import describe_error
-from hami_core.kube.port import ClusterError, Forbidden, NotFound
+from hami_core.kube.port import ClusterError, Forbidden, NotFound, Untrusted
 
 if TYPE_CHECKING:  # the kubernetes client is imported by connect(), not by every command's parsing
     from hami_core.kube.client import KubeCluster
@@ -140,14 +141,17 @@ def connect(
         raise ConfigError(str(exc)) from None
 
 
-def check_access(reads: Sequence[Callable[[], object]]) -> None:
+def check_access(
+    reads: Sequence[Callable[[], object]], *, fatal: tuple[type[ClusterError], ...] = (Forbidden, Untrusted)
+) -> None:
     """Make the first reads a daemon will make; a refusal is a ``ClickException`` (exit 1) that names
-    the missing permission and the chart's RBAC. A read of an object not there yet is fine; any other
+    the missing permission and the chart's RBAC, as is a server certificate that cannot be verified. A
+    read of an object not there yet is fine; any other
     failure is left to the daemon, which retries (the API server may come up later)."""
     for read in reads:
         try:
             read()
-        except Forbidden as exc:
+        except fatal as exc:
             raise click.ClickException(describe_error(exc)) from None
         except NotFound:
             continue

@@ -3,7 +3,8 @@
 The contract other tools rely on:
 
 * ``hami codec decode [--format auto|json|legacy] [--batch]`` reads one annotation value from stdin,
-  byte for byte, and prints a JSON array of device objects with the keys ``id, index, count, devmem,
+  byte for byte but for one trailing newline (``echo VALUE |`` adds it; a second one is the value's),
+  and prints a JSON array of device objects with the keys ``id, index, count, devmem,
   devcore, type, numa, mode, health, migProfiles, custominfo``.
 * ``hami codec encode [--format json|legacy] [--batch]`` reads a JSON array of device objects (missing
   keys are zero values) and prints the annotation value exactly, without a trailing newline.
@@ -194,7 +195,7 @@ def decode(encoding: str, batch: bool) -> None:
     raw = _stdin()
     if not batch:
         try:
-            output = _dump(_device_objects(decoder(_bytes_to_text(raw))))
+            output = _dump(_device_objects(decoder(_bytes_to_text(raw.removesuffix(b"\n")))))
         except (DecodeError, _InputError) as exc:
             _fail(exc)
         click.echo(output)

@@ -9,11 +9,12 @@ from types import FrameType
 
 import click
 
-from hami_core.cli.cluster import cluster_options, connect
+from hami_core.cli.cluster import check_access, cluster_options, connect
 from hami_core.cli.defaults import duration_default_of
 from hami_core.cli.logs import configure_logging, report_error
 from hami_core.cli.options import DURATION, klog_verbosity, listen_address, log_options
 from hami_core.cli.vendors import driver_options, drivers_from_options
+from hami_core.kube.port import Untrusted
 from hami_core.reporter.daemon import Reporter, ReporterConfig
 from hami_core.reporter.http import reporter_server
 
@@ -93,6 +94,9 @@ def run(
     configure_logging(log_format, verbosity or log_level)
     manager, drivers = drivers_from_options(vendors, count_resources)
     cluster = connect(kubeconfig, context, request_timeout=min(30.0, max(1.0, interval)))
+    # An untrusted server certificate stays untrusted: one line now, not a warning every pass. (A refusal
+    # is the pass's to report: the Node may not be the reporter's to read until its Pod is bound.)
+    check_access([lambda: cluster.get_node(node_name)], fatal=(Untrusted,))
     daemon = Reporter(cluster, drivers, manager.discover_devices, config)
     if once:
         result = daemon.run_once()

@@ -37,6 +37,7 @@ from hami_core.kube.port import (
     NodeSnapshot,
     NotFound,
     Unavailable,
+    Untrusted,
     WatchEvent,
 )
 from hami_core.kube.ratelimit import TokenBucket
@@ -115,7 +116,26 @@ def api_error(action: str, status: int | None, message: str) -> ClusterError:
     return ClusterError(text, status=status)
 
 
+#: What a TLS verification failure says (OpenSSL's reason, Python's ssl and urllib3's host name check).
+_UNTRUSTED = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "Hostname mismatch")
+
+
+def _untrusted(action: str, text: str) -> Untrusted | None:
+    if not any(marker in text for marker in _UNTRUSTED):
+        return None
+    return Untrusted(
+        f"{action}: the API server's certificate cannot be verified ({_flat(text, 200)}): check the "
+        "kubeconfig's certificate-authority and server name (in a Pod: the service account's ca.crt)"
+    )
+
+
 def _translate(action: str, exc: BaseException) -> NoReturn:
+    untrusted = _untrusted(action, f"{getattr(exc, 'reason', '')} {exc}")
+    if untrusted is not None and (
+        isinstance(exc, urllib3.exceptions.HTTPError | OSError)
+        or (isinstance(exc, ApiException) and not _http_status(exc.status))
+    ):
+        raise untrusted from None
     if isinstance(exc, ApiException):
         # status 0: the client never got an answer (it wraps a TLS failure so), which is no HTTP status
         raise api_error(action, _http_status(exc.status), _server_message(exc)) from None

@@ -32,6 +32,7 @@ __all__ = [
     "NodeSnapshot",
     "NotFound",
     "Unavailable",
+    "Untrusted",
     "WatchEvent",
     "WatchStream",
 ]
@@ -67,6 +68,11 @@ class Invalid(ClusterError):
 
 class Unavailable(ClusterError):
     """The API server could not be reached, timed out, or answered 5xx/429. Retry with backoff."""
+
+
+class Untrusted(Unavailable):
+    """The API server's TLS certificate could not be verified (unknown CA, wrong host name): a fault of
+    the configuration, not of the network, so a daemon that meets it at start stops with one line."""
 
 
 @attrs.frozen(kw_only=True)

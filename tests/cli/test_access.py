@@ -325,3 +325,22 @@ def test_a_refusal_by_the_reporters_policy_says_what_it_allows(policy: str, hint
         f"refused by the admission policy '{policy}', not for a missing"
     )
     assert line.endswith(REPORTER_POLICY_HINT) is hinted
+
+
+@pytest.mark.parametrize("daemon", ["scheduler", "reporter"])
+def test_a_server_certificate_that_cannot_be_verified_is_one_line_at_start(
+    apiserver: Any, tmp_path: Path, apiserver_namespace: str, daemon: str
+) -> None:
+    config = json.loads(Path(apiserver.kubeconfig("hami-scheduler")).read_text())
+    # the system's roots, which did not sign the harness's serving certificate
+    config["clusters"][0]["cluster"]["certificate-authority"] = "/etc/ssl/certs/ca-certificates.crt"
+    path = tmp_path / "other-ca.kubeconfig"
+    path.write_text(json.dumps(config))
+    args = ["--kubeconfig", str(path), "--http-listen", "off"]
+    if daemon == "scheduler":
+        args += ["--lease-namespace", apiserver_namespace]
+    else:
+        args += ["--node-name", "node-a"]
+    line = one_error(hami(daemon, "run", *args, env={"HAMI_VENDORS": "nvidia"}), 1)
+    assert "the API server's certificate cannot be verified" in line, line
+    assert "CERTIFICATE_VERIFY_FAILED" in line and "certificate-authority" in line

@@ -3,6 +3,7 @@ names as aliases of the scheduler's own."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +97,28 @@ def test_an_alias_of_an_unknown_option_is_a_programming_error() -> None:
 
     with pytest.raises(TypeError, match="no option 'nope'"):
         aliases({"nope": "--x"}, origin="test")(click.Command("c"))
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "args", "message"),
+    [
+        ("HAMI_RESYNC", "0", ["scheduler", "run"], "Invalid value for '--resync': '0' is not more than 0"),
+        ("HAMI_LEADER_ELECT", "maybe", ["scheduler", "run"], "Invalid value for '--leader-elect'"),
+        ("HAMI_LEASE_NAMESPACE", "A_B", ["cleanup", "--all"], "Invalid value for '--lease-namespace'"),
+    ],
+)
+def test_a_bad_value_from_the_environment_names_the_variable(
+    variable: str, value: str, args: list[str], message: str, tmp_path: Path
+) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HAMI_")}
+    command = [HAMI, *args, "--kubeconfig", str(tmp_path / "none")]
+    env = {**clean, "HAMI_VENDORS": "nvidia"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env={**env, variable: value})
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    path = "hami scheduler run" if args[0] == "scheduler" else "hami cleanup"
+    assert line.startswith(f"error: {path}: {variable}={value}: {message}"), line
+    # the same value on the command line is named by its flag alone
+    flag = "--" + variable.removeprefix("HAMI_").lower().replace("_", "-")
+    given = subprocess.run([*command, f"{flag}={value}"], capture_output=True, text=True, timeout=60, env=env)
+    assert given.returncode == 2 and variable not in given.stderr and message in given.stderr

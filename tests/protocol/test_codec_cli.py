@@ -77,11 +77,16 @@ def test_decode_json_with_mig_profiles_and_custominfo() -> None:
     assert device["custominfo"] == {"k": [1.0, "v"]}
 
 
-def test_decode_reads_stdin_byte_for_byte() -> None:
-    # No stripping: a trailing newline is a malformed legacy segment, as in HAMi.
-    code, _, err = run(["decode", "--format", "legacy"], (LEGACY + "\n").encode())
+def test_decode_reads_stdin_byte_for_byte_but_one_trailing_newline() -> None:
+    # "echo VALUE | hami codec decode" and a here-string add one newline: that one is not the value's
+    code, out, _ = run(["decode", "--format", "legacy"], (LEGACY + "\n").encode())
+    assert code == 0 and out == run(["decode", "--format", "legacy"], LEGACY.encode())[1]
+    # only one: a second is part of the value, a malformed legacy segment, as in HAMi
+    code, _, err = run(["decode", "--format", "legacy"], (LEGACY + "\n\n").encode())
     assert code == 1
     assert err.startswith(b"error: segment 3 ") and err.count(b"\n") == 1
+    code, _, err = run(["decode", "--format", "legacy"], (LEGACY + "\r\n").encode())
+    assert code == 1 and err.startswith(b"error: segment 3 ")
     # JSON allows surrounding whitespace.
     code, out, _ = run(["decode"], b"\n " + JSON_VALUE.encode() + b"\n")
     assert (code, json.loads(out)[0]["id"]) == (0, "GPU-0")
