@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import timedelta
 from fractions import Fraction
 from typing import Any
 
 import attrs
 
-__all__ = ["MAX_SECONDS", "UNITS", "check_seconds", "format_duration", "parse_duration", "seconds"]
+__all__ = ["MAX_SECONDS", "UNITS", "check_seconds", "format_duration", "parse_duration", "seconds", "span"]
 
 #: The longest any timing of the daemons may be: a day (longer ones overflow timers, or a Lease's int32).
 MAX_SECONDS = 86_400.0
@@ -101,6 +102,27 @@ def format_duration(value: float) -> str:
     if secs or not parts:
         parts.append(f"{round(secs, 6):g}s")
     return "".join(parts)
+
+
+def span(value: float | timedelta) -> str:
+    """A duration in prose, the one style of every message, log line, Event and explanation: ``4.5 s``,
+    ``45 s``, ``3 min 5 s``, ``2 h 10 min``, ``3 d 4 h`` (its size: a negative one reads as positive; the
+    sentence says ago or ahead). ``format_duration`` is for settings: what a flag takes."""
+    seconds = abs(value.total_seconds() if isinstance(value, timedelta) else value)
+    if seconds < 10:
+        text = f"{seconds:.1f}".rstrip("0").rstrip(".")
+        return f"{text} s"
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
 
 
 def check_seconds(name: str, value: float) -> None:

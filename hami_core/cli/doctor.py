@@ -33,6 +33,7 @@ from hami_core.cli.leases import LeaseSearch, find_scheduler_leases
 from hami_core.cli.options import DURATION
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.clock import SYSTEM
+from hami_core.durations import span
 from hami_core.k8snames import is_dns_subdomain
 from hami_core.kube.access import describe_error
 from hami_core.kube.port import (
@@ -53,7 +54,6 @@ from hami_core.scheduler.explain import (
     VendorState,
     explain_node,
     explanation_json,
-    span,
 )
 from hami_core.scheduler.selector import NodeSelector, parse_node_selector
 

@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 import attrs
 
 from hami_core.clock import SYSTEM, Clock, ClockEvent
-from hami_core.durations import format_duration
+from hami_core.durations import span
 from hami_core.kube.access import describe_error
 from hami_core.kube.port import Cluster, ClusterError, Conflict, Lease, NotFound
 
@@ -212,7 +212,7 @@ class LeaderElector:
                 "leader election: lost the lease %s/%s (no renewal within %s)",
                 self.config.namespace,
                 self.config.name,
-                format_duration(self.config.renew_deadline),
+                span(self.config.renew_deadline),
                 extra={"term": term},
             )
             self._on_stopped()
@@ -260,7 +260,7 @@ class LeaderElector:
             until = renewed + timedelta(seconds=held_for)
             when = f"renewed {_clock_time(renewed)}, held until {_clock_time(until)} unless renewed"
         else:
-            when = f"held for {format_duration(held_for)} from when this replica saw it unless renewed"
+            when = f"held for {span(held_for)} from when this replica saw it unless renewed"
         log.info(
             "leader election: standing by: %r holds the lease %s/%s (%s)",
             holder,

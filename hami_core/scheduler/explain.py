@@ -13,24 +13,8 @@ verdict and reason, the state the vendor is in once the scheduler has judged the
 write a leader sends now (a stamp, a delete of the handshake, or nothing) and why, the next deadline, and
 notes where HAMi's own scheduler reads the same annotations differently.
 
-States:
-
-``registered``
-    in the device cache with its devices.
-``degraded``
-    the register value does not decode (the cache keeps the last good list), or the driver's liveness rule
-    failed (nothing is judged).
-``awaiting-sign-of-life``
-    cleaned up (or found dead before it ever registered): kept out until the plugin reports, the
-    allocatable count is above 0, or the register value changes (spec 4.2).
-``no-devices``
-    the register annotation decodes to no devices.
-``not-present``
-    the node carries no register annotation of the vendor (perhaps a handshake alone).
-``not-selected``
-    the node does not match the scheduler's node selector: nothing of it is kept.
-``node-deleted``
-    the Node is gone.
+The states are ``protocol/states.py``'s (one vocabulary for ``/cache``, the doctor, metrics, Events and
+logs); this module words them, and every duration in its prose is ``durations.span``'s.
 """
 
 from __future__ import annotations
@@ -38,11 +22,12 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import attrs
 
+from hami_core.durations import span
 from hami_core.kube.port import NodeSnapshot
 from hami_core.protocol.decide import (
     Decision,
@@ -63,6 +48,7 @@ from hami_core.protocol.handshake import (
     classify,
     stamp_standing,
 )
+from hami_core.protocol.states import IN_CACHE, VendorState, state_of
 from hami_core.scheduler.observe import observe
 from hami_core.scheduler.selector import NodeSelector
 
@@ -76,25 +62,17 @@ __all__ = [
     "VendorExplanation",
     "VendorState",
     "WriteKind",
+    "cleanup_message",
     "explain_node",
     "explanation_json",
+    "readmitted_message",
+    "registered_message",
+    "sign_of_life",
     "vendor_json",
     "write_kind",
 ]
 
 _NOTHING_KNOWN = VendorMemory()
-
-
-class VendorState(enum.Enum):
-    """Where a vendor stands on a node once the scheduler has judged the node as it is now."""
-
-    REGISTERED = "registered"
-    DEGRADED = "degraded"
-    AWAITING_SIGN_OF_LIFE = "awaiting-sign-of-life"
-    NO_DEVICES = "no-devices"
-    NOT_PRESENT = "not-present"
-    NOT_SELECTED = "not-selected"
-    NODE_DELETED = "node-deleted"
 
 
 class WriteKind(enum.Enum):
@@ -235,25 +213,6 @@ class NodeExplanation:
 
 
 # --- words ------------------------------------------------------------------------------------------------
-
-
-def span(delta: timedelta) -> str:
-    """A duration in words an operator reads at a glance: ``45 s``, ``3 min 5 s``, ``2 h 10 min``, ``3 d``."""
-    seconds = abs(delta.total_seconds())
-    if seconds < 10:
-        text = f"{seconds:.1f}".rstrip("0").rstrip(".")
-        return f"{text} s"
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole} s"
-    minutes, secs = divmod(whole, 60)
-    if minutes < 60:
-        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h" if hours else f"{days} d"
 
 
 def _devices(count: int) -> str:
@@ -462,20 +421,7 @@ def _register_facts(
 
 
 def _state(decision: Decision) -> VendorState:
-    reason = decision.reason
-    if reason is Reason.NODE_DELETED:
-        return VendorState.NODE_DELETED
-    if reason is Reason.NOT_SELECTED:
-        return VendorState.NOT_SELECTED
-    if reason in (Reason.CLEANED_UP, Reason.AWAITING_SIGN_OF_LIFE):
-        return VendorState.AWAITING_SIGN_OF_LIFE
-    if reason is Reason.DEGRADED:
-        return VendorState.DEGRADED
-    if reason is Reason.UNREGISTERED_EMPTY:
-        return VendorState.NO_DEVICES
-    if reason in (Reason.NO_VENDOR, Reason.UNREGISTERED_ABSENT):
-        return VendorState.NOT_PRESENT
-    return VendorState.REGISTERED
+    return state_of(decision.reason)
 
 
 def _summary(case: _Case, state: VendorState, *, remembered: bool) -> str:
@@ -536,12 +482,7 @@ def _dead_why(case: _Case) -> str:
 
 
 def _sign_of_life(case: _Case) -> str:
-    """Which sign of life readmitted a vendor (spec 4.2)."""
-    if case.obs.allocatable > 0:
-        return f"allocatable {case.res} is {case.obs.allocatable}"
-    if case.handshake.kind is HandshakeKind.REPORT and case.obs.handshake != case.memory.handshake_at_cleanup:
-        return f"the plugin's report {shorten(case.obs.handshake or '')}"
-    return "a register value other than the one seen at cleanup"
+    return sign_of_life(case.obs, case.memory, case.rules, now=case.now)
 
 
 def _stamp_why(case: _Case) -> str:
@@ -767,8 +708,7 @@ def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, 
     return tuple(notes)
 
 
-#: The states in which the vendor is in the device cache.
-_IN_CACHE = (VendorState.REGISTERED, VendorState.DEGRADED)
+_IN_CACHE = IN_CACHE
 
 
 def _without_memory(case: _Case, state: VendorState) -> list[Note]:
@@ -837,6 +777,61 @@ def _would(case: _Case, then: Decision) -> str:
         )
         return f"keep it out and write nothing until {case.signs()}{alone}"
     return f"write nothing and show it {state.value}"
+
+
+# --- the Events' words ---------------------------------------------------------------------------------
+
+
+def sign_of_life(obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime) -> str:
+    """Which sign of life readmitted a vendor (spec 4.2), in the order the decision core looks."""
+    if obs.allocatable > 0:
+        return f"allocatable {rules.count_resource} is {obs.allocatable}"
+    reported = classify(obs.handshake, tz=now.tzinfo or UTC).kind is HandshakeKind.REPORT
+    if rules.handshake_annotation is not None and reported and obs.handshake != memory.handshake_at_cleanup:
+        return f"the plugin's report {shorten(obs.handshake or '')}"
+    return f"a new value of {rules.register_annotation}"
+
+
+def _handshake_words(obs: Observation, rules: VendorRules, *, now: datetime, window: timedelta) -> str:
+    """What the handshake showed when a vendor was judged, for a cleanup's message."""
+    if rules.handshake_annotation is None:
+        return "the vendor has no handshake"
+    handshake = classify(obs.handshake, tz=now.tzinfo or UTC)  # now is aware: decide() checks it
+    if handshake.kind is HandshakeKind.ABSENT:
+        return f"no {rules.handshake_annotation} annotation"
+    if handshake.kind is HandshakeKind.STAMP and handshake.time is not None:
+        age = span(max(0, round((now - handshake.time).total_seconds())))
+        return f"the scheduler's stamp is {age} old (window {span(window)})"
+    if handshake.kind is HandshakeKind.BAD_STAMP:
+        return f"the stamp {shorten(obs.handshake or '')} does not parse"
+    return f"the handshake is {shorten(obs.handshake or '')}, not a stamp"
+
+
+def cleanup_message(
+    obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime, window: timedelta
+) -> str:
+    """The Warning Event (and log line) of a cleanup: the rule, the stamp, the count, what follows."""
+    count = len(memory.devices or ())
+    allocatable = f"allocatable {rules.count_resource} is {obs.allocatable}"
+    if obs.allocatable == 0 and memory.allocatable_seen:
+        allocatable += " (it was above 0)"
+    stamp = _handshake_words(obs, rules, now=now, window=window)
+    return (
+        f"{rules.vendor_key} cleaned up by the {rules.liveness.name!r} liveness rule: {stamp}, "
+        f"{allocatable}; its {_devices(count)} left the device cache until a sign of life (a plugin "
+        f"report, {rules.count_resource} above 0, or a new register value)"
+    )
+
+
+def readmitted_message(
+    obs: Observation, memory: VendorMemory, rules: VendorRules, count: int, *, now: datetime
+) -> str:
+    sign = sign_of_life(obs, memory, rules, now=now)
+    return f"{rules.vendor_key} is back after a sign of life ({sign}): {_devices(count)} registered"
+
+
+def registered_message(rules: VendorRules, count: int) -> str:
+    return f"{rules.vendor_key} registered {_devices(count)} from {rules.register_annotation}"
 
 
 # --- JSON -------------------------------------------------------------------------------------------------

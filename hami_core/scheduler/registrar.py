@@ -12,12 +12,11 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Literal
 
 import attrs
 
-from hami_core.durations import format_duration
 from hami_core.kube.port import NodeSnapshot
 from hami_core.protocol.decide import (
     CacheChange,
@@ -28,10 +27,10 @@ from hami_core.protocol.decide import (
     VendorRules,
     Verdict,
 )
-from hami_core.protocol.errors import shorten
 from hami_core.protocol.evaluate import evaluate
-from hami_core.protocol.handshake import DEFAULT_WINDOW, HandshakeKind, classify
+from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.scheduler.cache import DeviceCache, VendorEntry
+from hami_core.scheduler.explain import cleanup_message, readmitted_message, registered_message
 from hami_core.scheduler.metrics import SchedulerMetrics
 from hami_core.scheduler.observe import observe
 from hami_core.scheduler.selector import NodeSelector
@@ -241,22 +240,15 @@ class Registrar:
         A registration found on the first sight of a Node object is how the node was, not news: only a
         change this replica saw happen is worth an Event (a scheduler that starts posts none for the
         nodes it finds registered)."""
-        vendor = rules.vendor_key
         if decision.reason is Reason.CLEANED_UP:
-            return "Warning", CLEANED_UP, _cleanup_message(obs, memory, rules, now=now, window=self._window)
+            return "Warning", CLEANED_UP, cleanup_message(obs, memory, rules, now=now, window=self._window)
         if decision.reason is not Reason.REGISTERED:
             return None
         count = len(decision.devices or ())
-        devices = f"{count} device{'s' if count != 1 else ''}"
         if memory.awaiting_sign_of_life:
-            sign = _sign_of_life(obs, memory, rules, now=now)
-            return (
-                "Normal",
-                READMITTED,
-                f"{vendor} is back after a sign of life ({sign}): {devices} registered",
-            )
+            return "Normal", READMITTED, readmitted_message(obs, memory, rules, count, now=now)
         if seen_before:
-            return "Normal", REGISTERED, f"{vendor} registered {devices} from {rules.register_annotation}"
+            return "Normal", REGISTERED, registered_message(rules, count)
         return None
 
     @staticmethod
@@ -315,43 +307,3 @@ class Registrar:
                     updated_at=now,
                 ),
             )
-
-
-def _handshake_words(obs: Observation, rules: VendorRules, *, now: datetime, window: timedelta) -> str:
-    """What the handshake showed when a vendor was judged, for a cleanup's message."""
-    if rules.handshake_annotation is None:
-        return "the vendor has no handshake"
-    handshake = classify(obs.handshake, tz=now.tzinfo or UTC)  # now is aware: decide() checks it
-    if handshake.kind is HandshakeKind.ABSENT:
-        return f"no {rules.handshake_annotation} annotation"
-    if handshake.kind is HandshakeKind.STAMP and handshake.time is not None:
-        age = format_duration(max(0, round((now - handshake.time).total_seconds())))
-        return f"the scheduler's stamp is {age} old (window {format_duration(window.total_seconds())})"
-    if handshake.kind is HandshakeKind.BAD_STAMP:
-        return f"the stamp {shorten(obs.handshake or '')} does not parse"
-    return f"the handshake is {shorten(obs.handshake or '')}, not a stamp"
-
-
-def _cleanup_message(
-    obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime, window: timedelta
-) -> str:
-    count = len(memory.devices or ())
-    allocatable = f"allocatable {rules.count_resource} is {obs.allocatable}"
-    if obs.allocatable == 0 and memory.allocatable_seen:
-        allocatable += " (it was above 0)"
-    stamp = _handshake_words(obs, rules, now=now, window=window)
-    return (
-        f"{rules.vendor_key} cleaned up by the {rules.liveness.name!r} liveness rule: {stamp}, "
-        f"{allocatable}; its {count} device{'s' if count != 1 else ''} left the device cache until a "
-        f"sign of life (a plugin report, {rules.count_resource} above 0, or a new register value)"
-    )
-
-
-def _sign_of_life(obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime) -> str:
-    """Which sign of life readmitted a vendor (spec 4.2), in the order the decision core looks."""
-    if obs.allocatable > 0:
-        return f"allocatable {rules.count_resource} is {obs.allocatable}"
-    reported = classify(obs.handshake, tz=now.tzinfo or UTC).kind is HandshakeKind.REPORT
-    if rules.handshake_annotation is not None and reported and obs.handshake != memory.handshake_at_cleanup:
-        return f"a plugin report in {rules.handshake_annotation}"
-    return f"a new value of {rules.register_annotation}"

@@ -64,7 +64,7 @@ def test_a_standby_says_once_who_holds_the_lease_and_again_when_that_changes(
     (lost,) = [r for r in caplog.records if "lost the lease" in r.getMessage()]
     assert lost.levelno == logging.WARNING and lost.term == 1  # type: ignore[attr-defined]
     assert lost.getMessage() == (
-        "leader election: lost the lease kube-system/hami-scheduler (no renewal within 10s)"
+        "leader election: lost the lease kube-system/hami-scheduler (no renewal within 10 s)"
     )
 
 

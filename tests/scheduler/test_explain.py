@@ -11,6 +11,7 @@ import attrs
 import pytest
 from protocol.test_decide import ROWS, Row
 
+from hami_core.durations import span
 from hami_core.kube.port import NodeSnapshot
 from hami_core.plugins.manager import load_drivers
 from hami_core.protocol.decide import (
@@ -32,7 +33,6 @@ from hami_core.scheduler.explain import (
     WriteKind,
     explain_node,
     explanation_json,
-    span,
 )
 from hami_core.scheduler.registrar import Registrar
 from hami_core.scheduler.selector import NodeSelector

@@ -70,9 +70,10 @@ def test_a_cleanup_says_the_rule_the_stamp_age_and_the_count() -> None:
     event = only_event(registrar.evaluate("n1", node({REGISTER: VALUE, HANDSHAKE_KEY: STAMP}), now=later))
     assert (event.type, event.reason) == ("Warning", "HamiVendorCleanedUp")
     assert event.message == (
-        "ACME cleaned up by the 'handshake' liveness rule: the scheduler's stamp is 1m15s old (window 1m), "
-        "allocatable example.com/acme is 0 (it was above 0); its 2 devices left the device cache until a "
-        "sign of life (a plugin report, example.com/acme above 0, or a new register value)"
+        "ACME cleaned up by the 'handshake' liveness rule: the scheduler's stamp is 1 min 15 s old "
+        "(window 1 min), allocatable example.com/acme is 0 (it was above 0); its 2 devices left the "
+        "device cache until a sign of life (a plugin report, example.com/acme above 0, or a new register "
+        "value)"
     )
     assert registrar.metrics.totals()["cleanups"] == 1
 
@@ -108,7 +109,11 @@ def test_a_vendor_without_a_handshake_says_so() -> None:
 @pytest.mark.parametrize(
     ("after", "alloc", "sign"),
     [
-        ({HANDSHAKE_KEY: "Reported_2026.11.29 18:05:00"}, "0", f"a plugin report in {HANDSHAKE_KEY}"),
+        (
+            {HANDSHAKE_KEY: "Reported_2026.11.29 18:05:00"},
+            "0",
+            "the plugin's report 'Reported_2026.11.29 18:05:00'",
+        ),
         ({HANDSHAKE_KEY: STAMP}, "4", "allocatable example.com/acme is 4"),
         ({REGISTER: VALUE.split(":")[0] + ":"}, "0", f"a new value of {REGISTER}"),
     ],
