@@ -31,8 +31,9 @@ from hami_core.protocol.decide import Reason
 __all__ = ["IN_CACHE", "KEPT_STATES", "VendorState", "parse_states", "state_of"]
 
 
-class VendorState(enum.Enum):
-    """Where a vendor stands on a node once the scheduler has judged the node as it is now."""
+class VendorState(enum.StrEnum):
+    """Where a vendor stands on a node once the scheduler has judged the node as it is now (a ``str``:
+    it is its own JSON and label value)."""
 
     REGISTERED = "registered"
     DEGRADED = "degraded"

@@ -14,6 +14,7 @@ import attrs
 
 from hami_core.protocol.convert import device_to_dict
 from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.states import VendorState
 
 __all__ = ["DeviceCache", "VendorEntry"]
 
@@ -25,8 +26,8 @@ class VendorEntry:
     vendor_key: str
     devices: tuple[DeviceInfo, ...]
     #: ``registered``, or ``degraded`` when the current register value does not decode (or the driver's
-    #: liveness rule fails).
-    state: str
+    #: liveness rule fails): the two states in which a vendor is in the cache.
+    state: VendorState
     #: The decision core's reason code for the last change.
     reason: str
     #: The decode error while degraded.

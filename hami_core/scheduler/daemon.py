@@ -23,6 +23,7 @@ from hami_core.kube.port import Cluster, NodeSnapshot
 from hami_core.kube.ratelimit import TokenBucket
 from hami_core.kube.reflector import Reflector
 from hami_core.protocol.decide import CacheChange, VendorRules
+from hami_core.protocol.states import VendorState
 from hami_core.scheduler.cache import DeviceCache
 from hami_core.scheduler.config import COMPONENT, SchedulerConfig
 from hami_core.scheduler.explain import explain_node, explanation_json
@@ -410,6 +411,16 @@ class Scheduler:
                 self._post(warning, detail)
             elif not self.config.read_only:
                 self._unposted[(node, warning.vendor_key)] = warning
+        for vendor, state in evaluation.first_states.items():
+            if state is VendorState.AWAITING_SIGN_OF_LIFE:  # never registered here: say so once
+                decision = evaluation.decisions[vendor]
+                log.info(
+                    "first seen %s: %s (liveness: %s)",
+                    state.value,
+                    decision.reason.value,
+                    decision.verdict.value,
+                    extra={"node": node, "vendor": vendor, "reason": decision.reason.value},
+                )
         events = {e.vendor_key: e for e in evaluation.events}
         for vendor, decision in evaluation.decisions.items():
             fields = {"node": node, "vendor": vendor, "reason": decision.reason.value}
@@ -447,7 +458,7 @@ class Scheduler:
         pending, self._unposted = self._unposted, {}
         for warning in pending.values():
             entry = self.cache.vendor(warning.node, warning.vendor_key)
-            if entry is not None and entry.state == "degraded" and entry.error == warning.message:
+            if entry is not None and entry.state is VendorState.DEGRADED and entry.error == warning.message:
                 self._post(warning, _about(warning.node, warning.message))
 
     def _note_evaluated(self, name: str | None) -> None:
@@ -546,8 +557,25 @@ class Scheduler:
             "refuse_beside_hami": cfg.refuse_beside_hami,
         }
 
-    def cache_json(self) -> dict[str, Any]:
-        return {"nodes": self.cache.to_json()}
+    def cache_json(self, states: frozenset[VendorState] | None = None) -> dict[str, Any]:
+        """``/cache``: every node's vendors in the device cache; with ``states`` (``/cache?state=...``),
+        every node where a vendor is in one of them, in the cache or not (awaiting a sign of life, no
+        devices, not present), each vendor with its state and the reason of its last decision."""
+        if states is None:
+            return {"nodes": self.cache.to_json()}
+        nodes: dict[str, Any] = {}
+        for node, vendors in self.registrar.states_in(states).items():
+            cached = self.cache.node(node)
+            shown = nodes[node] = {}
+            for key, (state, reason) in vendors.items():
+                entry = cached.get(key)
+                body = (
+                    entry.to_json()
+                    if entry is not None
+                    else {"error": None, "updated_at": None, "devices": []}
+                )
+                shown[key] = {**body, "vendor": key, "state": state.value, "reason": reason.value}
+        return {"nodes": nodes, "states": sorted(state.value for state in states)}
 
     def node_json(self, node: str) -> dict[str, Any] | None:
         """``/cache/<node>``: each vendor's state on a Node this replica watches, why, and the write a
@@ -587,16 +615,19 @@ class Scheduler:
 
     def live_state(self) -> LiveState:
         """The daemon's state for the metrics' gauges, read once per scrape (any thread)."""
-        vendors: dict[str, VendorCounts] = {}
+        devices: dict[str, int] = {}
         for name in self.cache.nodes():
             for key, entry in self.cache.node(name).items():
-                was = vendors.get(key, VendorCounts())
-                degraded = entry.state == "degraded"
-                vendors[key] = VendorCounts(
-                    registered=was.registered + (not degraded),
-                    degraded=was.degraded + degraded,
-                    devices=was.devices + len(entry.devices),
-                )
+                devices[key] = devices.get(key, 0) + len(entry.devices)
+        states: dict[str, dict[str, int]] = {}
+        for (key, state), count in self.registrar.state_counts().items():
+            states.setdefault(key, {})[state.value] = count
+        vendors = {
+            v.vendor_key: VendorCounts(
+                states=states.get(v.vendor_key, {}), devices=devices.get(v.vendor_key, 0)
+            )
+            for v in self.registrar.vendors
+        }
         leader = self.elector.is_leader()
         with self._lock:
             synced_term = self._synced_term

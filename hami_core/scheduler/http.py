@@ -4,6 +4,8 @@
 - ``GET /readyz``: 200 only while this replica leads and its cache is synced *for the current term*.
 - ``GET /status``: leadership, term, sync state, counts (JSON).
 - ``GET /cache``: every node's vendors and devices, with each vendor's state and reason (JSON).
+- ``GET /cache?state=awaiting-sign-of-life,degraded``: every node where a vendor is in one of these states
+  (``protocol/states.py``), in the device cache or not; an unknown state is a 400 naming the known ones.
 - ``GET /cache/<node>``: one Node the scheduler watches: each selected vendor's state, the facts it rests
   on, the write a leader would send now and why (``scheduler/explain.py``); 404 only for a Node it does
   not watch (a CPU-only node, a node outside the selector, one waiting for a sign of life all answer).
@@ -19,6 +21,7 @@ from http import HTTPStatus
 from typing import Any, Protocol
 from urllib.parse import unquote
 
+from hami_core.protocol.states import VendorState, parse_states
 from hami_core.scheduler.config import COMPONENT
 from hami_core.serve.http import (
     EndpointServer,
@@ -41,7 +44,7 @@ class SchedulerView(Protocol):
 
     def status(self) -> dict[str, Any]: ...
 
-    def cache_json(self) -> dict[str, Any]: ...
+    def cache_json(self, states: frozenset[VendorState] | None = None) -> dict[str, Any]: ...
 
     def node_json(self, node: str) -> dict[str, Any] | None:
         """One Node's view; ``None`` when this scheduler does not watch a Node of that name."""
@@ -59,7 +62,14 @@ def _respond(view: SchedulerView, path: str, query: Query) -> Response:
     if path == "/status":
         return json_response(HTTPStatus.OK, view.status())
     if path == "/cache":
-        return json_response(HTTPStatus.OK, view.cache_json())
+        wanted = query.get("state")
+        if not wanted:
+            return json_response(HTTPStatus.OK, view.cache_json())
+        try:
+            states = parse_states(",".join(wanted))
+        except ValueError as exc:
+            return json_response(HTTPStatus.BAD_REQUEST, {"error": f"state: {exc}"})
+        return json_response(HTTPStatus.OK, view.cache_json(states))
     if path.startswith("/cache/"):
         name = unquote(path[len("/cache/") :])
         node = view.node_json(name)

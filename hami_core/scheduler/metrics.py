@@ -20,7 +20,7 @@
 | ``hami_scheduler_cache_synced`` | gauge | | 1 when the node list is loaded and, on the leader, the current term's full pass is done |
 | ``hami_scheduler_term`` | gauge | | leadership terms of this process (the current one while leading) |
 | ``hami_scheduler_nodes_watched`` | gauge | | Nodes in the watch cache (all of them, selected or not) |
-| ``hami_scheduler_nodes`` | gauge | vendor, state | nodes where the vendor is ``registered`` or ``degraded`` |
+| ``hami_scheduler_nodes`` | gauge | vendor, state | nodes where the vendor is in each state it is kept in (``protocol/states.py``: ``registered``, ``degraded``, ``awaiting-sign-of-life``, ``no-devices``, ``not-present``) |
 | ``hami_scheduler_devices`` | gauge | vendor | devices in the device cache |
 | ``hami_scheduler_work_queue_depth`` | gauge | | node keys ready for the worker |
 | ``hami_scheduler_work_queue_delayed`` | gauge | | keys waiting for a later time (stamp expiries, retries, the resync) |
@@ -48,6 +48,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from hami_core.protocol.states import KEPT_STATES
 from hami_core.serve.metrics import exposition, new_registry
 
 __all__ = [
@@ -77,8 +78,8 @@ API_CALLS: Mapping[str, tuple[str, str]] = {
 PATCH_RESULTS = ("2xx", "4xx", "5xx", "error")
 #: client-go's ``rest_client_request_duration_seconds`` buckets.
 LATENCY_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
-#: The states of a vendor on a node in the device cache.
-NODE_STATES = ("registered", "degraded")
+#: The states of a vendor on a node the gauge counts: every state the scheduler keeps one in.
+NODE_STATES = tuple(state.value for state in KEPT_STATES)
 #: Why an Event was not posted (``hami_core.kube.events``).
 EVENT_DROP_CAUSES = ("duplicate", "rate_limited", "queue_full", "failed")
 
@@ -93,11 +94,18 @@ def status_class(status: int | None) -> str:
 
 @attrs.frozen(kw_only=True)
 class VendorCounts:
-    """One vendor across the device cache."""
+    """One vendor across the nodes: how many are in each state (``NODE_STATES``), its cached devices."""
 
-    registered: int = 0
-    degraded: int = 0
+    states: Mapping[str, int] = attrs.field(factory=dict)
     devices: int = 0
+
+    @property
+    def registered(self) -> int:
+        return self.states.get("registered", 0)
+
+    @property
+    def degraded(self) -> int:
+        return self.states.get("degraded", 0)
 
 
 @attrs.frozen(kw_only=True)
@@ -173,8 +181,9 @@ class _LiveCollector(Collector):
         )
         nodes = gauge(
             "hami_scheduler_nodes",
-            "Nodes where the vendor is registered or degraded (its "
-            "register value does not decode, or its liveness rule failed).",
+            "Nodes where the vendor is in each state: registered, degraded (its register value does not "
+            "decode, or its liveness rule failed), awaiting-sign-of-life (cleaned up, or found dead before "
+            "it registered), no-devices, not-present (a handshake without a register value).",
             0,
             ("vendor", "state"),
         )
@@ -184,8 +193,8 @@ class _LiveCollector(Collector):
         if s is not None:
             for vendor in self._vendors:
                 counts = s.vendors.get(vendor, VendorCounts())
-                nodes.add_metric([vendor, "registered"], counts.registered)
-                nodes.add_metric([vendor, "degraded"], counts.degraded)
+                for name in NODE_STATES:
+                    nodes.add_metric([vendor, name], counts.states.get(name, 0))
                 devices.add_metric([vendor], counts.devices)
         yield nodes
         yield devices

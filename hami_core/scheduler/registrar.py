@@ -10,6 +10,7 @@ decide alike; only the leader sends the patch.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -29,6 +30,7 @@ from hami_core.protocol.decide import (
 )
 from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import DEFAULT_WINDOW
+from hami_core.protocol.states import KEPT_STATES, VendorState, state_of
 from hami_core.scheduler.cache import DeviceCache, VendorEntry
 from hami_core.scheduler.explain import cleanup_message, readmitted_message, registered_message
 from hami_core.scheduler.metrics import SchedulerMetrics
@@ -97,6 +99,8 @@ class Evaluation:
     #: The Node object this name held before is gone (deleted, or replaced by a new object with the same
     #: name and another uid): everything remembered of it was dropped.
     node_gone: bool = False
+    #: vendor key -> the state of a vendor this registrar had no state of on this node before.
+    first_states: Mapping[str, VendorState] = attrs.field(factory=dict)
 
 
 class Registrar:
@@ -118,6 +122,11 @@ class Registrar:
         self._memory: dict[tuple[str, str], VendorMemory] = {}
         #: The uid of the Node object each name's memory is about.
         self._uids: dict[str, str] = {}
+        #: (node, vendor key) -> the state and reason of the last decision, for every vendor in a state the
+        #: scheduler keeps (``KEPT_STATES``): the fleet view and the state gauge. Written by the worker,
+        #: read anywhere under the lock.
+        self._states: dict[tuple[str, str], tuple[VendorState, Reason]] = {}
+        self._states_lock = threading.Lock()
         self.metrics = metrics if metrics is not None else SchedulerMetrics([v.vendor_key for v in vendors])
 
     @property
@@ -165,12 +174,14 @@ class Registrar:
         warnings: list[VendorWarning] = []
         events: list[VendorEvent] = []
         decisions: dict[str, Decision] = {}
+        first_states: dict[str, VendorState] = {}
         recheck: datetime | None = None
         selected = node is not None and self._selector.matches(node.labels)
         for rules in self._vendors:
             key = (name, rules.vendor_key)
             known = self._memory.get(key)
             if known is None and (node is None or self._absent(node, rules)):
+                self._set_state(key, None)
                 continue  # nothing of this vendor on the node and nothing remembered: nothing to decide
             memory = known or _NOTHING_KNOWN
             observed = self._observe(name, node, rules, selected=selected)
@@ -183,6 +194,9 @@ class Registrar:
                     self._memory[key] = decision.memory
             if decision.write is not None:
                 patch[decision.write.annotation] = decision.write.value
+            state = state_of(decision.reason)
+            if self._set_state(key, (state, decision.reason)):
+                first_states[rules.vendor_key] = state
             self._apply_cache(name, rules.vendor_key, decision, now)
             if decision.reason is Reason.CLEANED_UP:
                 self.metrics.cleanups.labels(vendor=rules.vendor_key).inc()
@@ -223,7 +237,32 @@ class Registrar:
             events=tuple(events),
             decisions=decisions,
             node_gone=replaced or node is None,
+            first_states=first_states,
         )
+
+    def _set_state(self, key: tuple[str, str], value: tuple[VendorState, Reason] | None) -> bool:
+        """Keep (or with ``None``, drop) a vendor's state; True when it had none before and keeps one."""
+        with self._states_lock:
+            if value is None or value[0] not in KEPT_STATES:
+                self._states.pop(key, None)
+                return False
+            first = key not in self._states
+            self._states[key] = value
+            return first
+
+    def state_counts(self) -> Counter[tuple[str, VendorState]]:
+        """(vendor key, state) -> how many nodes the vendor is in that state on (any thread)."""
+        with self._states_lock:
+            return Counter((vendor, state) for (_, vendor), (state, _) in self._states.items())
+
+    def states_in(self, wanted: frozenset[VendorState]) -> dict[str, dict[str, tuple[VendorState, Reason]]]:
+        """node -> vendor key -> (state, reason), of every vendor in one of ``wanted`` (any thread)."""
+        with self._states_lock:
+            found = [(k, v) for k, v in self._states.items() if v[0] in wanted]
+        nodes: dict[str, dict[str, tuple[VendorState, Reason]]] = {}
+        for (node, vendor), value in sorted(found):
+            nodes.setdefault(node, {})[vendor] = value
+        return nodes
 
     def _event(
         self,
@@ -262,6 +301,7 @@ class Registrar:
         """Drop the memory and cache entries of the Node object ``name`` held."""
         for rules in self._vendors:
             self._memory.pop((name, rules.vendor_key), None)
+            self._set_state((name, rules.vendor_key), None)
         self.cache.remove_node(name)
 
     def _observe(
@@ -289,7 +329,7 @@ class Registrar:
             self.cache.remove(node, vendor_key)  # not registered (removing an absent entry is a no-op)
             return
         entry = self.cache.vendor(node, vendor_key)
-        state = "degraded" if degraded else "registered"
+        state = VendorState.DEGRADED if degraded else VendorState.REGISTERED
         if (
             decision.cache is CacheChange.SET
             or entry is None
