@@ -15,12 +15,10 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-import urllib.error
-import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
-from typing import Any
-from urllib.parse import quote, urlsplit
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
@@ -28,9 +26,10 @@ import click
 import yaml  # type: ignore[import-untyped]  # the kubernetes client's own YAML parser; no stubs installed
 
 from hami_core.cli.cluster import cluster_options, connect, yaml_error_detail
-from hami_core.cli.defaults import duration_default_of
+from hami_core.cli.defaults import default_of
 from hami_core.cli.leases import LeaseSearch, find_scheduler_leases
 from hami_core.cli.options import DURATION
+from hami_core.cli.reach import DEFAULT_SERVICE, SchedulerEndpoint, Unanswered, parse_service_ref
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.clock import SYSTEM
 from hami_core.durations import span
@@ -67,9 +66,11 @@ __all__ = [
     "parse_timezone",
 ]
 
-#: How long the doctor waits for the API server and for a scheduler's view.
+#: The scheduler's own default window (its config owns it), for a doctor that has no scheduler to ask.
+_DEFAULT_WINDOW: float = default_of(SchedulerConfig, "handshake_window")
+#: How long the doctor waits for the API server.
 REQUEST_TIMEOUT = 10.0
-SCHEDULER_TIMEOUT = 5.0
+F = TypeVar("F", bound=Callable[..., object])
 _WIDTH = 100
 
 
@@ -101,14 +102,18 @@ def parse_timezone(text: str) -> tzinfo:
         ) from None
 
 
-def _zone(ctx: click.Context, param: click.Parameter, value: str) -> tzinfo:
+def _zone(ctx: click.Context, param: click.Parameter, value: str | None) -> tzinfo | None:
+    if value is None:
+        return None
     try:
         return parse_timezone(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
 
-def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> NodeSelector:
+def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> NodeSelector | None:
+    if value is None:
+        return None
     try:
         return parse_node_selector(value or "")
     except ValueError as exc:
@@ -326,26 +331,98 @@ class SchedulerAgreement:
         return all(compared)
 
 
-def fetch_scheduler_view(url: str, node: str) -> dict[str, Any] | str:
-    """``GET <url>/cache/<node>``: the view, or why there is none (one line)."""
-    target = f"{url}/cache/{quote(node, safe='')}"
-    try:
-        with urllib.request.urlopen(target, timeout=SCHEDULER_TIMEOUT) as response:
-            raw = response.read()
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            return f"the scheduler at {url} watches no Node {node!r} (not seen yet, or another cluster)"
-        return f"{target} answered HTTP {exc.code}"
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return f"the scheduler at {url} is not reachable: {reason}"
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return f"{target} did not answer with a scheduler's view (not JSON)"
-    if not isinstance(body, dict) or not isinstance(body.get("vendors"), dict):
-        return f"{target} did not answer with a scheduler's view (no vendors; an older hami-core?)"
+def fetch_scheduler_view(endpoint: SchedulerEndpoint, node: str) -> dict[str, Any] | str:
+    """``GET /cache/<node>`` of the scheduler at ``endpoint``: the view, or why there is none (one line)."""
+    body = endpoint.get_json(f"/cache/{node}")
+    if isinstance(body, Unanswered):
+        if body.code == 404 and not body.service_missing:
+            where = endpoint.where
+            return f"the scheduler at {where} watches no Node {node!r} (not seen yet, or another cluster)"
+        return str(body)
+    if not isinstance(body.get("vendors"), dict):
+        return (
+            f"{endpoint.where} /cache/{node} did not answer with a scheduler's view (no vendors; an older "
+            "hami-core?)"
+        )
     return body
+
+
+@attrs.frozen(kw_only=True)
+class Settings:
+    """What the doctor judges with: the running scheduler's settings (its ``/status``), or the doctor's
+    own flags; a flag given explicitly wins over the scheduler's value."""
+
+    window: timedelta
+    selector: NodeSelector
+    zone: tzinfo
+    #: (namespace, name) of the scheduler's Lease (``None``: it runs without leader election).
+    lease: tuple[str, str] | None = None
+    #: Where the scheduler's settings were read (``None``: no scheduler was asked).
+    source: str | None = None
+    #: Why the scheduler's settings could not be read (``None``: they were, or none was asked).
+    error: str | None = None
+
+    @property
+    def from_scheduler(self) -> bool:
+        return self.source is not None and self.error is None
+
+    def describe(self) -> str:
+        if self.source is None:
+            return "settings: the doctor's own (no scheduler found to ask: see --scheduler-service)"
+        if self.error is not None:
+            return (
+                f"settings: the doctor's own; the scheduler's could not be read ({self.source}: {self.error})"
+            )
+        return f"settings: the running scheduler's, read from {self.source}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "from_scheduler": self.from_scheduler,
+            "source": self.source,
+            "error": self.error,
+            "window_seconds": self.window.total_seconds(),
+            "selector": str(self.selector),
+            "timezone": str(self.zone),
+            "lease": {"namespace": self.lease[0], "name": self.lease[1]} if self.lease else None,
+        }
+
+
+def scheduler_settings(
+    endpoint: SchedulerEndpoint | None,
+    *,
+    window: float | None,
+    selector: NodeSelector | None,
+    zone: tzinfo | None,
+) -> Settings:
+    """The settings to judge with: each flag given (not ``None``) as it is, the rest from the scheduler's
+    ``/status`` when ``endpoint`` answers, else the doctor's defaults."""
+    theirs: dict[str, Any] = {}
+    error = None
+    if endpoint is not None:
+        status = endpoint.get_json("/status")
+        if isinstance(status, Unanswered):
+            error = str(status)
+        elif not isinstance(status.get("settings"), dict):
+            error = "its /status has no settings (an older hami-core?)"
+        else:
+            theirs = status["settings"]
+    try:
+        their_window = (
+            float(theirs["handshake_window_seconds"]) if "handshake_window_seconds" in theirs else None
+        )
+        their_selector = parse_node_selector(theirs["node_selector"]) if "node_selector" in theirs else None
+        their_zone = parse_timezone(theirs["timezone"]) if "timezone" in theirs else None
+    except (TypeError, ValueError) as exc:
+        error, their_window, their_selector, their_zone = f"its settings do not read: {exc}", None, None, None
+    lease = theirs.get("lease") if error is None else None
+    return Settings(
+        window=timedelta(seconds=window or their_window or _DEFAULT_WINDOW),
+        selector=selector if selector is not None else their_selector or NodeSelector({}),
+        zone=zone or their_zone or parse_timezone("local"),
+        lease=(lease["namespace"], lease["name"]) if isinstance(lease, dict) else None,
+        source=endpoint.where if endpoint is not None else None,
+        error=error,
+    )
 
 
 def _differs_why(
@@ -551,6 +628,7 @@ def render_text(
     source: str,
     lease: LeaseFacts | None,
     agreement: SchedulerAgreement | None,
+    settings: Settings | None = None,
 ) -> str:
     e = explanation
     now = e.now
@@ -560,6 +638,8 @@ def render_text(
     else:
         selected = f"{'matches' if e.selected else 'does NOT match'} the node selector {e.selector}"
     lines.append(f"judged at {_clock(now, now)}, handshake window {span(e.window)}; {selected}")
+    if settings is not None:
+        lines.append(settings.describe())
     if lease is not None:
         lines.append(lease.describe(now))
     lines.append("no memory of earlier evaluations: judged as a scheduler that has just started would")
@@ -619,9 +699,11 @@ def render_json(
     source: dict[str, Any],
     lease: LeaseFacts | None,
     agreement: SchedulerAgreement | None,
+    settings: Settings | None = None,
 ) -> str:
     body = explanation_json(explanation)
     body["source"] = source
+    body["settings"] = settings.to_json() if settings is not None else None
     body["lease"] = _lease_json(lease, explanation.now) if lease is not None else None
     body["scheduler"] = _agreement_json(agreement) if agreement is not None else None
     return json.dumps(body, indent=2, sort_keys=False)
@@ -633,6 +715,130 @@ def render_json(
 @click.group("doctor")
 def doctor() -> None:
     """Explain what the scheduler sees and does, from the cluster or an exported object; writes nothing."""
+
+
+def _service(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, str] | None:
+    if not value:
+        return None
+    try:
+        return parse_service_ref(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def judging_options(command: F) -> F:
+    """The scheduler's settings the doctor judges with, and where to find the scheduler."""
+    for option in reversed(
+        [
+            click.option(
+                "--node-selector",
+                envvar="HAMI_NODE_SELECTOR",
+                callback=_selector,
+                metavar="K=V,...",
+                help="The scheduler's node selector. Default: the running scheduler's (see "
+                "--scheduler-service), else none. Env: HAMI_NODE_SELECTOR.",
+            ),
+            click.option(
+                "--handshake-window",
+                envvar="HAMI_HANDSHAKE_WINDOW",
+                type=DURATION,
+                default=None,
+                help=f"The scheduler's handshake window. Default: the running scheduler's, else "
+                f"{span(_DEFAULT_WINDOW)}. Env: HAMI_HANDSHAKE_WINDOW.",
+            ),
+            click.option(
+                "--timezone",
+                "zone",
+                envvar="HAMI_DOCTOR_TIMEZONE",
+                default=None,
+                callback=_zone,
+                metavar="ZONE",
+                help="The scheduler's time zone, in which stamps without a zone are read: 'local', "
+                "'UTC', an offset (+08:00) or a zone name (Asia/Shanghai). Default: the running "
+                "scheduler's, else local. Env: HAMI_DOCTOR_TIMEZONE.",
+            ),
+            click.option(
+                "--lease-namespace",
+                envvar="HAMI_LEASE_NAMESPACE",
+                default=None,
+                help="Namespace of the scheduler's leader Lease. Default: found by name in any namespace "
+                "(the chart puts it in the release namespace). Env: HAMI_LEASE_NAMESPACE.",
+            ),
+            click.option(
+                "--lease-name",
+                envvar="HAMI_LEASE_NAME",
+                default=DEFAULT_LEASE_NAME,
+                show_default=True,
+                help="Name of the scheduler's leader Lease. Env: HAMI_LEASE_NAME.",
+            ),
+            click.option(
+                "--scheduler-service",
+                callback=_service,
+                metavar="NAMESPACE/NAME[:PORT]",
+                help="The running scheduler's Service, reached through the API server's service proxy "
+                f"(no port-forward; needs get on services/proxy). Default: {DEFAULT_SERVICE} in the "
+                "namespace of its Lease.",
+            ),
+            click.option(
+                "--scheduler-url",
+                callback=_scheduler_url,
+                metavar="URL",
+                help="The running scheduler's status endpoint, reached directly (e.g. "
+                "http://127.0.0.1:9396 with a port-forward), instead of --scheduler-service.",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def _endpoint(
+    cluster: AdminCluster, url: str | None, service: tuple[str, str] | None, lease: LeaseFacts
+) -> SchedulerEndpoint | None:
+    """Where to read the running scheduler: the URL or Service given, else the chart's Service in the
+    namespace of the Lease found (``None``: no Lease found, no scheduler to ask)."""
+    if url is not None:
+        return SchedulerEndpoint(url=url)
+    if service is not None:
+        return SchedulerEndpoint(service=service, cluster=cluster)
+    if lease.found and lease.namespace is not None:
+        return SchedulerEndpoint(service=(lease.namespace, DEFAULT_SERVICE), cluster=cluster)
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class Judging:
+    """Everything a live examination judges with: the settings, the Lease, the scheduler to compare."""
+
+    settings: Settings
+    lease: LeaseFacts
+    endpoint: SchedulerEndpoint | None
+    #: The scheduler was named (--scheduler-url, --scheduler-service): compare even when it fails.
+    named: bool
+
+
+def judging(
+    cluster: AdminCluster,
+    *,
+    lease_namespace: str | None,
+    lease_name: str,
+    scheduler_url: str | None,
+    scheduler_service: tuple[str, str] | None,
+    window: float | None,
+    selector: NodeSelector | None,
+    zone: tzinfo | None,
+) -> Judging:
+    lease = lease_facts(cluster, lease_namespace, lease_name)
+    endpoint = _endpoint(cluster, scheduler_url, scheduler_service, lease)
+    settings = scheduler_settings(endpoint, window=window, selector=selector, zone=zone)
+    if (
+        settings.lease is not None
+        and lease_namespace is None
+        and settings.lease != (lease.namespace, lease.name)
+    ):
+        lease = lease_facts(cluster, *settings.lease)  # the running scheduler says which Lease is its own
+    named = scheduler_url is not None or scheduler_service is not None
+    return Judging(settings=settings, lease=lease, endpoint=endpoint, named=named)
 
 
 @doctor.command("node")
@@ -647,59 +853,13 @@ def doctor() -> None:
 )
 @cluster_options
 @driver_options
-@click.option(
-    "--node-selector",
-    envvar="HAMI_NODE_SELECTOR",
-    callback=_selector,
-    metavar="K=V,...",
-    help="The scheduler's node selector. Env: HAMI_NODE_SELECTOR.",
-)
-@click.option(
-    "--handshake-window",
-    envvar="HAMI_HANDSHAKE_WINDOW",
-    type=DURATION,
-    default=duration_default_of(SchedulerConfig, "handshake_window"),
-    show_default=True,
-    help="The scheduler's handshake window. Env: HAMI_HANDSHAKE_WINDOW.",
-)
-@click.option(
-    "--timezone",
-    "zone",
-    envvar="HAMI_DOCTOR_TIMEZONE",
-    default="local",
-    show_default=True,
-    callback=_zone,
-    metavar="ZONE",
-    help="The scheduler's time zone, in which stamps without a zone are read: 'local', 'UTC', an "
-    "offset (+08:00) or a zone name (Asia/Shanghai). Env: HAMI_DOCTOR_TIMEZONE.",
-)
+@judging_options
 @click.option(
     "--at",
     "at",
     metavar="TIME",
     help="Judge as of TIME (e.g. 2026-11-30T12:00:00+08:00; without an offset, in --timezone) "
     "instead of now: for a Node exported earlier.",
-)
-@click.option(
-    "--lease-namespace",
-    envvar="HAMI_LEASE_NAMESPACE",
-    default=None,
-    help="Namespace of the scheduler's leader Lease. Default: found by name in any namespace (the "
-    "chart puts it in the release namespace). Env: HAMI_LEASE_NAMESPACE.",
-)
-@click.option(
-    "--lease-name",
-    envvar="HAMI_LEASE_NAME",
-    default=DEFAULT_LEASE_NAME,
-    show_default=True,
-    help="Name of the scheduler's leader Lease. Env: HAMI_LEASE_NAME.",
-)
-@click.option(
-    "--scheduler-url",
-    callback=_scheduler_url,
-    metavar="URL",
-    help="A scheduler's status endpoint (e.g. http://127.0.0.1:9396): compare its /cache/NAME view "
-    "with the doctor's.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 def node(
@@ -709,64 +869,86 @@ def node(
     context: str | None,
     vendors: str | None,
     count_resources: tuple[str, ...],
-    node_selector: NodeSelector,
-    handshake_window: float,
-    zone: tzinfo,
-    at: str | None,
+    node_selector: NodeSelector | None,
+    handshake_window: float | None,
+    zone: tzinfo | None,
     lease_namespace: str | None,
     lease_name: str,
+    scheduler_service: tuple[str, str] | None,
     scheduler_url: str | None,
+    at: str | None,
     as_json: bool,
 ) -> None:
     """Explain one Node: for each selected driver, the register annotation (present, decodes, devices, or
     the decode error and where), the handshake (value, kind, age), the allocatable count, the verdict, the
-    state, and what the scheduler will do next and why. From the cluster it also says who holds the leader
-    Lease and, with --scheduler-url, whether that scheduler's /cache view agrees.
+    state, and what the scheduler will do next and why. From the cluster it judges with the running
+    scheduler's settings (window, node selector, time zone, Lease: its /status, read through the API
+    server's service proxy), says who holds the leader Lease, and whether that scheduler's /cache view
+    agrees.
 
     Exit status: 0 when the Node was examined, 1 when the cluster could not be read, 2 for bad usage or a
     file that does not hold a Node.
     """
     if name is None and from_file is None:
         raise click.UsageError("give a Node NAME, or --from-file FILE")
-    if from_file is not None and scheduler_url is not None:
-        raise click.UsageError("--scheduler-url compares with the live Node: leave out --from-file")
+    if from_file is not None and (scheduler_url is not None or scheduler_service is not None):
+        raise click.UsageError(
+            "--scheduler-url and --scheduler-service compare with the live Node: leave out --from-file"
+        )
     if name is not None and not is_dns_subdomain(name):
         raise click.BadParameter(
             f"{name!r} is not a Node name (a lower-case DNS subdomain)", param_hint="'NAME'"
         )
     _, drivers = drivers_from_options(vendors, count_resources)
-    now = _moment(at, zone) if at is not None else SYSTEM.now().astimezone(zone)
     lease: LeaseFacts | None = None
+    endpoint: SchedulerEndpoint | None = None
+    compare = False
     if from_file is not None:
         snapshot = load_node_file(from_file, name)
+        settings = scheduler_settings(None, window=handshake_window, selector=node_selector, zone=zone)
         source: dict[str, Any] = {"kind": "file", "file": from_file}
         shown_source = f"from {from_file}"
     else:
         assert name is not None
         cluster = connect(kubeconfig, context, request_timeout=REQUEST_TIMEOUT)
         snapshot = _get_node(cluster, name)
-        lease = lease_facts(cluster, lease_namespace, lease_name)
+        judged = judging(
+            cluster,
+            lease_namespace=lease_namespace,
+            lease_name=lease_name,
+            scheduler_url=scheduler_url,
+            scheduler_service=scheduler_service,
+            window=handshake_window,
+            selector=node_selector,
+            zone=zone,
+        )
+        settings, lease, endpoint = judged.settings, judged.lease, judged.endpoint
+        compare = judged.named or settings.from_scheduler
         source = {"kind": "cluster", "file": None}
         shown_source = "from the cluster"
-    window = timedelta(seconds=handshake_window)
+    now = _moment(at, settings.zone) if at is not None else SYSTEM.now().astimezone(settings.zone)
     explanation = explain_node(
         snapshot.name,
         snapshot,
         [d.rules() for d in drivers],
         None,
-        selector=node_selector,
+        selector=settings.selector,
         now=now,
-        window=window,
+        window=settings.window,
     )
     agreement = None
-    if scheduler_url is not None:
+    if endpoint is not None and compare:
         agreement = compare_with_scheduler(
-            explanation, scheduler_url, fetch_scheduler_view(scheduler_url, snapshot.name)
+            explanation, endpoint.where, fetch_scheduler_view(endpoint, snapshot.name)
         )
+    shown = settings if from_file is None else None  # a file is judged with the flags given, as always
     if as_json:
-        click.echo(render_json(explanation, source=source, lease=lease, agreement=agreement))
+        body = render_json(explanation, source=source, lease=lease, agreement=agreement, settings=shown)
+        click.echo(body)
     else:
-        click.echo(render_text(explanation, source=shown_source, lease=lease, agreement=agreement))
+        click.echo(
+            render_text(explanation, source=shown_source, lease=lease, agreement=agreement, settings=shown)
+        )
 
 
 def _get_node(cluster: Cluster, name: str) -> NodeSnapshot:

@@ -14,8 +14,9 @@ import inspect
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from urllib.parse import quote
 
 import urllib3
 import yaml  # type: ignore[import-untyped]  # the kubeconfig loader's parser; no stubs installed
@@ -536,6 +537,31 @@ class KubeCluster:
     def delete_lease(self, namespace: str, name: str) -> None:
         action = f"delete lease {namespace}/{name}"
         self._call(action, self._coordination.delete_namespaced_lease, name, namespace)
+
+    # -- services -------------------------------------------------------------------------------------
+
+    def proxy_get(
+        self, namespace: str, service: str, path: str, query: Sequence[tuple[str, str]] = ()
+    ) -> bytes:
+        action = f"get {path} of service {namespace}/{service} through the API server's proxy"
+        resource = f"/api/v1/namespaces/{{namespace}}/services/{{name}}/proxy/{quote(path.lstrip('/'))}"
+        if self._limiter is not None:
+            self._limiter.acquire()
+        try:
+            request = self.api_client.param_serialize(
+                "GET",
+                resource,
+                path_params={"namespace": namespace, "name": service},
+                query_params=list(query),
+                header_params={"Accept": "application/json, text/plain, */*"},
+                auth_settings=["BearerToken"],
+            )
+            response = self.api_client._call_with_legacy_options(
+                request, {}, None, False, self._timeout, True
+            )
+        except Exception as exc:
+            _translate(action, exc)
+        return _read_data(action, response)
 
     # -- namespaces and events ------------------------------------------------------------------------
 

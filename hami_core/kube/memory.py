@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -632,6 +632,21 @@ class MemoryCluster:
             self._request("delete", "leases")
             if self._leases.pop((namespace, name), None) is None:
                 raise NotFound(f"delete lease {namespace}/{name}: leases {name!r} not found", status=404)
+
+    # -- services -------------------------------------------------------------------------------------
+
+    def proxy_get(
+        self, namespace: str, service: str, path: str, query: Sequence[tuple[str, str]] = ()
+    ) -> bytes:
+        """The in-memory cluster runs no Services: every one is not found (its proxy is tested on the
+        real API server)."""
+        with self._cond:
+            self._request("get", "services/proxy")
+            raise NotFound(
+                f"get {path} of service {namespace}/{service} through the API server's proxy: services "
+                f"{service.partition(':')[0]!r} not found",
+                status=404,
+            )
 
     # -- events ---------------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ one is wrong. Objects cross the port as small immutable snapshots, never as clie
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -235,6 +235,16 @@ class AdminCluster(Cluster, Protocol):
 
     def delete_lease(self, namespace: str, name: str) -> None:
         """Delete the Lease; ``NotFound`` when there is none. Only ``hami cleanup`` deletes one."""
+        ...
+
+    # Services
+    def proxy_get(
+        self, namespace: str, service: str, path: str, query: Sequence[tuple[str, str]] = ()
+    ) -> bytes:
+        """``GET`` of ``path`` (with ``query``) on a Service's endpoint through the API server's service
+        proxy (``/api/v1/namespaces/NS/services/NAME[:PORT]/proxy/PATH``; ``service`` is ``NAME`` or
+        ``NAME:PORT``): the body as the endpoint sent it. ``hami doctor`` reaches the scheduler so, without
+        a port-forward."""
         ...
 
     # Namespaces and Events

@@ -231,7 +231,7 @@ def test_a_list_of_nodes_and_standard_input(tmp_path: Path) -> None:
         (
             YAML_EXPORT,
             ("--scheduler-url", "http://127.0.0.1:1"),
-            "--scheduler-url compares with the live Node",
+            "--scheduler-url and --scheduler-service compare with the live Node",
         ),
     ],
 )

@@ -1,0 +1,135 @@
+"""``hami doctor`` judges with the running scheduler's settings, read from its ``/status`` through the API
+server's service proxy, with no port-forward; on the real API server.
+
+The API server proxies only to endpoints that are Pods (an EndpointSlice endpoint whose targetRef is a Pod
+with that IP) and never to a loopback address (it refuses them in Endpoints). So the scheduler listens on
+an address of this machine that is not loopback, a Pod object (no kubelet runs it) carries that address
+as its IP, and an EndpointSlice made by hand points the Service at it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness.scheduler_world import World, real_world
+
+__all__ = ["real_world"]  # the fixture
+
+from hami_core.scheduler.daemon import Scheduler
+
+HAMI = str(Path(sys.executable).with_name("hami"))
+DCU_REG = "hami.io/node-dcu-register"
+DCU_HS = "hami.io/node-handshake-dcu"
+DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
+
+
+def local_address() -> str:
+    """An IPv4 address of this machine that is not loopback (the route to a documentation address: no
+    packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.123", 9))
+            address = str(probe.getsockname()[0])
+        except OSError as exc:
+            pytest.fail(
+                f"this machine has no non-loopback IPv4 address for the service proxy to reach: {exc}"
+            )
+    if address.startswith("127."):
+        pytest.fail(f"the only IPv4 address is loopback ({address}): the API server will not proxy to it")
+    return address
+
+
+def created(world: World, path: str, body: dict[str, Any]) -> None:
+    status, answer = world.server.request("POST", path, body)  # type: ignore[attr-defined]
+    assert status == 201, answer
+
+
+def expose(world: World, replica: Scheduler, address: str, name: str = "hami-core-scheduler") -> None:
+    """A Service ``name`` (port ``http``) in the world's namespace whose one endpoint is ``replica``."""
+    assert replica.http_address is not None
+    port = replica.http_address[1]
+    ns = world.namespace
+    pod = f"scheduler-{uuid.uuid4().hex[:6]}"
+    containers = [{"name": "scheduler", "image": "hami-core"}]
+    created(
+        world,
+        f"/api/v1/namespaces/{ns}/pods",
+        {"metadata": {"name": pod}, "spec": {"containers": containers}},
+    )
+    ip = {"status": {"podIP": address, "podIPs": [{"ip": address}]}}
+    status, answer = world.server.request(  # type: ignore[attr-defined]
+        "PATCH", f"/api/v1/namespaces/{ns}/pods/{pod}/status", ip, content_type="application/merge-patch+json"
+    )
+    assert status == 200, answer
+    ports = [{"name": "http", "port": 9396, "targetPort": port}]
+    created(
+        world, f"/api/v1/namespaces/{ns}/services", {"metadata": {"name": name}, "spec": {"ports": ports}}
+    )
+    created(world, f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices", {
+        "metadata": {"name": f"{name}-1", "labels": {"kubernetes.io/service-name": name}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [address], "conditions": {"ready": True},
+                       "targetRef": {"kind": "Pod", "namespace": ns, "name": pod}}],
+        "ports": [{"name": "http", "port": port, "protocol": "TCP"}],
+    })  # fmt: skip
+
+
+def doctor(world: World, node: str, *args: str) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HAMI_", "KUBECONFIG"))}
+    kubeconfig = world.server.kubeconfig("admin")  # type: ignore[attr-defined]
+    done = subprocess.run(
+        [HAMI, "doctor", "node", node, "--kubeconfig", kubeconfig, "--vendors", "dcu", "--json",
+         "--at", world.clock.now().isoformat(), *args],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    body: dict[str, Any] = json.loads(done.stdout)
+    return body
+
+
+def test_the_doctor_reads_the_schedulers_settings_through_the_service_proxy(real_world: World) -> None:
+    world = real_world
+    address = local_address()
+    lease = f"doctor-{uuid.uuid4().hex[:8]}"  # unique: the doctor finds it by name in any namespace
+    node = world.node("proxied", {DCU_REG: DCU})
+    replica = world.scheduler("dcu", identity="proxied-0", lease_name=lease, handshake_window=90.0,
+                              http_host=address)  # fmt: skip
+    world.run_until("stamped", lambda: DCU_HS in world.annotations(node))
+    expose(world, replica, address)
+    world.advance(75)  # the stamp is 75 s old: fresh in the scheduler's 90 s window, expired in 60 s
+
+    body = doctor(world, node, "--lease-name", lease)
+    settings = body["settings"]
+    assert settings["from_scheduler"] is True, settings
+    assert (
+        settings["source"] == f"service {world.namespace}/hami-core-scheduler:http (through the API server)"
+    )
+    assert settings["window_seconds"] == 90.0
+    assert settings["selector"] == f"hami-test={world.label['hami-test']}" == body["selector"]
+    assert settings["lease"] == {"namespace": world.namespace, "name": lease}
+    assert body["lease"]["namespace"] == world.namespace and body["lease"]["holder"] == "proxied-0"
+    dcu = body["vendors"]["DCU"]
+    assert (dcu["state"], dcu["handshake"]["standing"]) == ("registered", "fresh")
+    assert body["scheduler"]["vendors"]["DCU"]["scheduler"]["state"] == "registered"  # compared, too
+
+    mine = doctor(world, node, "--lease-name", lease, "--handshake-window", "60s")  # a flag given wins
+    assert (
+        mine["settings"]["window_seconds"] == 60.0
+        and mine["vendors"]["DCU"]["handshake"]["standing"] == "expired"
+    )
+
+    elsewhere = doctor(
+        world, node, "--lease-name", lease, "--scheduler-service", f"{world.namespace}/nosuch:http"
+    )
+    fallback = elsewhere["settings"]
+    assert fallback["from_scheduler"] is False and fallback["window_seconds"] == 60.0
+    assert 'no endpoints available for service "nosuch"' in fallback["error"]  # the API server's words
+    assert elsewhere["scheduler"]["error"] is not None  # named, so compared: says why it could not be
