@@ -45,7 +45,9 @@ from hami_core.kube.port import (
     Unavailable,
 )
 from hami_core.kube.wire import node_snapshot
+from hami_core.protocol.decide import VendorRules
 from hami_core.protocol.errors import shorten
+from hami_core.protocol.states import KEPT_STATES, parse_states
 from hami_core.scheduler.config import DEFAULT_LEASE_NAME, SchedulerConfig
 from hami_core.scheduler.explain import (
     NodeExplanation,
@@ -963,3 +965,141 @@ def _get_node(cluster: Cluster, name: str) -> NodeSnapshot:
         raise click.ClickException(f"cannot reach the API server: {exc}") from None
     except ClusterError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+# --- the fleet ------------------------------------------------------------------------------------------
+
+#: Nodes per list page.
+PAGE = 500
+
+
+def _states(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> frozenset[VendorState]:
+    try:
+        return parse_states(",".join(value)) if value else frozenset()
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def fleet_states(
+    cluster: AdminCluster,
+    rules: Sequence[VendorRules],
+    settings: Settings,
+    scheduler: Mapping[str, Any] | None,
+) -> dict[str, dict[str, dict[str, str]]]:
+    """node -> vendor key -> ``{"state", "source"}`` for every Node and every vendor it carries anything of:
+    the running scheduler's state where its ``/cache?state=...`` names one (it remembers cleanups), else
+    the doctor's own judgement of the Node as it is (with no memory)."""
+    now = SYSTEM.now().astimezone(settings.zone)
+    theirs: Mapping[str, Any] = (scheduler or {}).get("nodes") or {}
+    fleet: dict[str, dict[str, dict[str, str]]] = {}
+    token: str | None = None
+    while True:
+        page = cluster.list_nodes(limit=PAGE, continue_token=token)
+        for snapshot in page.items:
+            explained = explain_node(
+                snapshot.name,
+                snapshot,
+                rules,
+                None,
+                selector=settings.selector,
+                now=now,
+                window=settings.window,
+            )
+            vendors: dict[str, dict[str, str]] = {}
+            for vendor in explained.vendors:
+                known = (theirs.get(snapshot.name) or {}).get(vendor.vendor_key)
+                if isinstance(known, dict) and isinstance(known.get("state"), str):
+                    vendors[vendor.vendor_key] = {"state": known["state"], "source": "scheduler"}
+                elif vendor.state is not VendorState.NOT_PRESENT or vendor.handshake.value is not None:
+                    vendors[vendor.vendor_key] = {"state": vendor.state.value, "source": "doctor"}
+            fleet[snapshot.name] = vendors
+        token = page.continue_token
+        if not token:
+            return fleet
+
+
+@doctor.command("nodes")
+@cluster_options
+@driver_options
+@judging_options
+@click.option(
+    "--state",
+    "wanted",
+    multiple=True,
+    callback=_states,
+    metavar="STATE[,STATE]",
+    help="Only Nodes where a vendor is in one of these states (registered, degraded, "
+    "awaiting-sign-of-life, no-devices, not-present, not-selected); repeatable.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the lines.")
+def nodes(
+    kubeconfig: str | None,
+    context: str | None,
+    vendors: str | None,
+    count_resources: tuple[str, ...],
+    node_selector: NodeSelector | None,
+    handshake_window: float | None,
+    zone: tzinfo | None,
+    lease_namespace: str | None,
+    lease_name: str,
+    scheduler_service: tuple[str, str] | None,
+    scheduler_url: str | None,
+    wanted: frozenset[VendorState],
+    as_json: bool,
+) -> None:
+    """Every Node, one line each: the state of each vendor it carries anything of. The running scheduler's
+    states are used where it has one (it remembers what it cleaned up: awaiting-sign-of-life); the others
+    are judged by the doctor as for 'hami doctor node', with the scheduler's settings when it answers.
+
+    Exit status: 0 when the Nodes were listed, 1 when the cluster could not be read, 2 for bad usage.
+    """
+    _, drivers = drivers_from_options(vendors, count_resources)
+    cluster = connect(kubeconfig, context, request_timeout=REQUEST_TIMEOUT)
+    judged = judging(
+        cluster,
+        lease_namespace=lease_namespace,
+        lease_name=lease_name,
+        scheduler_url=scheduler_url,
+        scheduler_service=scheduler_service,
+        window=handshake_window,
+        selector=node_selector,
+        zone=zone,
+    )
+    view: dict[str, Any] | None = None
+    view_error: str | None = None
+    if judged.endpoint is not None and (judged.named or judged.settings.from_scheduler):
+        kept = ",".join(state.value for state in KEPT_STATES)
+        answer = judged.endpoint.get_json("/cache", [("state", kept)])
+        view, view_error = (None, str(answer)) if isinstance(answer, Unanswered) else (answer, None)
+    try:
+        fleet = fleet_states(cluster, [d.rules() for d in drivers], judged.settings, view)
+    except Forbidden as exc:
+        raise click.ClickException(describe_error(exc)) from None
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    shown = {
+        name: states
+        for name, states in fleet.items()
+        if not wanted or any(VendorState(s["state"]) in wanted for s in states.values())
+    }
+    if as_json:
+        body = {
+            "nodes": shown,
+            "states": sorted(state.value for state in wanted) or None,
+            "settings": judged.settings.to_json(),
+            "lease": _lease_json(judged.lease, SYSTEM.now().astimezone(judged.settings.zone)),
+            "scheduler": {"where": judged.endpoint.where if judged.endpoint else None, "error": view_error},
+        }
+        click.echo(json.dumps(body, indent=2))
+        return
+    click.echo(judged.settings.describe())
+    if view_error is not None:
+        click.echo(f"states: the doctor's own judgement, without the scheduler's memory ({view_error})")
+    width = max((len(name) for name in shown), default=4)
+    for name, states in shown.items():
+        cells = [
+            f"{key}={s['state']}" + ("" if s["source"] == "scheduler" else "*") for key, s in states.items()
+        ]
+        click.echo(f"{name.ljust(width)}  {' '.join(cells) or '-'}")
+    filtered = f" ({len(shown)} shown)" if wanted else ""
+    click.echo(f"{len(fleet)} nodes{filtered}; * judged by the doctor, not from the scheduler's memory")

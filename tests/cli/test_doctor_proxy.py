@@ -133,3 +133,47 @@ def test_the_doctor_reads_the_schedulers_settings_through_the_service_proxy(real
     assert fallback["from_scheduler"] is False and fallback["window_seconds"] == 60.0
     assert 'no endpoints available for service "nosuch"' in fallback["error"]  # the API server's words
     assert elsewhere["scheduler"]["error"] is not None  # named, so compared: says why it could not be
+
+
+def doctor_nodes(world: World, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HAMI_", "KUBECONFIG"))}
+    kubeconfig = world.server.kubeconfig("admin")  # type: ignore[attr-defined]
+    return subprocess.run([HAMI, "doctor", "nodes", "--kubeconfig", kubeconfig, "--vendors", "dcu", *args],
+                          capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+
+
+def test_doctor_nodes_lists_the_fleet_with_the_schedulers_memory(real_world: World) -> None:
+    world = real_world
+    address = local_address()
+    lease = f"fleet-{uuid.uuid4().hex[:8]}"
+    live = world.node("fleet-live", {DCU_REG: DCU}, {"hygon.com/dcunum": "1"})
+    gone = world.node("fleet-gone", {DCU_REG: DCU})
+    replica = world.scheduler("dcu", identity="fleet-0", lease_name=lease, http_host=address)
+    world.run_until("cleaned up", lambda: replica.registrar.memory(gone, "DCU").awaiting_sign_of_life)
+    expose(world, replica, address)
+
+    done = doctor_nodes(world, "--lease-name", lease, "--json")
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["settings"]["from_scheduler"] is True and body["scheduler"]["error"] is None
+    # the doctor alone would stamp it again (no memory); the scheduler remembers the cleanup
+    assert body["nodes"][gone] == {"DCU": {"state": "awaiting-sign-of-life", "source": "scheduler"}}
+    assert body["nodes"][live] == {"DCU": {"state": "registered", "source": "scheduler"}}
+
+    done = doctor_nodes(world, "--lease-name", lease, "--state", "awaiting-sign-of-life")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    service = f"service {world.namespace}/hami-core-scheduler:http (through the API server)"
+    assert lines[0] == f"settings: the running scheduler's, read from {service}"
+    mine = [line.split() for line in lines if line.startswith(("fleet-live", "fleet-gone"))]
+    assert mine == [[gone, "DCU=awaiting-sign-of-life"]]
+    assert lines[-1].endswith("shown); * judged by the doctor, not from the scheduler's memory")
+
+    alone = doctor_nodes(
+        world, "--lease-name", lease, "--scheduler-service", f"{world.namespace}/nosuch:http", "--json"
+    )
+    body = json.loads(alone.stdout)
+    assert body["nodes"][gone] == {"DCU": {"state": "registered", "source": "doctor"}}
+    assert "nosuch" in body["scheduler"]["error"]
+    bad = doctor_nodes(world, "--state", "sleeping")
+    assert bad.returncode == 2 and "'sleeping' is not a vendor state" in bad.stderr
