@@ -45,6 +45,13 @@ _MAX_MESSAGE = 1024
 _REMEMBERED = 10_000
 
 
+def _fields(body: Mapping[str, Any], vendor: str) -> dict[str, str]:
+    """A log record's fields about an Event: its node (an Event about a Lease names no node)."""
+    involved = body["involvedObject"]
+    node = {"node": involved["name"]} if involved["kind"] == "Node" else {}
+    return {**node, "vendor": vendor, "reason": body["reason"]}
+
+
 class EventRecorder:
     """Posts core/v1 Events about Nodes from a worker thread.
 
@@ -171,7 +178,7 @@ class EventRecorder:
                 "unreachable)",
                 reason,
                 self._queue.maxsize,
-                extra={"node": body["involvedObject"]["name"], "vendor": vendor, "reason": reason},
+                extra=_fields(body, vendor),
             )
             return False
         return True
@@ -215,7 +222,7 @@ class EventRecorder:
 
     def _post(self, vendor: str, body: dict[str, Any]) -> None:
         reason = body["reason"]
-        fields = {"node": body["involvedObject"]["name"], "vendor": vendor, "reason": reason}
+        fields = _fields(body, vendor)
         try:
             self._cluster.create_event(body["metadata"]["namespace"], body)
         except ClusterError as exc:
