@@ -162,6 +162,8 @@ def test_the_scheduler_account_may_do_its_job_and_nothing_more(
         "create its lease": allowed(apiserver, me, "create", "leases", group=lease_group, namespace=ns),
         "update its lease": allowed(apiserver, me, "update", "leases", group=lease_group, namespace=ns),
         "create events in default": allowed(apiserver, me, "create", "events", namespace="default"),
+        # the Warning Event about its own Lease when HAMi's scheduler starts
+        "create events here": allowed(apiserver, me, "create", "events", namespace=ns),
         "get HAMi's lease": allowed(
             apiserver, me, "get", "leases", group=lease_group, namespace="kube-system", name="hami-scheduler"
         ),
@@ -192,7 +194,7 @@ def test_the_scheduler_account_may_do_its_job_and_nothing_more(
             namespace="kube-system",
             name="hami-scheduler",
         ),
-        "create events here": allowed(apiserver, me, "create", "events", namespace=ns),
+        "create events in kube-system": allowed(apiserver, me, "create", "events", namespace="kube-system"),
         "patch events": allowed(apiserver, me, "patch", "events", namespace="default"),
         "list pods": allowed(apiserver, me, "list", "pods"),
     }
