@@ -198,3 +198,19 @@ def test_livez_readyz_and_metrics(
     daemon.request_stop()
     loop.join(10)
     assert get(server, "/livez")[0] == 503
+
+
+def test_the_reporter_names_itself_in_the_server_header_and_its_writes(
+    served: tuple[Reporter, EndpointServer, FakeClock], cluster: MemoryCluster
+) -> None:
+    _, server, _ = served
+    connection = http.client.HTTPConnection(*server.address, timeout=5)
+    try:
+        connection.request("GET", "/livez")
+        assert connection.getresponse().getheader("Server") == "hami-core-reporter"
+    finally:
+        connection.close()
+    cluster.create_node("n1", labels={"kubernetes.io/os": "linux"})  # as kubelet does: fields are tracked
+    assert make(cluster, Source({"mlu": MLU}), "mlu").run_once().ok
+    managers = cluster.node_annotation_managers("n1").managers
+    assert managers and set(managers.values()) == {("hami-core-reporter",)}

@@ -15,6 +15,7 @@ import pytest
 from harness.scheduler_world import WINDOW, World
 
 from hami_core.protocol.handshake import format_stamp
+from hami_core.scheduler.config import COMPONENT
 from hami_core.scheduler.daemon import Scheduler
 
 DCU_REG = "hami.io/node-dcu-register"
@@ -27,6 +28,7 @@ def get(replica: Scheduler, path: str) -> tuple[int, Any]:
     assert address is not None
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{address[1]}{path}", timeout=5) as response:
+            assert response.headers["Server"] == COMPONENT  # its own name, never HAMi's hami-scheduler
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())
