@@ -122,10 +122,10 @@ class Registrar:
         self._memory: dict[tuple[str, str], VendorMemory] = {}
         #: The uid of the Node object each name's memory is about.
         self._uids: dict[str, str] = {}
-        #: (node, vendor key) -> the state and reason of the last decision, for every vendor in a state the
-        #: scheduler keeps (``KEPT_STATES``): the fleet view and the state gauge. Written by the worker,
-        #: read anywhere under the lock.
-        self._states: dict[tuple[str, str], tuple[VendorState, Reason]] = {}
+        #: (node, vendor key) -> the reason of the last decision (its state is ``state_of(reason)``), for
+        #: every vendor in a state the scheduler keeps (``KEPT_STATES``): the fleet view and the state
+        #: gauge. Written by the worker, read anywhere under the lock.
+        self._states: dict[tuple[str, str], Reason] = {}
         self._states_lock = threading.Lock()
         self.metrics = metrics if metrics is not None else SchedulerMetrics([v.vendor_key for v in vendors])
 
@@ -194,9 +194,8 @@ class Registrar:
                     self._memory[key] = decision.memory
             if decision.write is not None:
                 patch[decision.write.annotation] = decision.write.value
-            state = state_of(decision.reason)
-            if self._set_state(key, (state, decision.reason)):
-                first_states[rules.vendor_key] = state
+            if self._set_state(key, decision.reason):
+                first_states[rules.vendor_key] = state_of(decision.reason)
             self._apply_cache(name, rules.vendor_key, decision, now)
             if decision.reason is Reason.CLEANED_UP:
                 self.metrics.cleanups.labels(vendor=rules.vendor_key).inc()
@@ -240,28 +239,32 @@ class Registrar:
             first_states=first_states,
         )
 
-    def _set_state(self, key: tuple[str, str], value: tuple[VendorState, Reason] | None) -> bool:
+    def _set_state(self, key: tuple[str, str], reason: Reason | None) -> bool:
         """Keep (or with ``None``, drop) a vendor's state; True when it had none before and keeps one."""
         with self._states_lock:
-            if value is None or value[0] not in KEPT_STATES:
+            if reason is None or state_of(reason) not in KEPT_STATES:
                 self._states.pop(key, None)
                 return False
             first = key not in self._states
-            self._states[key] = value
+            self._states[key] = reason
             return first
 
     def state_counts(self) -> Counter[tuple[str, VendorState]]:
         """(vendor key, state) -> how many nodes the vendor is in that state on (any thread)."""
         with self._states_lock:
-            return Counter((vendor, state) for (_, vendor), (state, _) in self._states.items())
+            reasons = Counter((vendor, reason) for (_, vendor), reason in self._states.items())
+        counts: Counter[tuple[str, VendorState]] = Counter()
+        for (vendor, reason), count in reasons.items():
+            counts[(vendor, state_of(reason))] += count
+        return counts
 
     def states_in(self, wanted: frozenset[VendorState]) -> dict[str, dict[str, tuple[VendorState, Reason]]]:
         """node -> vendor key -> (state, reason), of every vendor in one of ``wanted`` (any thread)."""
         with self._states_lock:
-            found = [(k, v) for k, v in self._states.items() if v[0] in wanted]
+            found = [(key, reason) for key, reason in self._states.items() if state_of(reason) in wanted]
         nodes: dict[str, dict[str, tuple[VendorState, Reason]]] = {}
-        for (node, vendor), value in sorted(found):
-            nodes.setdefault(node, {})[vendor] = value
+        for (node, vendor), reason in sorted(found, key=lambda item: item[0]):
+            nodes.setdefault(node, {})[vendor] = (state_of(reason), reason)
         return nodes
 
     def _event(
