@@ -20,7 +20,8 @@ from harness.scheduler_world import World, real_world  # noqa: F401  (the fixtur
 
 from hami_core.cli import logs, run
 from hami_core.kube.client import KubeCluster
-from hami_core.kube.port import Lease
+from hami_core.kube.memory import MemoryCluster
+from hami_core.kube.port import Lease, NotFound
 from hami_core.protocol.handshake import format_report, format_stamp
 from hami_core.scheduler.config import DEFAULT_LEASE_NAME
 
@@ -470,3 +471,28 @@ def test_live_next_to_a_read_only_scheduler(real_world: World) -> None:  # noqa:
     assert scheduler["identity"] == "doctor-read-only" and scheduler["leader"] is False
     assert body["vendors"]["DCU"]["next"]["write"] == "stamp"
     assert DCU_HS not in world.annotations(needs_stamp)  # shown, never sent
+
+
+@pytest.mark.parametrize(
+    ("value", "complaint"),
+    [
+        ("hami-system", "'hami-system' is not NAMESPACE/NAME or NAMESPACE/NAME:PORT"),
+        ("Hami_System/svc", "'Hami_System' is not a valid namespace name"),
+        ("hami-system/svc:Bad_Port", "'svc:Bad_Port' is not a Service name with an optional port"),
+    ],
+)
+def test_a_bad_scheduler_service_is_one_line_and_exit_2(value: str, complaint: str, tmp_path: Path) -> None:
+    done = hami_process(
+        "doctor", "nodes", "--kubeconfig", str(tmp_path / "none"), "--scheduler-service", value
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert (
+        line.startswith("error: hami doctor nodes: Invalid value for '--scheduler-service'")
+        and complaint in line
+    )
+
+
+def test_the_in_memory_cluster_runs_no_services() -> None:
+    with pytest.raises(NotFound, match="services 'hami-core-scheduler' not found"):
+        MemoryCluster().proxy_get("hami-system", "hami-core-scheduler:http", "/status")
