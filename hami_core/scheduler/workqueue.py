@@ -5,8 +5,9 @@
   worker calls :meth:`WorkQueue.done`, so two evaluations of one node never overlap.
 * Delayed adds (``add_after``): the earliest pending time of a key wins; used for stamp expiry timers and
   the resync tick.
-* Per-item rate-limited retries: ``add_rate_limited`` waits ``base * 2**failures`` (capped), ``forget``
-  resets the count after a success.
+* Per-item rate-limited retries: ``add_rate_limited`` waits what the backoff policy says
+  (``hami_core.kube.backoff``: ``base * 2**failures``, capped), ``forget`` resets the count after a
+  success.
 
 All waiting is on the injected :class:`~hami_core.clock.Clock`.
 """
@@ -20,6 +21,7 @@ from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 from hami_core.clock import SYSTEM, Clock
+from hami_core.kube.backoff import DEFAULT_BASE, DEFAULT_MAX, ExponentialBackoff
 
 __all__ = ["WorkQueue"]
 
@@ -27,7 +29,9 @@ K = TypeVar("K", bound=Hashable)
 
 
 class WorkQueue(Generic[K]):
-    def __init__(self, *, clock: Clock = SYSTEM, base_delay: float = 0.5, max_delay: float = 30.0) -> None:
+    def __init__(
+        self, *, clock: Clock = SYSTEM, base_delay: float = DEFAULT_BASE, max_delay: float = DEFAULT_MAX
+    ) -> None:
         self._clock = clock
         self._cond = clock.condition()
         self._ready: deque[K] = deque()
@@ -36,9 +40,7 @@ class WorkQueue(Generic[K]):
         self._delayed: list[tuple[float, int, K]] = []
         self._due: dict[K, float] = {}
         self._seq = itertools.count()
-        self._failures: dict[K, int] = {}
-        self._base = base_delay
-        self._max = max_delay
+        self._backoff: ExponentialBackoff[K] = ExponentialBackoff(base_delay, max_delay)
         self._closed = False
 
     # -- adding -----------------------------------------------------------------------------------------
@@ -90,21 +92,16 @@ class WorkQueue(Generic[K]):
 
     def add_rate_limited(self, key: K) -> float:
         """Queue ``key`` again after its per-item backoff; returns the delay chosen."""
-        with self._cond:
-            failures = self._failures.get(key, 0)
-            self._failures[key] = failures + 1
-        delay = min(self._max, self._base * 2.0 ** min(failures, 32))
+        delay = self._backoff.when(key)
         self.add_after(key, delay)
         return delay
 
     def forget(self, key: K) -> None:
         """``key`` succeeded: its next ``add_rate_limited`` starts from the base delay again."""
-        with self._cond:
-            self._failures.pop(key, None)
+        self._backoff.forget(key)
 
     def num_requeues(self, key: K) -> int:
-        with self._cond:
-            return self._failures.get(key, 0)
+        return self._backoff.num_requeues(key)
 
     # -- taking -----------------------------------------------------------------------------------------
 
