@@ -26,6 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from hami_core.kube.nodejson import node_from_json, node_list_from_json, watch_event_from_json
 from hami_core.kube.port import (
+    WATCH_READ_SLACK,
     AdminCluster,
     ClusterError,
     Conflict,
@@ -37,6 +38,7 @@ from hami_core.kube.port import (
     NodeOwners,
     NodeSnapshot,
     NotFound,
+    TooLarge,
     Unavailable,
     Untrusted,
     WatchEvent,
@@ -99,6 +101,12 @@ def _server_message(exc: ApiException) -> str:
     return _flat(str(exc.reason or "no reason given"))
 
 
+#: What kube-apiserver says when a resourceVersion is newer than its store: a 504 Timeout whose message
+#: (and cause ``ResourceVersionTooLarge``) says so (``storage.NewTooLargeResourceVersionError``); older
+#: servers put it in the message only, which client-go's ``isTooLargeResourceVersionError`` also reads.
+_TOO_LARGE = "Too large resource version"
+
+
 def api_error(action: str, status: int | None, message: str) -> ClusterError:
     """The port's error class for an HTTP ``status`` (``None``: no answer at all)."""
     text = f"{action}: {status} {message}" if status is not None else f"{action}: {message}"
@@ -108,6 +116,8 @@ def api_error(action: str, status: int | None, message: str) -> ClusterError:
         return Conflict(text, status=status)
     if status == 410:
         return Gone(text, status=status)
+    if status in (500, 504) and _TOO_LARGE in message:
+        return TooLarge(text, status=status)
     if status in (401, 403):
         return Forbidden(text, status=status)
     if status in (400, 422):
@@ -229,7 +239,8 @@ class KubeCluster:
 
     ``limiter`` (optional) is acquired before every request, like client-go's QPS/Burst.
     ``connect_timeout`` and ``request_timeout`` bound every non-watch call; a watch's read timeout is its
-    ``timeout_seconds`` plus 30 s so a half-open connection cannot hang it forever. Each call is one HTTP
+    ``timeout_seconds`` plus ``WATCH_READ_SLACK`` (5 s), so a half-open connection is noticed within
+    seconds of the moment the server would have ended the watch. Each call is one HTTP
     request: the ``from_*`` constructors turn urllib3's own retries off (the callers' loops retry with
     backoff), which an ``api_client`` passed in directly must do itself (``Configuration.retries = False``).
     """
@@ -413,7 +424,7 @@ class KubeCluster:
                 allow_watch_bookmarks=allow_bookmarks,
                 timeout_seconds=timeout_seconds,
                 _preload_content=False,
-                _request_timeout=(self._connect_timeout, timeout_seconds + 30),
+                _request_timeout=(self._connect_timeout, timeout_seconds + WATCH_READ_SLACK),
             )
         except ApiException as exc:
             if exc.status != 410:

@@ -9,8 +9,12 @@ subresource; quantities stored in canonical form; paged lists served from a cons
 replayed from a bounded history window (older -> ``Gone``), with label-selector transitions turned into
 ADDED/DELETED, bookmarks, timeouts and ``close()``; Leases with compare-and-swap; Events.
 
-Fault injection for tests: :meth:`fail_next`, :meth:`drop_watches`, :meth:`force_gone`, plus request
-counts by verb and resource (:meth:`request_count`).
+Like the real server, a watch that allows bookmarks gets one 2 s before its timeout ends it, and a watch
+from a resourceVersion newer than the store is accepted and delivers nothing (not even bookmarks).
+
+Fault injection for tests: :meth:`fail_next`, :meth:`drop_watches`, :meth:`force_gone`,
+:meth:`silence_watches` (half-open connections), :meth:`restart_empty` (an API server restarted on an
+empty etcd: the store moves backwards), plus request counts by verb and resource (:meth:`request_count`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import attrs
 
 from hami_core.k8snames import is_dns_label
 from hami_core.kube.port import (
+    WATCH_READ_SLACK,
     AdminCluster,
     ClusterError,
     Conflict,
@@ -178,7 +183,8 @@ class MemoryCluster:
     (on a freshly started server that is about 1, so even resourceVersion "1" replays; the default
     matches).
     ``bookmark_interval``: seconds between BOOKMARK events on a quiet watch that allows them (``None``:
-    only on demand, through :meth:`send_bookmarks`).
+    only on demand, through :meth:`send_bookmarks`, and the one before a watch's timeout).
+    ``clock``: the server's monotonic time (watch timeouts, bookmarks, read timeouts of silenced watches).
     """
 
     def __init__(
@@ -208,6 +214,7 @@ class MemoryCluster:
         self._clock = clock
         self._bookmark_generation = 0
         self._drop_generation = 0
+        self._silence_generation = 0
         self._faults: list[_Fault] = []
         self._force_gone = 0
         self._watches: set[_MemoryWatch] = set()
@@ -236,6 +243,35 @@ class MemoryCluster:
     def drop_watches(self) -> None:
         """Break every open watch: its iteration raises ``Unavailable``, like a dropped connection."""
         with self._cond:
+            self._drop_generation += 1
+            self._cond.notify_all()
+
+    def silence_watches(self) -> None:
+        """The connections open now stop delivering, without a FIN or RST (a NAT or load balancer that
+        dropped their state): every open watch sends nothing more, and raises ``Unavailable`` once it has
+        been silent for its ``timeout_seconds`` + ``WATCH_READ_SLACK``, as a client's read timeout does.
+        Watches opened afterwards work."""
+        with self._cond:
+            self._silence_generation += 1
+            self._cond.notify_all()
+
+    def restart_empty(self, start_resource_version: int = 1) -> None:
+        """The API server restarted on an empty etcd (or one restored from an old backup): every Node,
+        Lease and Event is gone, open watches drop, the watch history is empty, and resourceVersions
+        start again after ``start_resource_version``, below what clients have seen. Namespaces stay."""
+        with self._cond:
+            if start_resource_version >= self._rv:
+                raise ValueError(
+                    f"restart_empty: start_resource_version {start_resource_version} must be below the "
+                    f"current {self._rv} (the store moves backwards)"
+                )
+            self._nodes.clear()
+            self._snapshots.clear()
+            self._leases.clear()
+            self._events.clear()
+            self._history.clear()
+            self._list_snapshots.clear()
+            self._rv = self._oldest = start_resource_version
             self._drop_generation += 1
             self._cond.notify_all()
 
@@ -424,6 +460,7 @@ class MemoryCluster:
                 start=start,
                 selector=selector,
                 deadline=self._clock() + timeout_seconds if timeout_seconds > 0 else None,
+                read_timeout=timeout_seconds + WATCH_READ_SLACK if timeout_seconds > 0 else None,
                 bookmarks=allow_bookmarks,
                 forced_gone=gone,
                 initial=initial,
@@ -701,8 +738,12 @@ class _MemoryWatch:
         forced_gone: bool,
         initial: list[WatchEvent],
         error: ClusterError | None = None,
+        read_timeout: float | None = None,
     ) -> None:
         self._error = error
+        self._read_timeout = read_timeout
+        self._silence_generation = cluster._silence_generation
+        self._pre_timeout_bookmark = False
         self._cluster = cluster
         self._initial = deque(initial)
         self._cursor = start
@@ -788,6 +829,9 @@ class _MemoryWatch:
                 return self._initial.popleft()
             if cluster._drop_generation != self._drop_generation:
                 raise Unavailable("watch nodes: connection dropped (injected)")
+            if cluster._silence_generation != self._silence_generation:
+                self._silent_locked()
+                continue
             if self._cursor < cluster._oldest:
                 return None  # fell behind the history window: the server ends a watch it cannot serve
             for change in self._pending(cluster):
@@ -799,13 +843,24 @@ class _MemoryWatch:
             now = cluster._clock()
             if self._deadline is not None and now >= self._deadline:
                 return None
-            if self._bookmarks and (
-                cluster._bookmark_generation != self._bookmark_generation
-                or (
-                    cluster._bookmark_interval is not None
-                    and now - self._last_sent >= cluster._bookmark_interval
+            pre_timeout = (
+                self._deadline is not None and now >= self._deadline - 2.0 and not self._pre_timeout_bookmark
+            )
+            # A watch from a resourceVersion the store has not reached gets no bookmark (the server
+            # sends only those newer than the watch's start).
+            if (
+                self._bookmarks
+                and self._cursor <= cluster._rv
+                and (
+                    pre_timeout
+                    or cluster._bookmark_generation != self._bookmark_generation
+                    or (
+                        cluster._bookmark_interval is not None
+                        and now - self._last_sent >= cluster._bookmark_interval
+                    )
                 )
             ):
+                self._pre_timeout_bookmark = self._pre_timeout_bookmark or pre_timeout
                 self._bookmark_generation = cluster._bookmark_generation
                 self._last_sent = now
                 self._cursor = max(self._cursor, cluster._rv)
@@ -813,9 +868,24 @@ class _MemoryWatch:
             waits = [0.5]
             if self._deadline is not None:
                 waits.append(self._deadline - now)
+                if not self._pre_timeout_bookmark:
+                    waits.append(self._deadline - 2.0 - now)
             if self._bookmarks and cluster._bookmark_interval is not None:
                 waits.append(self._last_sent + cluster._bookmark_interval - now)
             cluster._cond.wait(max(0.0, min(waits)))
+
+    def _silent_locked(self) -> None:
+        """A silenced watch: nothing more is delivered; after its read timeout of silence it fails as the
+        client's socket read would. Returns when closed (the caller then ends the watch)."""
+        cluster = self._cluster
+        while not self._closed:
+            now = cluster._clock()
+            if self._read_timeout is not None and now - self._last_sent >= self._read_timeout:
+                raise Unavailable(
+                    f"watch nodes: read timed out after {self._read_timeout:g}s of silence "
+                    "(connection half-open, injected)"
+                )
+            cluster._cond.wait(0.05 if self._read_timeout is None else min(0.05, self._read_timeout))
 
     def _pending(self, cluster: MemoryCluster) -> Iterator[_Change]:
         history = cluster._history

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 import attrs
 
 __all__ = [
+    "WATCH_READ_SLACK",
     "AdminCluster",
     "Cluster",
     "ClusterError",
@@ -31,6 +32,7 @@ __all__ = [
     "NodeOwners",
     "NodeSnapshot",
     "NotFound",
+    "TooLarge",
     "Unavailable",
     "Untrusted",
     "WatchEvent",
@@ -56,6 +58,12 @@ class Conflict(ClusterError):
 
 class Gone(ClusterError):
     """410: the requested resourceVersion is too old to watch from; relist."""
+
+
+class TooLarge(Gone):
+    """The resourceVersion asked for is newer than anything the server's store holds (kube-apiserver: 504
+    ``Timeout`` "Too large resource version", cause ``ResourceVersionTooLarge``): the store moved
+    backwards (etcd restored from a backup, or emptied). Like ``Gone``: list again, from the present."""
 
 
 class Forbidden(ClusterError):
@@ -117,9 +125,17 @@ class WatchEvent:
     node: NodeSnapshot | None = None
 
 
+#: A watch stream that receives nothing for its ``timeout_seconds`` plus this many seconds raises
+#: ``Unavailable``: the server ends every watch at its timeout (and sends a BOOKMARK 2 s before, when
+#: asked to), so that much silence is a connection that is gone without a FIN or RST (half-open).
+WATCH_READ_SLACK = 5.0
+
+
 class WatchStream(Protocol):
     """A watch in progress. Iterating raises ``Gone`` when the server says 410 (as a status or as an
-    ERROR event) and ``Unavailable`` on a dropped connection; it ends when the server ends the watch."""
+    ERROR event), ``TooLarge`` when the resourceVersion is newer than the server's store, and
+    ``Unavailable`` on a dropped connection or after ``timeout_seconds + WATCH_READ_SLACK`` of silence;
+    it ends when the server ends the watch."""
 
     def __iter__(self) -> Iterator[WatchEvent]: ...
 

@@ -1,11 +1,38 @@
 """The project's list+watch loop for Nodes, on top of the ``Cluster`` port (works with either one).
 
-A paged list (``limit`` 500) fills the store, then a watch runs from the list's resourceVersion with
-bookmarks and a jittered timeout, and resumes from the last resourceVersion seen when it ends. A ``Gone``
-means the history is lost: the reflector lists again and hands the handler the *difference* between its
-store and the new list, so consumers see every add, update and delete exactly once and nothing twice.
-Other failures back off exponentially with jitter (0.5 s .. 30 s by default). Nothing escapes the thread:
-errors are logged, handler exceptions are logged and the loop carries on.
+A paged list (``limit`` 500, ``resourceVersion=""``: a consistent read, never "any version") fills the
+store, then a watch runs from the list's resourceVersion with bookmarks and a jittered timeout of 12-20 s,
+and resumes from the last resourceVersion seen when the server ends it. Every list hands the handler the
+*difference* between its store and the new list, so consumers see every add, update and delete exactly
+once and nothing twice. Failures back off with the one backoff policy (``kube/backoff.py``: 0.5 s .. 30 s,
+with jitter). Nothing escapes the thread: errors are logged, handler exceptions are logged and the loop
+carries on.
+
+**Whether the view is current** (spec 5b) is a fact the reflector keeps, for its consumer to act on
+(the scheduler decides no cleanup on a view that is not):
+
+* *Progress* is a list, an event or a BOOKMARK. The API server ends every watch at its timeout and sends
+  a BOOKMARK 2 s before (``cacher``: "right before the watcher timeout", besides the once-a-minute ones,
+  which alone would be too rare), so a healthy watch shows progress at least every 20 s. The view is
+  **stale** once there was none for ``progress_deadline`` (30 s, well under the 60 s handshake window).
+  Time is the wire's (``wire_clock``, the monotonic clock by default), the clock the server's bookmarks
+  and timeouts run on, whatever clock the consumer decides on (a test's fake clock moves without the
+  server sending anything).
+* A *gap* is any moment the watch may have missed something: a watch that failed (an error, a dropped
+  or half-open connection: its read timeout is its ``timeout_seconds`` + 5 s), a 410, a resourceVersion
+  "too large", a watch dropped because it showed no progress (:meth:`check_progress`), before the first
+  list. **After any gap the reflector lists again**, and the view is current only once that list is
+  delivered. A resumed watch could replay what was missed, but only a BOOKMARK after the replay would
+  prove it done, up to 20 s later; a list proves it at once and costs one request of the watch cache, on
+  a path that is rare (a healthy watch ends by its timeout, which is no gap, and resumes).
+* A consumer that needs a view it can vouch for *from a given moment on* (the scheduler at the start of
+  each leadership term: a view from before it may have a gap no one noticed yet, such as a watch stalled
+  behind a network partition whose data arrives late) asks for a fresh list with :meth:`relist`; its
+  ticket is served by the first list that *starts* after the request (:meth:`current`).
+* A store that moved backwards (etcd restored or emptied under a restarted API server) shows as a list
+  whose resourceVersion is lower than the last one seen, as "too large resource version", or as a watch
+  that delivers nothing (its bookmarks are older than its start); each leads to a list from the present,
+  which then replaces the store (logged once per list).
 """
 
 from __future__ import annotations
@@ -13,15 +40,25 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 
 from hami_core.clock import SYSTEM, Clock
-from hami_core.kube.port import Cluster, Gone, NodeSnapshot, WatchEvent, WatchStream
+from hami_core.kube.backoff import DEFAULT_BASE, DEFAULT_MAX, ONE, ExponentialBackoff
+from hami_core.kube.port import (
+    WATCH_READ_SLACK,
+    Cluster,
+    Gone,
+    NodeSnapshot,
+    TooLarge,
+    WatchEvent,
+    WatchStream,
+)
 
-__all__ = ["Backoff", "NodeHandler", "Reflector", "ReflectorConfig"]
+__all__ = ["NodeHandler", "Reflector", "ReflectorConfig", "ViewState"]
 
 log = logging.getLogger(__name__)
 
@@ -40,40 +77,61 @@ class NodeHandler(Protocol):
         that followed a lost watch (``relisted=True``), once that list's differences were delivered."""
 
 
+def _deadline_fits(instance: ReflectorConfig, attribute: attrs.Attribute[float], value: float) -> None:
+    longest = instance.watch_timeout[1] + WATCH_READ_SLACK
+    if not value >= longest:
+        raise ValueError(
+            f"ReflectorConfig.progress_deadline must be at least the longest watch timeout plus "
+            f"{WATCH_READ_SLACK:g} s ({longest:g} s): a healthy watch shows progress only when it ends, "
+            f"got {value!r}"
+        )
+
+
+def _timeouts(instance: ReflectorConfig, attribute: attrs.Attribute[tuple[int, int]], value: Any) -> None:
+    if not (isinstance(value, tuple) and len(value) == 2 and 1 <= value[0] <= value[1]):
+        raise ValueError(
+            f"ReflectorConfig.watch_timeout must be (low, high) with 1 <= low <= high, got {value!r}"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class ReflectorConfig:
     label_selector: str = ""
     page_size: int = 500
     #: A watch's ``timeout_seconds`` is drawn uniformly from this range, so replicas do not reconnect
-    #: in step.
-    watch_timeout: tuple[int, int] = (240, 360)
-    backoff_initial: float = 0.5
-    backoff_max: float = 30.0
+    #: in step. The server sends a BOOKMARK 2 s before it ends a watch: this bounds a healthy watch's
+    #: silence.
+    watch_timeout: tuple[int, int] = attrs.field(default=(12, 20), validator=_timeouts)
+    #: No progress (list, event, BOOKMARK) for this long on the wire clock: the view is stale, and an
+    #: open watch is dropped (:meth:`Reflector.check_progress`) and replaced by a list.
+    progress_deadline: float = attrs.field(default=30.0, validator=_deadline_fits)
+    backoff_initial: float = DEFAULT_BASE
+    backoff_max: float = DEFAULT_MAX
     #: A watch that ends sooner than this without delivering anything counts as a failure (no tight loop).
     min_watch_duration: float = 1.0
 
 
-class Backoff:
-    """Exponential backoff with full jitter: the n-th delay is uniform in [d/2, d], d = initial * 2^n."""
+@attrs.frozen(kw_only=True)
+class ViewState:
+    """Whether the reflector's view is current, and why not (for readiness, ``/status`` and metrics)."""
 
-    def __init__(self, initial: float, maximum: float, rand: Callable[[], float]) -> None:
-        self._initial, self._maximum, self._rand = initial, maximum, rand
-        self._failures = 0
-
-    def next_delay(self) -> float:
-        ceiling = min(self._maximum, self._initial * 2.0 ** min(self._failures, 64))
-        self._failures += 1
-        return ceiling / 2 + self._rand() * ceiling / 2
-
-    def reset(self) -> None:
-        self._failures = 0
+    #: No gap since the last list, and progress within the deadline.
+    current: bool
+    #: Why the view is not current (``None`` when it is): the gap, or the silence.
+    stale_because: str | None
+    #: Seconds since the last progress (list, event, BOOKMARK), on the wire clock.
+    progress_age: float
+    #: Lists made, and times the view went from current to stale (a gap opened), since the start.
+    lists: int
+    stale_count: int
 
 
 class Reflector:
     """Keeps ``name -> NodeSnapshot`` in step with the cluster and reports every change to ``handler``.
 
     Backoff waits are on ``clock`` and cut short by :meth:`stop`; ``rand()`` in [0, 1) drives the jitter;
-    ``clock`` also measures watch durations. Both are injectable for tests. Use :meth:`start` for a
+    ``clock`` also measures watch durations. Progress is timed on ``wire_clock`` (see the module's
+    docstring). All three are injectable for tests. Use :meth:`start` for a
     daemon thread or call :meth:`run` on a thread of your own. ``keep`` (optional) reduces every Node
     before it is stored or handed on, for a consumer that reads only part of it (the scheduler keeps
     only what its vendors and node selector read: ``scheduler/trim.py``).
@@ -88,6 +146,7 @@ class Reflector:
         rand: Callable[[], float] = random.random,
         clock: Clock = SYSTEM,
         keep: Callable[[NodeSnapshot], NodeSnapshot] | None = None,
+        wire_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._cluster = cluster
         #: What the store keeps of each Node, applied before the handler sees it (default: all of it).
@@ -98,7 +157,10 @@ class Reflector:
         self._sleep = self._stop.wait
         self._rand = rand
         self._clock = clock.monotonic
-        self._backoff = Backoff(self._config.backoff_initial, self._config.backoff_max, rand)
+        self._backoff: ExponentialBackoff[str] = ExponentialBackoff(
+            self._config.backoff_initial, self._config.backoff_max, jitter=0.5, rand=rand
+        )
+        self._wire = wire_clock
         self._lock = threading.Lock()
         self._store: dict[str, NodeSnapshot] = {}
         self._synced = threading.Event()
@@ -108,8 +170,20 @@ class Reflector:
         self.resource_version = ""
         #: How many full lists were made (the first one included).
         self.lists = 0
-        #: ``clock()`` at the last sign of progress (a list, a watch opened, an event); for liveness.
-        self.last_progress = clock.monotonic()
+        #: ``wire_clock()`` at the last progress: a list delivered, an event or a BOOKMARK.
+        self.last_progress = wire_clock()
+        #: Why the view may have missed something since the last list (``None``: nothing did).
+        self._gap: str | None = "not listed yet"
+        self._stale_count = 0
+        #: Fresh lists asked for (:meth:`relist`), and the highest ticket a list has served.
+        self._requested = 0
+        self._served = 0
+        self._dropped_silent = False
+        self._watch_was_open = False
+        #: The highest resourceVersion seen (as a number), to tell a store that moved backwards.
+        self._highest_rv = 0
+        #: Lists whose resourceVersion was lower than the highest seen: the store moved backwards.
+        self.store_rewinds = 0
         self._gone_right_after_list = False
         self._resume_at: float | None = None
 
@@ -122,6 +196,78 @@ class Reflector:
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         return self._synced.wait(timeout)
+
+    # -- whether the view is current ------------------------------------------------------------------
+
+    def relist(self) -> int:
+        """Ask for a fresh list (the open watch is closed); returns the ticket :meth:`current` takes. Any
+        thread."""
+        with self._lock:
+            self._requested += 1
+            ticket = self._requested
+            watch = self._watch
+        if watch is not None:
+            watch.close()
+        return ticket
+
+    def current(self, ticket: int = 0) -> bool:
+        """The view is current: no gap since the last list, progress within the deadline, and a list
+        that started after ticket ``ticket`` was asked for has been delivered. Any thread."""
+        with self._lock:
+            served, gap = self._served, self._gap
+        return gap is None and served >= ticket and self.progress_age() <= self._config.progress_deadline
+
+    def listing_due(self) -> bool:
+        """A list is due and not yet delivered (a gap, or a fresh list asked for). Any thread."""
+        with self._lock:
+            return self._gap is not None or self._requested > self._served
+
+    def progress_age(self) -> float:
+        """Seconds since the last progress, on the wire clock."""
+        return max(0.0, self._wire() - self.last_progress)
+
+    def view_state(self) -> ViewState:
+        with self._lock:
+            gap, stale_count = self._gap, self._stale_count
+        age = self.progress_age()
+        because = gap
+        if because is None and age > self._config.progress_deadline:
+            because = f"no watch progress for {age:.0f}s (deadline {self._config.progress_deadline:g}s)"
+        return ViewState(
+            current=because is None,
+            stale_because=because,
+            progress_age=age,
+            lists=self.lists,
+            stale_count=stale_count,
+        )
+
+    def check_progress(self) -> bool:
+        """Drop the open watch when it has shown no progress within the deadline; the loop then lists
+        again. Called by the consumer's own loop (the scheduler's worker, every tick). Returns True when
+        it dropped one. Any thread."""
+        age = self.progress_age()
+        if age <= self._config.progress_deadline:
+            return False
+        with self._lock:
+            watch = self._watch
+            if watch is None or self._dropped_silent:
+                return False
+            self._dropped_silent = True
+        log.warning(
+            "node watch showed no progress (no event or bookmark) for %.0fs, deadline %gs: dropping it "
+            "and listing again; the view is stale until then",
+            age,
+            self._config.progress_deadline,
+        )
+        self._open_gap(f"the watch showed no progress for {age:.0f}s")
+        watch.close()
+        return True
+
+    def _open_gap(self, why: str) -> None:
+        with self._lock:
+            if self._gap is None:
+                self._gap = why
+                self._stale_count += 1
 
     def snapshot(self, name: str) -> NodeSnapshot | None:
         with self._lock:
@@ -159,32 +305,64 @@ class Reflector:
     def stopped(self) -> bool:
         return self._stop.is_set()
 
+    def _must_list(self) -> str | None:
+        """Why the next step is a list rather than a watch (``None``: resume the watch)."""
+        with self._lock:
+            if self._gap is not None:
+                return self._gap
+            if self._requested > self._served:
+                return "a fresh list was asked for"
+        if self.progress_age() > self._config.progress_deadline:
+            why = f"no watch progress for {self.progress_age():.0f}s"
+            self._open_gap(why)
+            return why
+        return None
+
     def run(self) -> None:
         """The loop; returns only after :meth:`stop`. Never raises."""
-        need_list = True
         while not self._stop.is_set():
             try:
-                if need_list:
+                why = self._must_list()
+                if why is not None:
+                    log.debug("node reflector lists: %s", why)
                     self._list()
-                    need_list = False
                 if self._stop.is_set():
                     break
                 if self._watch_once():
-                    self._backoff.reset()
+                    self._backoff.forget(ONE)
                 else:
                     self._pause("the watch ended at once without an event")
+            except TooLarge as exc:
+                self._open_gap("the server's store is behind the watch's resourceVersion")
+                log.warning(
+                    "node watch from resourceVersion %s: the API server's store is behind it (%s): "
+                    "etcd restored or emptied; listing again from the present",
+                    self.resource_version,
+                    exc,
+                )
+                self._pause("resource version too large")
             except Gone as exc:
+                self._open_gap("the watch expired (410)")
                 log.info("node watch expired (%s); listing again", exc)
-                need_list = True
                 if self._gone_right_after_list:
                     self._pause("the watch expired right after a list")
             except Exception as exc:  # the loop must survive anything, including bugs in a cluster
-                log.warning("node list/watch failed: %s", exc)
+                age = self.progress_age()
+                if age >= self._config.watch_timeout[0] + WATCH_READ_SLACK and self._watch_was_open:
+                    log.warning(
+                        "node watch showed no progress (no event or bookmark) for %.0fs and was dropped "
+                        "(%s); listing again, the view is stale until then",
+                        age,
+                        exc,
+                    )
+                else:
+                    log.warning("node list/watch failed: %s", exc)
+                self._open_gap(f"the watch or list failed: {exc}")
                 self._pause(str(exc))
         log.debug("node reflector stopped")
 
     def _pause(self, why: str) -> None:
-        delay = self._backoff.next_delay()
+        delay = self._backoff.when(ONE)
         log.debug("node reflector backs off %.2fs: %s", delay, why)
         self._resume_at = self._clock() + delay
         try:
@@ -204,6 +382,9 @@ class Reflector:
         items: dict[str, NodeSnapshot] = {}
         token: str | None = None
         resource_version = ""
+        with self._lock:
+            serves = self._requested  # a list serves the fresh lists asked for before it started
+        self._watch_was_open = False
         while True:
             page = self._cluster.list_nodes(
                 label_selector=self._config.label_selector,
@@ -222,10 +403,25 @@ class Reflector:
                 return
         relisted = self.lists > 0
         self.lists += 1
+        listed = _number(resource_version)
+        if listed is not None and listed < self._highest_rv:
+            self.store_rewinds += 1
+            log.warning(
+                "node list at resourceVersion %s is behind resourceVersion %d seen before: the API "
+                "server's store moved backwards (etcd restored or emptied); the list replaces the cache",
+                resource_version,
+                self._highest_rv,
+            )
+        if listed is not None:
+            self._highest_rv = listed
         self._apply_list(items)
         self.resource_version = resource_version
         self._gone_right_after_list = True
-        self.last_progress = self._clock()
+        self.last_progress = self._wire()
+        with self._lock:
+            self._gap = None
+            self._served = max(self._served, serves)
+            self._dropped_silent = False
         self._synced.set()
         try:
             self._handler.on_synced(relisted=relisted)
@@ -260,13 +456,17 @@ class Reflector:
         )
         with self._lock:
             self._watch = watch
-        self.last_progress = self._clock()
+            asked = self._requested > self._served or self._dropped_silent
+        self._watch_was_open = True
         try:
-            if self._stop.is_set():
+            if self._stop.is_set() or asked:
                 return True
             for event in watch:
                 if self._stop.is_set():
                     return True
+                with self._lock:
+                    if self._requested > self._served or self._dropped_silent:
+                        return True  # closed for a fresh list: what it still delivers waits for it
                 self._apply(event)
                 delivered = True
                 self._gone_right_after_list = False
@@ -274,11 +474,21 @@ class Reflector:
             with self._lock:
                 self._watch = None
             watch.close()
-        return delivered or self._stop.is_set() or self._clock() - started >= self._config.min_watch_duration
+        with self._lock:
+            asked = self._requested > self._served or self._dropped_silent
+        return (
+            delivered
+            or asked
+            or self._stop.is_set()
+            or self._clock() - started >= self._config.min_watch_duration
+        )
 
     def _apply(self, event: WatchEvent) -> None:
         self.resource_version = event.resource_version
-        self.last_progress = self._clock()
+        self.last_progress = self._wire()
+        seen = _number(event.resource_version)
+        if seen is not None and seen > self._highest_rv:
+            self._highest_rv = seen
         node = event.node
         if event.type == "BOOKMARK" or node is None:
             return
@@ -302,6 +512,12 @@ class Reflector:
             call(*args)
         except Exception:
             log.exception("node event handler failed in %s; the reflector carries on", call.__name__)
+
+
+def _number(resource_version: str) -> int | None:
+    """A resourceVersion as a number (etcd's revision, as kube-apiserver serves it), else ``None``: then
+    nothing is compared."""
+    return int(resource_version) if resource_version.isdigit() else None
 
 
 def _sharing(old: NodeSnapshot, new: NodeSnapshot) -> NodeSnapshot:

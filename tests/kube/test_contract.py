@@ -529,9 +529,7 @@ def test_reflector_relists_after_gone_without_losing_or_repeating_anything(
     created = {name: cluster.create_node(name, labels=test_label) for name in (a, b, c)}
     proxy = Interposer(cluster)
     recorder = Recorder()
-    reflector = Reflector(
-        proxy, recorder, ReflectorConfig(label_selector=selector_of(test_label), watch_timeout=(20, 30))
-    )
+    reflector = Reflector(proxy, recorder, ReflectorConfig(label_selector=selector_of(test_label)))
     reflector.start()
     try:
         assert reflector.wait_for_sync(WAIT)

@@ -4,11 +4,14 @@ request counts. Its behaviour as a cluster is covered by the contract suite."""
 from __future__ import annotations
 
 import threading
+import time
+from typing import Any
 
 import pytest
 
+from hami_core.clock import FakeClock
 from hami_core.kube.memory import MemoryCluster, merge_patch
-from hami_core.kube.port import Gone, Invalid, Unavailable, WatchEvent
+from hami_core.kube.port import WATCH_READ_SLACK, ClusterError, Gone, Invalid, Unavailable, WatchEvent
 
 
 def first(stream: object, count: int) -> list[WatchEvent]:
@@ -49,7 +52,8 @@ def test_compact_forgets_history() -> None:
     cluster.compact()
     with pytest.raises(Gone):
         first(cluster.watch_nodes(resource_version=before, timeout_seconds=1), 1)
-    assert list(cluster.watch_nodes(resource_version=cluster.resource_version, timeout_seconds=1)) == []
+    quiet = cluster.watch_nodes(resource_version=cluster.resource_version, timeout_seconds=1)
+    assert [e.type for e in quiet] == ["BOOKMARK"]  # the one before the timeout, as the server sends
 
 
 def test_bookmarks_on_demand_and_on_interval() -> None:
@@ -110,7 +114,7 @@ def test_dropped_and_forced_gone_watches() -> None:
     cluster.force_gone()
     with pytest.raises(Gone):
         list(cluster.watch_nodes(resource_version=rv, timeout_seconds=1))
-    assert list(cluster.watch_nodes(resource_version=rv, timeout_seconds=1)) == []
+    assert [e.type for e in cluster.watch_nodes(resource_version=rv, timeout_seconds=1)] == ["BOOKMARK"]
     assert cluster.open_watches == 0
 
 
@@ -159,3 +163,86 @@ def test_concurrent_writers_get_distinct_resource_versions() -> None:
         thread.join()
     assert len(set(versions)) == 200
     assert cluster.get_node("n1").annotations == {f"w{w}": "49" for w in range(4)}
+
+
+def test_a_watch_gets_a_bookmark_two_seconds_before_its_timeout_as_from_the_server() -> None:
+    clock = FakeClock()
+    cluster = MemoryCluster(bookmark_interval=None, clock=clock.monotonic)
+    rv = cluster.resource_version
+    stream = iter(cluster.watch_nodes(resource_version=rv, timeout_seconds=10))
+    got: list[WatchEvent] = []
+    reader = threading.Thread(target=lambda: got.extend(stream))
+    reader.start()
+    clock.advance(7.9)
+    time.sleep(0.6)  # the watch polls its clock twice a second; nothing is due yet
+    assert got == []
+    clock.advance(0.1)
+    _until(lambda: got)
+    assert [(e.type, e.resource_version) for e in got] == [("BOOKMARK", rv)]
+    clock.advance(2)
+    reader.join(10)
+    assert not reader.is_alive() and len(got) == 1
+
+
+def test_a_silenced_watch_delivers_nothing_and_fails_after_its_read_timeout() -> None:
+    clock = FakeClock()
+    cluster = MemoryCluster(bookmark_interval=None, clock=clock.monotonic)
+    silenced = iter(cluster.watch_nodes(resource_version=cluster.resource_version, timeout_seconds=10))
+    cluster.silence_watches()
+    fresh = cluster.watch_nodes(resource_version=cluster.resource_version, timeout_seconds=10)
+    node = cluster.create_node("n1")
+    assert next(iter(fresh)).node == node  # a connection opened afterwards works
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            list(silenced)
+        except Unavailable as exc:
+            errors.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    clock.advance(10 + WATCH_READ_SLACK - 0.5)  # past its timeout: a silent connection never ends by itself
+    time.sleep(0.3)
+    assert reader.is_alive() and not errors
+    clock.advance(0.5)
+    reader.join(10)
+    assert not reader.is_alive()
+    assert len(errors) == 1 and "read timed out" in str(errors[0])
+
+
+def test_restart_empty_moves_the_store_backwards() -> None:
+    cluster = MemoryCluster()
+    for name in ("a", "b", "c"):
+        cluster.create_node(name)
+    before = int(cluster.resource_version)
+    stream = cluster.watch_nodes(resource_version=str(before), timeout_seconds=30)
+    errors: list[BaseException] = []
+    reader = threading.Thread(target=lambda: errors.extend(_failure(stream)))
+    reader.start()
+    cluster.restart_empty()
+    reader.join(10)
+    assert len(errors) == 1 and isinstance(errors[0], Unavailable)  # the restart drops the connection
+    assert cluster.list_nodes().items == ()
+    assert int(cluster.list_nodes().resource_version) < before
+    new = cluster.create_node("d")
+    assert int(new.resource_version) < before
+    # a watch from the old resourceVersion is accepted and delivers nothing, not even a bookmark
+    assert list(cluster.watch_nodes(resource_version=str(before), timeout_seconds=1)) == []
+    with pytest.raises(ValueError, match="below the current"):
+        cluster.restart_empty(start_resource_version=before + 100)
+
+
+def _failure(stream: Any) -> list[BaseException]:
+    try:
+        list(stream)
+    except ClusterError as exc:
+        return [exc]
+    return []
+
+
+def _until(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)

@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 
 from hami_core.clock import FakeClock
+from hami_core.kube.backoff import ExponentialBackoff
 from hami_core.kube.memory import MemoryCluster
-from hami_core.kube.port import NodeSnapshot, WatchEvent
-from hami_core.kube.reflector import Backoff, Reflector, ReflectorConfig
+from hami_core.kube.port import NodeSnapshot, TooLarge, WatchEvent
+from hami_core.kube.reflector import Reflector, ReflectorConfig
 
 FAST = ReflectorConfig(watch_timeout=(5, 5))
+ONE = "x"
 
 
 class Log:
@@ -67,12 +69,12 @@ class Sleeps(FakeClock):
 
 
 def test_backoff_doubles_with_jitter_up_to_the_cap() -> None:
-    top = Backoff(0.5, 30.0, rand=lambda: 1.0)
-    assert [top.next_delay() for _ in range(9)] == [0.5, 1, 2, 4, 8, 16, 30, 30, 30]
-    bottom = Backoff(0.5, 30.0, rand=lambda: 0.0)
-    assert [bottom.next_delay() for _ in range(3)] == [0.25, 0.5, 1]
-    top.reset()
-    assert top.next_delay() == 0.5
+    top: ExponentialBackoff[str] = ExponentialBackoff(0.5, 30.0, jitter=0.5, rand=lambda: 1.0)
+    assert [top.when(ONE) for _ in range(9)] == [0.5, 1, 2, 4, 8, 16, 30, 30, 30]
+    bottom: ExponentialBackoff[str] = ExponentialBackoff(0.5, 30.0, jitter=0.5, rand=lambda: 0.0)
+    assert [bottom.when(ONE) for _ in range(3)] == [0.25, 0.5, 1]
+    top.forget(ONE)
+    assert top.when(ONE) == 0.5
 
 
 def test_list_failures_back_off_then_sync() -> None:
@@ -115,10 +117,13 @@ class _WatchEndsAtOnce(MemoryCluster):
 
 def test_a_watch_that_ends_at_once_is_not_a_tight_loop() -> None:
     sleeps = Sleeps(limit=4)
-    reflector = Reflector(_WatchEndsAtOnce(), Log(), FAST, clock=sleeps, rand=lambda: 0.0)
+    reflector = Reflector(
+        _WatchEndsAtOnce(), Log(), FAST, clock=sleeps, rand=lambda: 0.0, wire_clock=sleeps.monotonic
+    )
     sleeps.reflector = reflector
     reflector.run()
     assert sleeps.delays == [0.25, 0.5, 1.0, 2.0]
+    # no gap (the server ended each watch), and progress within the deadline: the watch resumes
     assert reflector.lists == 1
 
 
@@ -155,7 +160,7 @@ def test_relist_after_gone_delivers_only_the_difference() -> None:
         reflector.stop()
 
 
-def test_dropped_watch_resumes_from_the_last_version_without_a_list() -> None:
+def test_a_dropped_watch_is_a_gap_and_a_list_vouches_for_the_view_again() -> None:
     cluster = MemoryCluster()
     a = cluster.create_node("a")
     log = Log()
@@ -163,14 +168,17 @@ def test_dropped_watch_resumes_from_the_last_version_without_a_list() -> None:
     reflector.start()
     try:
         log.wait_for(("synced", False))
-        with cluster._cond:  # the change lands together with the drop: it arrives after the resume
+        assert reflector.current()
+        with cluster._cond:  # the change lands together with the drop: the list after it shows it
             a1 = cluster.patch_node_annotations("a", {"x": "1"})
             cluster.drop_watches()
-        log.wait_for(("upsert", a.resource_version, "a", a1.resource_version))
+        log.wait_for(("synced", True))
+        assert log.calls[-2:] == [("upsert", a.resource_version, "a", a1.resource_version), ("synced", True)]
         b = cluster.create_node("b")
         log.wait_for(("upsert", None, "b", b.resource_version))
-        assert reflector.lists == 1
+        assert reflector.lists == 2
         assert reflector.snapshot("a") == a1
+        assert reflector.current() and reflector.view_state().stale_count == 1
     finally:
         reflector.stop()
 
@@ -240,7 +248,8 @@ def test_stop_ends_a_backoff_and_a_watch_at_once() -> None:
 
     idle = MemoryCluster()
     log = Log()
-    watching = Reflector(idle, log, ReflectorConfig(watch_timeout=(300, 300)), clock=FakeClock())
+    long_watch = ReflectorConfig(watch_timeout=(300, 300), progress_deadline=400)
+    watching = Reflector(idle, log, long_watch, clock=FakeClock())
     thread = watching.start()
     log.wait_for(("synced", False))
     _until(lambda: idle.open_watches == 1)
@@ -281,7 +290,7 @@ def test_progress_is_stamped_by_lists_and_events() -> None:
     cluster = MemoryCluster()
     log = Log()
     clock = FakeClock()
-    reflector = Reflector(cluster, log, FAST, clock=clock)
+    reflector = Reflector(cluster, log, FAST, clock=clock, wire_clock=clock.monotonic)
     assert reflector.last_progress == clock.monotonic()
     clock.advance(1)
     reflector.start()
@@ -295,3 +304,169 @@ def test_progress_is_stamped_by_lists_and_events() -> None:
         assert reflector.last_progress > after_list
     finally:
         reflector.stop()
+
+
+# -- whether the view is current (spec 5b) ---------------------------------------------------------------
+
+
+def _ride_out_backoff(clock: FakeClock) -> None:
+    """The watch failed: let the reflector's backoff (at most 0.5 s for a first failure) pass."""
+    assert clock.wait_for_waiting(1)
+    clock.advance(1)
+
+
+def _fake_world(**cluster_options: Any) -> tuple[FakeClock, MemoryCluster]:
+    clock = FakeClock()
+    return clock, MemoryCluster(clock=clock.monotonic, bookmark_interval=None, **cluster_options)
+
+
+def test_a_silenced_watch_fails_by_its_read_timeout_and_a_list_shows_what_it_missed() -> None:
+    clock, cluster = _fake_world()
+    log = Log()
+    reflector = Reflector(cluster, log, FAST, clock=clock, wire_clock=clock.monotonic)
+    reflector.start()
+    try:
+        log.wait_for(("synced", False))
+        _until(lambda: cluster.open_watches == 1)
+        cluster.silence_watches()
+        late = cluster.create_node("late")  # the silenced watch never delivers it
+        clock.advance(5 + 5 - 0.5)  # its timeout (5 s) + the read slack (5 s), not yet
+        assert reflector.snapshot("late") is None and reflector.current()
+        clock.advance(0.5)
+        _ride_out_backoff(clock)
+        log.wait_for(("upsert", None, "late", late.resource_version))
+        log.wait_for(("synced", True))
+        assert reflector.lists == 2 and reflector.current()
+        assert reflector.view_state().stale_count == 1
+    finally:
+        reflector.stop()
+
+
+class _Forever:
+    """A watch that never delivers and never ends until closed (a connection that trickles nothing)."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        self.closed.wait(30)
+        return iter(())
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+class _SilentFirstWatch(MemoryCluster):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.silent: _Forever | None = None
+
+    def watch_nodes(self, **kwargs: Any) -> Any:  # type: ignore[override]
+        if self.silent is None:
+            self.silent = _Forever()
+            return self.silent
+        return super().watch_nodes(**kwargs)
+
+
+def test_no_progress_within_the_deadline_makes_the_view_stale_and_the_watch_is_replaced() -> None:
+    clock = FakeClock()
+    cluster = _SilentFirstWatch(clock=clock.monotonic, bookmark_interval=None)
+    cluster.create_node("a")
+    log = Log()
+    reflector = Reflector(cluster, log, FAST, clock=clock, wire_clock=clock.monotonic)
+    reflector.start()
+    try:
+        log.wait_for(("synced", False))
+        _until(lambda: cluster.silent is not None)
+        clock.advance(30)
+        assert reflector.current() and not reflector.check_progress()  # at the deadline: still current
+        clock.advance(0.5)
+        state = reflector.view_state()
+        assert not reflector.current() and not state.current
+        assert state.stale_because is not None and "no watch progress for 30s" in state.stale_because
+        assert reflector.check_progress()  # drops the watch
+        assert not reflector.check_progress()  # once
+        log.wait_for(("synced", True))
+        assert reflector.current() and reflector.lists == 2
+        assert cluster.silent is not None and cluster.silent.closed.is_set()
+    finally:
+        reflector.stop()
+
+
+def test_a_fresh_list_asked_for_is_served_only_by_a_list_that_starts_after_the_request() -> None:
+    clock, cluster = _fake_world()
+    log = Log()
+    reflector = Reflector(cluster, log, FAST, clock=clock, wire_clock=clock.monotonic)
+    reflector.start()
+    try:
+        log.wait_for(("synced", False))
+        assert reflector.current(0)
+        ticket = reflector.relist()
+        assert ticket == 1
+        node = cluster.create_node("meanwhile")
+        log.wait_for(("synced", True))
+        assert reflector.current(ticket) and not reflector.current(ticket + 1)
+        assert reflector.snapshot("meanwhile") == node
+        assert reflector.lists == 2
+    finally:
+        reflector.stop()
+
+
+def test_a_store_that_moved_backwards_is_listed_again_and_replaces_the_cache() -> None:
+    clock, cluster = _fake_world()
+    for name in ("a", "b", "c"):
+        cluster.create_node(name)
+    log = Log()
+    reflector = Reflector(cluster, log, FAST, clock=clock, wire_clock=clock.monotonic)
+    reflector.start()
+    try:
+        log.wait_for(("synced", False))
+        old_b = reflector.snapshot("b")
+        with cluster._cond:  # the restart and the new objects land before the reflector lists again
+            cluster.restart_empty()
+            b = cluster.create_node("b")
+            d = cluster.create_node("d")
+        _ride_out_backoff(clock)
+        log.wait_for(("synced", True))
+        assert reflector.items() == {"b": b, "d": d}
+        assert old_b is not None and old_b.uid != b.uid
+        assert ("delete", "a") in log.calls and ("delete", "c") in log.calls
+        assert reflector.store_rewinds == 1 and reflector.current()
+        e = cluster.create_node("e")  # and it watches the new store from its list
+        log.wait_for(("upsert", None, "e", e.resource_version))
+    finally:
+        reflector.stop()
+
+
+class _TooLargeOnce(MemoryCluster):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.refused = 0
+
+    def watch_nodes(self, **kwargs: Any) -> Any:  # type: ignore[override]
+        if not self.refused:
+            self.refused += 1
+            raise TooLarge("watch nodes: 504 Too large resource version: 370, current: 211", status=504)
+        return super().watch_nodes(**kwargs)
+
+
+def test_a_resource_version_too_large_leads_to_a_list_from_the_present() -> None:
+    clock = FakeClock(auto_advance=True)
+    cluster = _TooLargeOnce(bookmark_interval=None)
+    cluster.create_node("a")
+    log = Log()
+    reflector = Reflector(cluster, log, FAST, clock=clock)
+    reflector.start()
+    try:
+        log.wait_for(("synced", True))
+        assert cluster.refused == 1 and reflector.lists == 2
+        _until(reflector.current)
+    finally:
+        reflector.stop()
+
+
+def test_the_progress_deadline_must_cover_the_longest_watch() -> None:
+    with pytest.raises(ValueError, match="at least the longest watch timeout plus 5 s"):
+        ReflectorConfig(watch_timeout=(20, 30), progress_deadline=30)
+    with pytest.raises(ValueError, match="watch_timeout must be"):
+        ReflectorConfig(watch_timeout=(10, 5))
