@@ -21,6 +21,11 @@ Choices the spec leaves open, made here:
   with the error, never a cleanup because of a driver bug.
 * A vendor the node carries nothing of (no register or handshake annotation) and that nothing is
   remembered of is not judged at all: no driver code runs for it.
+* On a view the scheduler cannot vouch for (``Observation.view_current`` false: a gap in the watch not
+  yet closed by a fresh list, a watch silent past its deadline, a term whose first list has not come
+  back) nothing is found dead: no cleanup, no delete re-sent, no memory change; the decision is
+  ``CLEANUP_WITHHELD`` and the caller decides the node again once the view is current (spec 5b).
+  Stamping goes on: a stamp destroys nothing.
 
 Driver code (the codec and the liveness rule) never runs inside ``decide``: the caller asks it first
 (``ask_driver`` in ``hami_core.protocol.evaluate``) and passes its answers as plain values
@@ -141,6 +146,8 @@ class Observation:
     handshake: str | None = None
     #: ``status.allocatable[<count resource>]``, 0 when absent or unparsable.
     allocatable: int = attrs.field(default=0, validator=_count)
+    #: The view this was seen in is known current (spec 5b); only then is a cleanup decided.
+    view_current: bool = True
 
 
 @attrs.frozen(kw_only=True)
@@ -218,6 +225,8 @@ class Reason(enum.Enum):
     NO_VENDOR = "no-vendor"
     DEGRADED = "degraded"
     CLEANED_UP = "cleaned-up"
+    #: Found dead on a view that is not known current: nothing done, decided again once it is.
+    CLEANUP_WITHHELD = "cleanup-withheld"
     AWAITING_SIGN_OF_LIFE = "awaiting-sign-of-life"
     NOT_SELECTED = "not-selected"
     NODE_DELETED = "node-deleted"
@@ -338,12 +347,25 @@ def _handshake_deleted_by_a_cleanup(
     )
 
 
+def _withheld(memory: VendorMemory) -> Decision:
+    """Found dead on a view that is not current: nothing is written, cached or remembered differently."""
+    return Decision(
+        write=None,
+        memory=memory,
+        cache=CacheChange.KEEP,
+        reason=Reason.CLEANUP_WITHHELD,
+        verdict=Verdict.DEAD,
+    )
+
+
 def _awaiting(obs: Observation, memory: VendorMemory, rules: VendorRules) -> Decision:
     """Cleaned up, no sign of life: nothing changes, but a cleanup's delete the node does not show yet is
     decided again."""
     write = None
     if memory.delete_handshake:
         if obs.handshake is not None and obs.handshake == memory.handshake_at_cleanup:
+            if not obs.view_current:
+                return _withheld(memory)
             write = HandshakeWrite(rules.handshake_annotation or "", None)
         else:
             memory = attrs.evolve(memory, delete_handshake=False)
@@ -400,6 +422,8 @@ def decide(
     standing = stamp_standing(handshake, now=now, window=window)
 
     if _handshake_deleted_by_a_cleanup(memory, handshake, answers, has_handshake):
+        if not obs.view_current:
+            return _withheld(memory)
         return Decision(
             write=None,
             memory=VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=obs.register),
@@ -434,6 +458,8 @@ def decide(
             error=alive,
             error_is_new=memory.degraded != alive,
         )
+    if not alive and not obs.view_current:
+        return _withheld(memory)
     if not alive:
         cleanup = memory.registered
         delete = cleanup and rules.handshake_annotation is not None and observed is not None

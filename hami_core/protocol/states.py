@@ -55,6 +55,9 @@ _OF_REASON = {
     Reason.UNCHANGED: VendorState.REGISTERED,
     Reason.DEGRADED: VendorState.DEGRADED,
     Reason.CLEANED_UP: VendorState.AWAITING_SIGN_OF_LIFE,
+    #: Found dead on a view not known current: nothing changed, so a registered vendor stays registered
+    #: (the registrar keeps the state it had; ``/cache/<node>`` explains on a current view).
+    Reason.CLEANUP_WITHHELD: VendorState.REGISTERED,
     Reason.AWAITING_SIGN_OF_LIFE: VendorState.AWAITING_SIGN_OF_LIFE,
     Reason.UNREGISTERED_EMPTY: VendorState.NO_DEVICES,
     Reason.NO_VENDOR: VendorState.NOT_PRESENT,

@@ -5,6 +5,15 @@ memory), the patch pool, the Event poster and the HTTP server. Everything the wo
 work queue: node names (watch events, expiry timers, retries after a failed patch), the resync tick and
 the start of a leadership term. Every replica keeps its cache warm and decides alike; only the leader
 sends, and only once the worker has started its term. All waiting is on the injected ``Clock``.
+
+A term starts on a fresh view (spec 5b): on becoming leader the replica asks the reflector for a fresh
+list (``Reflector.relist``), and the worker starts the term (its full pass, its writes) only once a list
+that began after that is delivered; "cache synced for term N" means that list and the full pass after
+it. A view from before the term may hide a gap nobody has noticed yet (a watch stalled behind a network
+partition, its data still in flight when the Lease is won back). Within a term, every evaluation is told
+whether the view is current (the reflector's fact: no gap since its last list, progress within the
+deadline); on a view that is not, no cleanup is decided (``Reason.CLEANUP_WITHHELD``, stamps go on), and
+the nodes withheld are decided again once it is. ``/readyz`` is 503 while the view is stale.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -71,7 +81,10 @@ class Scheduler:
         *,
         clock: Clock = SYSTEM,
         on_node_deleted: Callable[[str], object] = lambda node: None,
+        wire_clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``wire_clock`` times the watch's progress (``kube/reflector.py``): the clock the API server's
+        bookmarks and timeouts run on, the monotonic clock, whatever ``clock`` the decisions use."""
         if not vendors:
             raise ValueError("the scheduler needs at least one vendor driver")
         self.config = cfg = config or SchedulerConfig()
@@ -96,7 +109,7 @@ class Scheduler:
         self.queue: WorkQueue[str] = WorkQueue(clock=clock)
         #: What the store (and the view's PATCH replies) keep of a Node: what the vendors and selector read.
         self.trim = NodeTrim.of(vendors, cfg.node_selector)
-        self.reflector = Reflector(cluster, self, clock=clock, keep=self.trim)
+        self.reflector = Reflector(cluster, self, clock=clock, keep=self.trim, wire_clock=wire_clock)
         self.view = NodeView(self.reflector.snapshot)
         self.elector: LeaderElector | Standalone
         if cfg.read_only:
@@ -148,6 +161,10 @@ class Scheduler:
         self._term_started = 0
         self._term_pending: tuple[int, set[str]] | None = None
         self._synced_term = 0
+        #: (term, the reflector's ticket for the fresh list that term starts on).
+        self._term_ticket: tuple[int, int] = (0, 0)
+        #: Nodes whose cleanup was withheld on a view not known current (worker thread only).
+        self._withheld: set[str] = set()
         self._gc_frozen = False
         #: The resourceVersion each node was last evaluated at (worker thread only): the resync's test.
         self._evaluated: dict[str, str] = {}
@@ -227,9 +244,12 @@ class Scheduler:
         """Nothing left to do until the clock moves or the cluster changes: no node queued or being
         evaluated, no write unsent or unconfirmed by the watch, no Event unposted, the elector waiting.
         For tests and the simulation, which advance a fake clock only once a replica has settled."""
-        confirmed = self.view.pending() == 0 or self.reflector.backing_off()  # else the watch shows them
+        reflector = self.reflector
+        confirmed = self.view.pending() == 0 or reflector.backing_off()  # else the watch shows them
+        listed = not reflector.listing_due() or reflector.backing_off()
         return (
-            self.queue.idle()
+            listed
+            and self.queue.idle()
             and self.writer.idle()
             and confirmed
             and self.events.idle()
@@ -261,6 +281,10 @@ class Scheduler:
         nothing is sent (see ``_may_write``); writes not yet sent are refused by the writer and come
         back through ``_patch_failed``."""
         self.metrics.leadership_changes.inc()
+        if term is not None:
+            ticket = self.reflector.relist()  # the term starts on a list made after this moment
+            with self._lock:
+                self._term_ticket = (term, ticket)
         self.queue.add_first(_TERM)
 
     # -- the worker -------------------------------------------------------------------------------------
@@ -270,6 +294,7 @@ class Scheduler:
             key = self.queue.get(_WORKER_TICK)
             self._last_tick = self.clock.monotonic()
             if key is None:
+                self._tick()
                 continue
             try:
                 if key == _RESYNC:
@@ -285,6 +310,33 @@ class Scheduler:
             finally:
                 self.queue.done(key)
 
+    def _tick(self) -> None:
+        """Between keys: drop a watch that shows no progress; decide again what waited for a current
+        view."""
+        try:
+            self.reflector.check_progress()
+            self._decide_withheld()
+        except Exception:
+            log.exception("scheduler worker: unexpected error in its tick; carrying on")
+
+    def _view_current(self) -> bool:
+        """The view can be vouched for: the reflector's view is current and, while in a term, was listed
+        afresh after the term began."""
+        ticket = 0
+        if self._in_term():
+            with self._lock:
+                term, ticket = self._term_ticket
+            if term != self.elector.term:
+                return False
+        return self.reflector.current(ticket)
+
+    def _decide_withheld(self) -> None:
+        if self._withheld and self._view_current():
+            withheld, self._withheld = self._withheld, set()
+            log.info("the node view is current again: deciding %d withheld nodes", len(withheld))
+            for name in sorted(withheld):
+                self.queue.add(name)
+
     def _in_term(self) -> bool:
         """Evaluating as the replica in charge: the leader, or a read-only replica (always)."""
         return self.elector.term > 0 if self.config.read_only else self.elector.is_leader()
@@ -296,9 +348,12 @@ class Scheduler:
         )
 
     def _start_term(self) -> None:
+        self._decide_withheld()
         term = self.elector.term
         if not self._in_term() or term == self._term_started or not self.reflector.has_synced:
             return
+        if not self._view_current():
+            return  # the term's fresh list is not in yet: its end queues this key again
         names = set(self.reflector.names()) | self.registrar.known_nodes()
         self._term_started = term
         with self._lock:
@@ -337,7 +392,11 @@ class Scheduler:
     def _evaluate(self, name: str) -> None:
         now = self.clock.now()
         node = self.view.get(name)
-        evaluation = self.registrar.evaluate(name, node, now=now)
+        evaluation = self.registrar.evaluate(name, node, now=now, view_current=self._view_current())
+        if evaluation.withheld:
+            self._withheld.add(name)
+        else:
+            self._withheld.discard(name)
         if evaluation.node_gone:  # before the report: what follows is about the new object, if any
             self._forget_node(name)
         if node is None:
@@ -515,13 +574,13 @@ class Scheduler:
         return not self._stop.is_set() and self.clock.monotonic() - self._last_tick < _LIVENESS_LIMIT
 
     def ready(self) -> bool:
-        """Leader (or read-only), and the cache is complete for the current term (not a stale sync from an
-        earlier one)."""
+        """Leader (or read-only), the cache is complete for the current term (not a stale sync from an
+        earlier one), and the view is current (spec 5b)."""
         if not self._in_term():
             return False
         with self._lock:
             synced = self._synced_term
-        return synced == self.elector.term and self.reflector.has_synced
+        return synced == self.elector.term and self.reflector.has_synced and self._view_current()
 
     def status(self) -> dict[str, Any]:
         with self._lock:
@@ -535,6 +594,7 @@ class Scheduler:
             "term": self.elector.term,
             "synced_term": synced_term,
             "ready": self.ready(),
+            "view": self._view_json(),
             "nodes_watched": len(self.reflector.names()),
             "nodes_registered": len(self.cache.nodes()),
             "devices": self.cache.device_count(),
@@ -542,6 +602,21 @@ class Scheduler:
             "settings": self.settings(),
             "counters": {name: int(value) for name, value in self.metrics.totals().items()}
             | dict(self.writer.counters),
+        }
+
+    def _view_json(self) -> dict[str, Any]:
+        state = self.reflector.view_state()
+        current = self._view_current()
+        because = state.stale_because
+        if because is None and not current:
+            because = "the term's fresh list is not in yet"
+        return {
+            "current": current,
+            "stale_because": because,
+            "watch_progress_age_seconds": round(state.progress_age, 3),
+            "lists": state.lists,
+            "times_stale": state.stale_count,
+            "store_rewinds": self.reflector.store_rewinds,
         }
 
     def settings(self) -> dict[str, Any]:
@@ -632,6 +707,7 @@ class Scheduler:
         with self._lock:
             synced_term = self._synced_term
         listed = self.reflector.has_synced
+        view = self.reflector.view_state()
         would: dict[tuple[str, str], int] | None = None
         if self.config.read_only:
             vendor_of = {v.handshake_annotation: v.vendor_key for v in self.registrar.vendors}
@@ -646,6 +722,9 @@ class Scheduler:
             term=self.elector.term,
             cache_synced=listed and (not leader or synced_term == self.elector.term),
             nodes_watched=len(self.reflector.names()),
+            view_current=self._view_current(),
+            watch_progress_age=view.progress_age,
+            times_stale=view.stale_count,
             queue_depth=len(self.queue),
             queue_delayed=self.queue.delayed(),
             vendors=vendors,

@@ -6,6 +6,7 @@
 | ``hami_scheduler_decode_errors_total`` | counter | vendor | register values that do not decode (each distinct one once) |
 | ``hami_scheduler_liveness_rule_errors_total`` | counter | vendor | a driver's liveness rule raised (each distinct error once) |
 | ``hami_scheduler_cleanups_total`` | counter | vendor | vendors found dead and cleaned up |
+| ``hami_scheduler_cleanups_withheld_total`` | counter | vendor | vendors found dead on a view not known current: not cleaned, decided again once it is |
 | ``hami_scheduler_stamps_total`` | counter | vendor | handshake stamps handed to the patch writer (leader only) |
 | ``hami_scheduler_handshake_deletes_total`` | counter | vendor | handshake deletes of cleanups handed to the writer |
 | ``hami_scheduler_dropped_not_leader_total`` | counter | | writes not sent: leadership was lost before their turn |
@@ -22,6 +23,9 @@
 | ``hami_scheduler_nodes_watched`` | gauge | | Nodes in the watch cache (all of them, selected or not) |
 | ``hami_scheduler_nodes`` | gauge | vendor, state | nodes where the vendor is in each state it is kept in (``protocol/states.py``: ``registered``, ``degraded``, ``awaiting-sign-of-life``, ``no-devices``, ``not-present``) |
 | ``hami_scheduler_devices`` | gauge | vendor | devices in the device cache |
+| ``hami_scheduler_view_current`` | gauge | | 1 while the node view is current: no watch gap since a list made in this term, progress within the deadline |
+| ``hami_scheduler_watch_progress_age_seconds`` | gauge | | seconds since the node watch last showed progress (a list, an event, a bookmark) |
+| ``hami_scheduler_view_stale_total`` | counter | | times the node view went stale (a watch gap: failure, 410, no progress, store behind) |
 | ``hami_scheduler_work_queue_depth`` | gauge | | node keys ready for the worker |
 | ``hami_scheduler_work_queue_delayed`` | gauge | | keys waiting for a later time (stamp expiries, retries, the resync) |
 | ``hami_scheduler_read_only_pending_writes`` | gauge | vendor, kind | read-only mode: nodes a leader would write to now (``stamp``, ``delete``) |
@@ -44,7 +48,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import attrs
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
@@ -123,6 +127,10 @@ class LiveState:
     vendors: Mapping[str, VendorCounts] = attrs.field(factory=dict)
     #: Read-only mode: (vendor key, "stamp" or "delete") -> nodes a leader would write that to now.
     would_write: Mapping[tuple[str, str], int] | None = None
+    #: The node view is current (spec 5b), seconds since the watch's last progress, times it went stale.
+    view_current: bool = True
+    watch_progress_age: float = 0.0
+    times_stale: int = 0
 
 
 class _LiveCollector(Collector):
@@ -171,6 +179,25 @@ class _LiveCollector(Collector):
             "Nodes in the watch cache, selected or not.",
             s.nodes_watched if s else 0,
         )
+        yield gauge(
+            "hami_scheduler_view_current",
+            "1 while the node view is current: no watch gap since a list made in this term, and watch "
+            "progress within the deadline (no cleanup is decided otherwise).",
+            bool(s and s.view_current),
+        )
+        yield gauge(
+            "hami_scheduler_watch_progress_age_seconds",
+            "Seconds since the node watch last showed progress (a list, an event or a bookmark).",
+            s.watch_progress_age if s else 0,
+        )
+        stale = CounterMetricFamily(
+            "hami_scheduler_view_stale",
+            "Times the node view went stale: a watch gap (a failure, a 410, no progress within the "
+            "deadline, a store behind the watch).",
+        )
+        if s is not None:
+            stale.add_metric([], s.times_stale)
+        yield stale
         yield gauge(
             "hami_scheduler_work_queue_depth", "Node keys ready for the worker.", s.queue_depth if s else 0
         )
@@ -258,6 +285,10 @@ class SchedulerMetrics:
             "Times the vendor driver's liveness rule raised (each distinct error counted once per node).",
         )
         self.cleanups = per_vendor("hami_scheduler_cleanups", "Vendors found dead on a node and cleaned up.")
+        self.cleanups_withheld = per_vendor(
+            "hami_scheduler_cleanups_withheld",
+            "Vendors found dead on a view not known current: not cleaned up, decided again once it is.",
+        )
         self.stamps = per_vendor("hami_scheduler_stamps", "Handshake stamps handed to the patch writer.")
         self.handshake_deletes = per_vendor(
             "hami_scheduler_handshake_deletes", "Handshake deletes of cleanups handed to the patch writer."
@@ -340,6 +371,7 @@ class SchedulerMetrics:
             "decode_errors": self.decode_errors,
             "liveness_rule_errors": self.liveness_rule_errors,
             "cleanups": self.cleanups,
+            "cleanups_withheld": self.cleanups_withheld,
             "stamps": self.stamps,
             "handshake_deletes": self.handshake_deletes,
             "dropped_not_leader": self.dropped_not_leader,

@@ -96,6 +96,8 @@ class Evaluation:
     events: tuple[VendorEvent, ...] = ()
     #: vendor key -> decision, for logs and tests.
     decisions: Mapping[str, Decision] = attrs.field(factory=dict)
+    #: A vendor was found dead on a view not known current: decide the node again once it is.
+    withheld: bool = False
     #: The Node object this name held before is gone (deleted, or replaced by a new object with the same
     #: name and another uid): everything remembered of it was dropped.
     node_gone: bool = False
@@ -159,8 +161,14 @@ class Registrar:
             tuple(alloc.get(v.count_resource) for v in self._vendors),
         )
 
-    def evaluate(self, name: str, node: NodeSnapshot | None, *, now: datetime) -> Evaluation:
-        """Decide every vendor on node ``name`` as shown (``node=None``: it was deleted)."""
+    def evaluate(
+        self, name: str, node: NodeSnapshot | None, *, now: datetime, view_current: bool = True
+    ) -> Evaluation:
+        """Decide every vendor on node ``name`` as shown (``node=None``: it was deleted).
+
+        ``view_current``: the view ``node`` comes from is known current (spec 5b); when it is not, a
+        vendor found dead is not cleaned up (``Reason.CLEANUP_WITHHELD``) and the caller decides the node
+        again once it is."""
         self.metrics.evaluations.inc()
         seen_before = node is not None and self._uids.get(name) == node.uid
         replaced = node is not None and self._uids.get(name, node.uid) != node.uid
@@ -185,6 +193,8 @@ class Registrar:
                 continue  # nothing of this vendor on the node and nothing remembered: nothing to decide
             memory = known or _NOTHING_KNOWN
             observed = self._observe(name, node, rules, selected=selected)
+            if not view_current:
+                observed = attrs.evolve(observed, view_current=False)
             decision = evaluate(observed, memory, now=now, rules=rules, window=self._window)
             decisions[rules.vendor_key] = decision
             if decision.memory is not memory:
@@ -194,11 +204,18 @@ class Registrar:
                     self._memory[key] = decision.memory
             if decision.write is not None:
                 patch[decision.write.annotation] = decision.write.value
-            if self._set_state(key, decision.reason):
-                first_states[rules.vendor_key] = state_of(decision.reason)
+            reason = decision.reason
+            if reason is Reason.CLEANUP_WITHHELD:  # nothing changed: the vendor stands where it stood
+                reason = self._state_reason(key) or (
+                    Reason.UNCHANGED if memory.registered else Reason.AWAITING_SIGN_OF_LIFE
+                )
+            if self._set_state(key, reason):
+                first_states[rules.vendor_key] = state_of(reason)
             self._apply_cache(name, rules.vendor_key, decision, now)
             if decision.reason is Reason.CLEANED_UP:
                 self.metrics.cleanups.labels(vendor=rules.vendor_key).inc()
+            elif decision.reason is Reason.CLEANUP_WITHHELD:
+                self.metrics.cleanups_withheld.labels(vendor=rules.vendor_key).inc()
             event = self._event(observed, memory, decision, rules, now=now, seen_before=seen_before)
             if event is not None:
                 events.append(
@@ -237,7 +254,12 @@ class Registrar:
             decisions=decisions,
             node_gone=replaced or node is None,
             first_states=first_states,
+            withheld=any(d.reason is Reason.CLEANUP_WITHHELD for d in decisions.values()),
         )
+
+    def _state_reason(self, key: tuple[str, str]) -> Reason | None:
+        with self._states_lock:
+            return self._states.get(key)
 
     def _set_state(self, key: tuple[str, str], reason: Reason | None) -> bool:
         """Keep (or with ``None``, drop) a vendor's state; True when it had none before and keeps one."""

@@ -633,6 +633,60 @@ def test_spec_rows(row: Row) -> None:
     assert (d.error is not None) == (d.reason is R.DEGRADED)
 
 
+# --- spec 5b: no cleanup on a view that is not known current ------------------------------------------------
+
+
+def _found_dead(row: Row) -> bool:
+    return row.verdict is V.DEAD
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_spec_rows_on_a_view_not_known_current_withhold_every_cleanup_and_nothing_else(row: Row) -> None:
+    stale = attrs.evolve(row.observation, view_current=False)
+    d = evaluate(stale, row.memory, now=row.now, rules=row.rules)
+    if _found_dead(row):
+        assert (d.write, d.cache, d.reason, d.verdict) == (None, KEEP, R.CLEANUP_WITHHELD, V.DEAD)
+        assert d.memory == row.memory  # nothing remembered: decided afresh once the view is current
+    else:
+        assert (d.write, d.cache, d.reason, d.verdict) == (row.write, row.cache, row.reason, row.verdict)
+    assert d.write is None or d.write.value is not None  # stamps go on; a delete never
+
+
+def test_a_cleanups_delete_decided_again_waits_for_a_current_view() -> None:
+    old = stamp(61 * SEC)
+    cleaned = evaluate(obs(register="a", handshake=old), registered("a"), now=NOW, rules=MLU)
+    assert cleaned.write == DELETE
+    stale = evaluate(
+        obs(register="a", handshake=old, view_current=False), cleaned.memory, now=NOW + SEC, rules=MLU
+    )
+    assert (stale.write, stale.reason, stale.memory) == (None, R.CLEANUP_WITHHELD, cleaned.memory)
+    again = evaluate(obs(register="a", handshake=old), stale.memory, now=NOW + 2 * SEC, rules=MLU)
+    assert (again.write, again.reason) == (DELETE, R.AWAITING_SIGN_OF_LIFE)
+
+
+def test_a_handshake_deleted_elsewhere_is_not_taken_as_a_cleanup_on_a_stale_view() -> None:
+    seen = evaluate(obs(register="a", handshake=stamp(55 * SEC)), registered("a"), now=NOW, rules=MLU)
+    stale = evaluate(obs(register="a", view_current=False), seen.memory, now=NOW + SEC, rules=MLU)
+    assert (stale.reason, stale.write, stale.cache, stale.memory) == (
+        R.CLEANUP_WITHHELD,
+        None,
+        KEEP,
+        seen.memory,
+    )
+
+
+def test_a_report_seen_once_the_view_is_current_again_keeps_the_vendor() -> None:
+    """The harm the gate prevents: our stamp expired in a view that missed the plugin's report."""
+    ours = stamp(61 * SEC)
+    withheld = evaluate(
+        obs(register="a", handshake=ours, view_current=False), registered("a"), now=NOW, rules=MLU
+    )
+    assert withheld.reason is R.CLEANUP_WITHHELD and withheld.write is None
+    report = "Reported_2026-11-29 18:03:50"  # what the fresh list shows: the plugin answered meanwhile
+    d = evaluate(obs(register="a", handshake=report), withheld.memory, now=NOW + SEC, rules=MLU)
+    assert (d.reason, d.write, d.cache) == (R.UNCHANGED, HandshakeWrite(HS, format_stamp(NOW + SEC)), KEEP)
+
+
 def test_cache_entry_is_the_decoded_list_with_the_vendor_key() -> None:
     d = evaluate(obs(register="x;y", handshake=stamp()), VendorMemory(), now=NOW, rules=NVIDIA)
     assert d.devices == (
