@@ -19,6 +19,7 @@ from harness.apiserver import (
     k8s_bin_dir,
     k8s_version,
     start_apiserver,
+    stop_apiserver,
 )
 from harness.fixtures import binaries_or_fail, unique_node_name
 from kubernetes import client, config, watch
@@ -301,3 +302,40 @@ def test_missing_binaries_fail_unless_a_local_run_asks_to_skip(
     monkeypatch.setenv("HAMI_SKIP_APISERVER", skip_asked)
     with pytest.raises(outcome, match=r"bash scripts/build-k8s\.sh"):
         binaries_or_fail()
+
+
+def test_restart_on_empty_etcd_moves_the_store_backwards_and_keeps_the_harness_usable(tmp_path: Path) -> None:
+    server = start_apiserver(tmp_path / "server", bin_dir=binaries_or_fail(), reporter_nodes=("node-a",))
+    try:
+        name = unique_node_name()
+        status, node = server.request("POST", "/api/v1/nodes", {"metadata": {"name": name}})
+        assert status == 201, node
+        for i in range(5):  # move the store on a little
+            server.request(
+                "PATCH",
+                f"/api/v1/nodes/{name}",
+                {"metadata": {"labels": {"i": str(i)}}},
+                content_type=MERGE_PATCH,
+            )
+        status, before = server.request("GET", "/api/v1/nodes")
+        seen = int(before["metadata"]["resourceVersion"])
+        server.restart_on_empty_etcd()
+        status, after = server.request("GET", "/api/v1/nodes")
+        assert status == 200 and [n["metadata"]["name"] for n in after["items"]] == []
+        assert int(after["metadata"]["resourceVersion"]) < seen
+        # the identities work again: the scheduler may list, a reporter patch its own Node
+        assert server.request("GET", "/api/v1/nodes", identity=rbac.SCHEDULER_USER)[0] == 200
+        server.request("POST", "/api/v1/nodes", {"metadata": {"name": "node-a"}})
+        status, body = server.request(
+            "PATCH",
+            "/api/v1/nodes/node-a",
+            {"metadata": {"annotations": {"hami.io/node-handshake": "Reported_x"}}},
+            identity=server.reporter("node-a"),
+            content_type=MERGE_PATCH,
+        )
+        assert status == 200, body
+        # the audit log goes on across the restart
+        creates = server.audit_events(resource="nodes", verbs={"create"}, user="admin")
+        assert [e.name for e in creates if e.name in (name, "node-a")] == [name, "node-a"]
+    finally:
+        stop_apiserver(server)

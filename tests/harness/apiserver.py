@@ -31,6 +31,7 @@ import urllib.request
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,41 @@ class ApiServer:
     version: str
     #: identity -> bearer token; Pod-bound reporter tokens are added as they are made.
     tokens: dict[str, str]
-    processes: tuple[subprocess.Popen[bytes], ...] = field(repr=False)
+    #: kube-apiserver, then etcd (replaced by ``restart_on_empty_etcd``).
+    processes: list[subprocess.Popen[bytes]] = field(repr=False)
+    #: How each was started: (name, argv, log), in start order (etcd first).
+    commands: list[tuple[str, list[str], Path]] = field(default_factory=list, repr=False)
+    reporter_nodes: tuple[str, ...] = DEFAULT_REPORTER_NODES
+
+    def restart_on_empty_etcd(self) -> None:
+        """Stop kube-apiserver and etcd, empty etcd's data directory, and start both again on the same
+        ports: what an API server restarted on a lost (or wiped) etcd looks like to its clients. Every
+        object is gone and resourceVersions start again from about 1, below what clients have seen.
+        The harness's RBAC and the reporters' Pods and tokens are made again (the old Pod-bound tokens
+        name Pods that no longer exist). The audit log goes on in the same file."""
+        for proc in self.processes:
+            _end(proc)
+        shutil.rmtree(self.workdir / "etcd-data", ignore_errors=True)
+        restart = 1
+        while (self.workdir / f"etcd.restart{restart}.log").exists():
+            restart += 1
+        started: list[subprocess.Popen[bytes]] = []
+        watched: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+        for name, argv, first_log in self.commands:
+            log = first_log.with_name(f"{first_log.stem}.restart{restart}{first_log.suffix}")
+            proc = _spawn(argv, log)
+            started.append(proc)
+            watched[name] = (proc, log)
+            if name == "etcd":
+                etcd_url = next(a.split("=", 1)[1] for a in argv if a.startswith("--listen-client-urls="))
+                _wait_until("etcd to be healthy again", partial(_etcd_health, etcd_url), watched)
+            else:
+                _wait_until("kube-apiserver /readyz again", partial(_readyz, self.url, self.ca_file), watched)
+        self.processes[:] = list(reversed(started))
+        for identity in [i for i in self.tokens if i.startswith(rbac.REPORTER_PREFIX)]:
+            del self.tokens[identity]
+            (self.workdir / "kubeconfigs" / f"{_file_name(identity)}.kubeconfig").unlink(missing_ok=True)
+        _install_rbac(self, watched, self.reporter_nodes)
 
     @property
     def audit_log(self) -> Path:
@@ -559,58 +594,54 @@ def _launch(bins: Path, workdir: Path, tokens: dict[str, str], reporter_nodes: t
     etcd_port, peer_port, secure_port = _free_ports(3)
     etcd_url, peer_url = f"http://127.0.0.1:{etcd_port}", f"http://127.0.0.1:{peer_port}"
     etcd_log, apiserver_log = workdir / "etcd.log", workdir / "kube-apiserver.log"
-    etcd = _spawn(
-        [
-            str(bins / "etcd"),
-            "--name=harness",
-            f"--data-dir={workdir / 'etcd-data'}",
-            f"--listen-client-urls={etcd_url}",
-            f"--advertise-client-urls={etcd_url}",
-            f"--listen-peer-urls={peer_url}",
-            f"--initial-advertise-peer-urls={peer_url}",
-            f"--initial-cluster=harness={peer_url}",
-            "--unsafe-no-fsync",
-            "--log-level=warn",
-        ],
-        etcd_log,
-    )
+    etcd_argv = [
+        str(bins / "etcd"),
+        "--name=harness",
+        f"--data-dir={workdir / 'etcd-data'}",
+        f"--listen-client-urls={etcd_url}",
+        f"--advertise-client-urls={etcd_url}",
+        f"--listen-peer-urls={peer_url}",
+        f"--initial-advertise-peer-urls={peer_url}",
+        f"--initial-cluster=harness={peer_url}",
+        "--unsafe-no-fsync",
+        "--log-level=warn",
+    ]
+    etcd = _spawn(etcd_argv, etcd_log)
     started: list[subprocess.Popen[bytes]] = [etcd]
     try:
         watched = {"etcd": (etcd, etcd_log)}
         _wait_until("etcd to be healthy", lambda: _etcd_health(etcd_url), watched)
         pki = workdir / "pki"
         url = f"https://127.0.0.1:{secure_port}"
-        apiserver = _spawn(
-            [
-                str(bins / "kube-apiserver"),
-                f"--etcd-servers={etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                "--endpoint-reconciler-type=none",  # a loopback address cannot back the kubernetes Service
-                f"--secure-port={secure_port}",
-                f"--cert-dir={pki}",
-                f"--tls-cert-file={pki / 'serving.crt'}",
-                f"--tls-private-key-file={pki / 'serving.key'}",
-                f"--client-ca-file={pki / 'ca.crt'}",
-                f"--token-auth-file={workdir / 'tokens.csv'}",
-                "--authorization-mode=Node,RBAC",
-                "--enable-admission-plugins=NodeRestriction",
-                "--disable-admission-plugins=ServiceAccount",  # no controller-manager makes default SAs
-                f"--service-account-issuer={url}",
-                f"--service-account-key-file={pki / 'sa.pub'}",
-                f"--service-account-signing-key-file={pki / 'sa.key'}",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                "--allow-privileged=true",
-                "--profiling=false",
-                f"--audit-policy-file={audit.write_policy(workdir / 'audit-policy.json')}",
-                f"--audit-log-path={workdir / 'audit.log'}",
-                "--audit-log-mode=blocking",
-                "--audit-log-format=json",
-                "--audit-log-maxsize=0",  # never rotated: the tests read the whole log
-                "--v=1",
-            ],
-            apiserver_log,
-        )
+        apiserver_argv = [
+            str(bins / "kube-apiserver"),
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            "--endpoint-reconciler-type=none",  # a loopback address cannot back the kubernetes Service
+            f"--secure-port={secure_port}",
+            f"--cert-dir={pki}",
+            f"--tls-cert-file={pki / 'serving.crt'}",
+            f"--tls-private-key-file={pki / 'serving.key'}",
+            f"--client-ca-file={pki / 'ca.crt'}",
+            f"--token-auth-file={workdir / 'tokens.csv'}",
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction",
+            "--disable-admission-plugins=ServiceAccount",  # no controller-manager makes default SAs
+            f"--service-account-issuer={url}",
+            f"--service-account-key-file={pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--allow-privileged=true",
+            "--profiling=false",
+            f"--audit-policy-file={audit.write_policy(workdir / 'audit-policy.json')}",
+            f"--audit-log-path={workdir / 'audit.log'}",
+            "--audit-log-mode=blocking",
+            "--audit-log-format=json",
+            "--audit-log-maxsize=0",  # never rotated: the tests read the whole log
+            "--v=1",
+        ]
+        apiserver = _spawn(apiserver_argv, apiserver_log)
         started.append(apiserver)
         watched["kube-apiserver"] = (apiserver, apiserver_log)
         ca_file = pki / "ca.crt"
@@ -625,7 +656,9 @@ def _launch(bins: Path, workdir: Path, tokens: dict[str, str], reporter_nodes: t
             workdir=workdir,
             version=version["gitVersion"],
             tokens=tokens,
-            processes=(apiserver, etcd),
+            processes=[apiserver, etcd],
+            commands=[("etcd", etcd_argv, etcd_log), ("kube-apiserver", apiserver_argv, apiserver_log)],
+            reporter_nodes=reporter_nodes,
         )
         _install_rbac(server, watched, reporter_nodes)
         return server

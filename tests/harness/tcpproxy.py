@@ -1,14 +1,47 @@
-"""A loopback TCP forwarder that a test can cut and restore, to make an API server unreachable on demand.
+"""A loopback TCP forwarder between a client and the API server that a test can break on demand, the
+ways networks break:
 
-TLS passes through untouched: the client still verifies the API server's certificate (issued for
-127.0.0.1), it only connects to another port.
+- ``cut()``: stop listening and close every connection (the server is unreachable, connections refused);
+  ``start()`` again to recover.
+- ``freeze()``: the connections open at this moment stop delivering, in both directions, without a FIN
+  or RST (a NAT or load balancer that dropped their state): what is sent on them vanishes. Connections
+  opened afterwards work. This is the half-open connection a client notices only by its own timeouts.
+- ``hold()`` / ``release()``: a partition that heals: every connection, open or new, delivers nothing
+  while held; what was sent meanwhile is delivered in order on release (as TCP retransmission does
+  once the path is back). New connections are accepted but get no answer until then.
+- ``resets(True)`` / ``resets(False)``: every connection, open or new, is reset (RST) while on.
+
+Why a proxy of our own rather than toxiproxy: toxiproxy's toxics apply to a proxy, so to every
+connection through it, open or new; freezing the connections open at one moment while new ones work
+needs per-connection state, which is a few lines here. TLS passes through untouched: the client still
+verifies the API server's certificate (issued for 127.0.0.1), it only connects to another port.
 """
 
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 from contextlib import suppress
+
+
+class _Pair:
+    """One client connection and its upstream."""
+
+    def __init__(self, client: socket.socket, upstream: socket.socket) -> None:
+        self.client, self.upstream = client, upstream
+        self.frozen = False
+
+    def close(self, *, reset: bool = False) -> None:
+        for sock in (self.client, self.upstream):
+            if reset:
+                with suppress(OSError):  # linger 0: close sends RST
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            else:
+                with suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+            with suppress(OSError):
+                sock.close()
 
 
 class TcpProxy:
@@ -20,7 +53,10 @@ class TcpProxy:
         probe.close()
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
-        self._conns: list[socket.socket] = []
+        self._pairs: list[_Pair] = []
+        self._flowing = threading.Event()  # cleared while held
+        self._flowing.set()
+        self._resetting = False
         self.connections = 0
 
     @property
@@ -41,15 +77,37 @@ class TcpProxy:
         """Stop listening and drop every open connection: the server is unreachable until ``start``."""
         with self._lock:
             listener, self._listener = self._listener, None
-            conns, self._conns = self._conns, []
+            pairs, self._pairs = self._pairs, []
         if listener is not None:
             with suppress(OSError):
                 listener.shutdown(socket.SHUT_RDWR)
             listener.close()
-        for conn in conns:
-            with suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-            conn.close()
+        for pair in pairs:
+            pair.close()
+        self._flowing.set()  # nothing held survives a cut
+
+    def freeze(self) -> int:
+        """The connections open now go silent for good, without a FIN or RST; returns how many."""
+        with self._lock:
+            pairs = list(self._pairs)
+            for pair in pairs:
+                pair.frozen = True
+        return len(pairs)
+
+    def hold(self) -> None:
+        """Deliver nothing on any connection, open or new, until ``release`` (then all of it, in order)."""
+        self._flowing.clear()
+
+    def release(self) -> None:
+        self._flowing.set()
+
+    def resets(self, on: bool) -> None:
+        """While on, every connection, open or new, is reset (RST)."""
+        with self._lock:
+            self._resetting = on
+            pairs, self._pairs = (self._pairs, []) if on else ([], self._pairs)
+        for pair in pairs:
+            pair.close(reset=True)
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
@@ -57,29 +115,37 @@ class TcpProxy:
                 client, _ = listener.accept()
             except OSError:
                 return
+            with self._lock:
+                resetting = self._resetting
+            if resetting:
+                _Pair(client, socket.socket()).close(reset=True)
+                continue
             try:
                 upstream = socket.create_connection(self._target, timeout=5)
             except OSError:
                 client.close()
                 continue
             upstream.settimeout(None)
+            pair = _Pair(client, upstream)
             with self._lock:
                 if self._listener is not listener:
-                    client.close()
-                    upstream.close()
+                    pair.close()
                     return
-                self._conns += [client, upstream]
+                self._pairs.append(pair)
                 self.connections += 1
             for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+                threading.Thread(target=self._pump, args=(pair, src, dst), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, pair: _Pair, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
+                self._flowing.wait()
+                if pair.frozen:
+                    continue  # swallowed: the peer's data vanishes, and nothing tells either end
                 dst.sendall(data)
         except OSError:
             pass
         finally:
-            with suppress(OSError):
-                dst.shutdown(socket.SHUT_WR)
+            if not pair.frozen:
+                with suppress(OSError):
+                    dst.shutdown(socket.SHUT_WR)
