@@ -218,6 +218,21 @@ class World:
             remaining -= moved
             self.settle()
 
+    def paced(self, seconds: float, until: Callable[[], Any] | None = None, step: float = STEP) -> Any:
+        """Advance the fake clock by up to ``seconds``, never faster than real time passes (so the
+        replicas' time does not run ahead of the wire's: the API server's watch timeouts and bookmarks,
+        the clients' read timeouts), settling after each step; stops early once ``until()`` holds and
+        returns its value (``None`` without one). For faults on the real API server only."""
+        moved = 0.0
+        while moved < seconds - 1e-9:
+            if until is not None and (value := until()):
+                return value
+            started = time.monotonic()
+            self.advance(min(step, seconds - moved), step=step)
+            moved += step
+            time.sleep(max(0.0, step - (time.monotonic() - started)))
+        return until() if until is not None else None
+
     def run_until(
         self, what: str, predicate: Callable[[], Any], limit: float = 300.0, step: float = STEP
     ) -> Any:
@@ -241,22 +256,26 @@ def _world(kind: str, request: pytest.FixtureRequest) -> World:
         memory.create_namespace(namespace)
         w = World("memory", memory, namespace, lambda proxy: memory)
     else:
-        server = request.getfixturevalue("apiserver")
-        namespace = request.getfixturevalue("apiserver_namespace")
-        admin = KubeCluster.from_kubeconfig(server.kubeconfig("admin"))
+        w = world_on(request.getfixturevalue("apiserver"), request.getfixturevalue("apiserver_namespace"))
+    return w
 
-        def make(proxy: TcpProxy | None) -> KubeCluster:
-            path = server.kubeconfig("hami-scheduler")
-            if proxy is not None:
-                config = json.loads(Path(path).read_text())
-                config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
-                proxied = Path(path).with_name(f"proxy-{proxy.port}.kubeconfig")
-                proxied.write_text(json.dumps(config))
-                path = str(proxied)
-            return KubeCluster.from_kubeconfig(path, request_timeout=5.0, connect_timeout=2.0)
 
-        w = World("apiserver", admin, namespace, make)
-        w.server = server  # type: ignore[attr-defined]
+def world_on(server: Any, namespace: str) -> World:
+    """A world on a real API server (``harness.apiserver.ApiServer``) and a namespace of it."""
+    admin = KubeCluster.from_kubeconfig(server.kubeconfig("admin"))
+
+    def make(proxy: TcpProxy | None) -> KubeCluster:
+        path = server.kubeconfig("hami-scheduler")
+        if proxy is not None:
+            config = json.loads(Path(path).read_text())
+            config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
+            proxied = Path(path).with_name(f"proxy-{proxy.port}.kubeconfig")
+            proxied.write_text(json.dumps(config))
+            path = str(proxied)
+        return KubeCluster.from_kubeconfig(path, request_timeout=5.0, connect_timeout=2.0)
+
+    w = World("apiserver", admin, namespace, make)
+    w.server = server  # type: ignore[attr-defined]
     return w
 
 

@@ -116,3 +116,63 @@ def test_failed_patches_are_retried_and_do_not_block_other_nodes(memory_world: W
     assert replica.writer.counters["patch_errors"] == 2
     assert replica.metrics.patch_requests() == {"2xx": 2, "4xx": 0, "5xx": 2, "error": 0}
     assert replica.cluster.calls["patch_node_annotations"] == 4  # two failed, then one per node
+
+
+# -- spec 5b: no cleanup on a view the replica cannot vouch for (real-server cases: test_faults_view.py) --
+
+MLU_REGISTER = "hami.io/node-mlu-register"
+MLU_HANDSHAKE = "hami.io/node-handshake-mlu"
+MLU = "MLU-1,10,23308,0,MLU-MLU370-X4,0,true:"
+REPORT = "Reported_2026-01-01 00:00:55"
+
+
+def _stamped(world: World, node: str) -> bool:
+    return world.annotations(node).get(MLU_HANDSHAKE, "").startswith("Requesting_")
+
+
+def test_no_cleanup_is_decided_while_the_view_has_a_gap(memory_world: World) -> None:
+    world = memory_world
+    node = world.node("gap", {MLU_REGISTER: MLU})
+    replica = world.scheduler("mlu")
+    world.run_until("stamped", lambda: _stamped(world, node))
+    world.run_until("ready", replica.ready)
+    world.advance(WINDOW - 10)  # the stamp is 50 s old
+    memory: MemoryCluster = world.admin._inner  # type: ignore[attr-defined]  # writes the replica cannot see yet
+    memory.fail_next(8, verb="list")  # the lists after the gap fail for a minute and more (backoff)
+    memory.drop_watches()
+    memory.patch_node_annotations(node, {MLU_HANDSHAKE: REPORT})  # the plugin answers meanwhile
+    world.run_until("stale", lambda: not replica.ready())
+    view = replica.status()["view"]
+    assert not view["current"] and "failed" in view["stale_because"], view
+    world.advance(15)  # the stamp expires in the replica's view, which still shows it
+    totals = replica.metrics.totals()
+    assert totals["cleanups_withheld"] >= 1 and totals["cleanups"] == 0, totals
+    assert world.annotations(node)[MLU_HANDSHAKE] == REPORT  # nothing deleted
+    assert _registered(replica, node) == {"MLU"}  # nor dropped from the cache
+    world.run_until("current again", replica.ready, limit=150)
+    world.run_until("the report answered with a stamp", lambda: _stamped(world, node))
+    assert replica.metrics.totals()["cleanups"] == 0
+    assert _registered(replica, node) == {"MLU"}
+    assert replica.status()["view"]["current"] and replica.status()["view"]["times_stale"] >= 1
+
+
+def test_a_term_starts_on_a_list_made_after_it_began(memory_world: World) -> None:
+    world = memory_world
+    node = world.node("term", {MLU_REGISTER: MLU})
+    first = world.scheduler("mlu", identity="first")
+    world.run_until("stamped", lambda: _stamped(world, node))
+    world.run_until("ready", first.ready)
+    second = world.scheduler("mlu", identity="second")
+    world.settle()
+    world.advance(WINDOW - 10)
+    memory: MemoryCluster = world.admin._inner  # type: ignore[attr-defined]
+    memory.silence_watches()  # both replicas' watches go silent (no FIN, no RST): nobody notices yet
+    memory.patch_node_annotations(node, {MLU_HANDSHAKE: REPORT})  # the plugin answers, unseen
+    lists = second.reflector.lists
+    world.stop(first)  # it releases the Lease: the second takes over on a view that missed the report
+    world.run_until("the second leads", second.ready)
+    assert second.reflector.lists > lists  # its term started on a fresh list, which shows the report
+    world.advance(15)  # the old stamp's window passes
+    assert second.metrics.totals()["cleanups"] == 0
+    assert _stamped(world, node)  # the report was answered, not deleted
+    assert _registered(second, node) == {"MLU"}
