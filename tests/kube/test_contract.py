@@ -6,16 +6,20 @@ Nodes uniquely and selects them by a label of its own.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
+from hami_core.kube.client import KubeCluster
+from hami_core.kube.memory import MemoryCluster
 from hami_core.kube.port import (
     Conflict,
     Gone,
@@ -787,3 +791,129 @@ def test_a_patch_that_only_removes_absent_keys_writes_nothing(
     assert summary(events) == [("MODIFIED", name)]
     assert events[0].resource_version == written.resource_version
     cluster.delete_node(name)
+
+
+# -- faults the reflector must see through (spec 5b), reproduced on both ---------------------------------
+
+
+@pytest.fixture(params=["memory", "apiserver"])
+def silenceable(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Any, Callable[[], None]]]:
+    """(the admin's cluster, the reflector's cluster, a way to make the reflector's open connections go
+    silent): in memory ``silence_watches``; on the real server a proxy freezing the open connections."""
+    if request.param == "memory":
+        memory = MemoryCluster()
+        yield memory, memory, memory.silence_watches
+        return
+    from urllib.parse import urlsplit
+
+    from harness.tcpproxy import TcpProxy
+
+    server = request.getfixturevalue("apiserver")
+    url = urlsplit(server.url)
+    proxy = TcpProxy(url.hostname or "127.0.0.1", url.port or 443)
+    proxy.start()
+    config = json.loads(Path(server.kubeconfig("admin")).read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
+    path = Path(server.kubeconfig("admin")).with_name(f"proxy-{proxy.port}.kubeconfig")
+    path.write_text(json.dumps(config))
+    admin = KubeCluster.from_kubeconfig(server.kubeconfig("admin"))
+    through = KubeCluster.from_kubeconfig(str(path), request_timeout=5.0, connect_timeout=2.0)
+    try:
+
+        def freeze() -> None:
+            assert proxy.freeze() >= 1
+
+        yield admin, through, freeze
+    finally:
+        through.close()
+        admin.close()
+        proxy.cut()
+
+
+def test_reflector_replaces_a_silent_watch_and_lists_what_it_missed(
+    silenceable: tuple[Any, Any, Callable[[], None]], test_label: dict[str, str]
+) -> None:
+    admin, cluster, silence = silenceable
+    recorder = Recorder()
+    # a 3 s watch: its read timeout is 3 + 5 s, so a silent one fails within 8 s of its last byte
+    config = ReflectorConfig(label_selector=selector_of(test_label), watch_timeout=(3, 3))
+    reflector = Reflector(cluster, recorder, config)
+    reflector.start()
+    name = node_name("missed")
+    try:
+        recorder.wait_for(("synced", "False", None))
+        silence()
+        missed = admin.create_node(name, labels=test_label)
+        deadline = time.monotonic() + 60
+        while reflector.snapshot(name) != missed:
+            assert time.monotonic() < deadline, "the silent watch was never replaced"
+            time.sleep(0.1)
+        assert recorder.wait_for(("synced", "True", None))  # by a list: the gap is closed by one
+        assert reflector.view_state().stale_count >= 1 and reflector.current()
+    finally:
+        reflector.stop()
+        admin.delete_node(name)
+
+
+@pytest.fixture(params=["memory", "apiserver"])
+def rewindable(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Any, Callable[[], None]]]:
+    """(a cluster, a way to restart its API server on an empty etcd): in memory ``restart_empty``; on the
+    real server one of the test's own (the session's is shared), ``restart_on_empty_etcd``."""
+    if request.param == "memory":
+        memory = MemoryCluster()
+        yield memory, memory.restart_empty
+        return
+    from harness.apiserver import start_apiserver, stop_apiserver
+    from harness.fixtures import binaries_or_fail
+
+    server = start_apiserver(tmp_path_factory.mktemp("rewind"), bin_dir=binaries_or_fail(), reporter_nodes=())
+    kube = KubeCluster.from_kubeconfig(server.kubeconfig("admin"))
+    try:
+        yield kube, server.restart_on_empty_etcd
+    finally:
+        kube.close()
+        stop_apiserver(server)
+
+
+def test_reflector_lists_again_when_the_store_moved_backwards(
+    rewindable: tuple[Any, Callable[[], None]], test_label: dict[str, str]
+) -> None:
+    cluster, restart_empty = rewindable
+    recorder = Recorder()
+    reflector = Reflector(cluster, recorder, ReflectorConfig(label_selector=selector_of(test_label)))
+    names = {x: node_name(x) for x in ("gone", "again", "new")}
+    for x in ("gone", "again"):
+        cluster.create_node(names[x], labels=test_label)
+    for i in range(60):  # the store moves on, well past what an empty one reaches again
+        cluster.patch_node_annotations(names["gone"], {"n": str(i)})
+    reflector.start()
+    try:
+        recorder.wait_for(("synced", "False", None))
+        seen = int(reflector.resource_version)
+        old = reflector.snapshot(names["again"])
+        restart_empty()
+        again = _retrying(lambda: cluster.create_node(names["again"], labels=test_label))
+        new = cluster.create_node(names["new"], labels=test_label)
+        assert int(new.resource_version) < seen
+        deadline = time.monotonic() + 60
+        while reflector.items() != {names["again"]: again, names["new"]: new}:
+            assert time.monotonic() < deadline, f"not converged: {sorted(reflector.items())}"
+            time.sleep(0.1)
+        assert old is not None and old.uid != again.uid
+        assert reflector.store_rewinds >= 1 and reflector.current()
+    finally:
+        reflector.stop()
+
+
+def _retrying(call: Callable[[], Any], timeout: float = 30.0) -> Any:
+    """The first calls after a restart may meet a connection the restart closed: try again."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except Unavailable:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
