@@ -1122,3 +1122,47 @@ def test_a_driver_codec_reads_only_its_own_encoding() -> None:
     # TINY would take a JSON value as a device id; nothing reads it as JSON on a custom codec's behalf
     d = evaluate(obs(register="[x]", handshake=stamp()), VendorMemory(), now=NOW, rules=MLU)
     assert d.devices is not None and [x.id for x in d.devices] == ["[x]"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    steps=st.lists(st.tuples(_STEP, st.sampled_from([True, True, False])), min_size=1, max_size=25),
+    nvidia=st.booleans(),
+)
+def test_on_a_stale_view_nothing_is_deleted_dropped_or_forgotten_for_being_dead(
+    steps: list[tuple[tuple[int, str | None, str, int, bool, bool], bool]], nvidia: bool
+) -> None:
+    """Spec 5b over random histories with views that are now and then not known current: on such a view
+    no decision deletes a handshake or drops a vendor found dead; a withheld one changes nothing."""
+    rule = NVIDIA if nvidia else MLU
+    memory, now, last_stamp = VendorMemory(), NOW, None
+    for (dt, register, handshake, allocatable, present, selected), current in steps:
+        now += dt * SEC
+        if handshake == "ours":
+            handshake = last_stamp
+        elif handshake is not None and handshake.startswith("age:"):
+            handshake = format_stamp(now - int(handshake[4:]) * SEC)
+        o = obs(
+            register=register,
+            handshake=handshake,
+            allocatable=allocatable,
+            present=present,
+            selected=selected,
+            view_current=current,
+        )
+        d = evaluate(o, memory, now=now, rules=rule)
+        if not current:
+            assert d.reason is not Reason.CLEANED_UP
+            assert d.write is None or d.write.value is not None  # stamps only
+            if d.cache is CacheChange.DROP:  # only what the view shows: gone, unselected, unregistered
+                assert d.reason in (
+                    Reason.NODE_DELETED,
+                    Reason.NOT_SELECTED,
+                    Reason.UNREGISTERED_ABSENT,
+                    Reason.UNREGISTERED_EMPTY,
+                )
+            if d.reason is Reason.CLEANUP_WITHHELD:
+                assert (d.memory, d.cache, d.write) == (memory, CacheChange.KEEP, None)
+        if d.write is not None and d.write.value is not None:
+            last_stamp = d.write.value
+        memory = d.memory
