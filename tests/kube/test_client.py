@@ -27,6 +27,7 @@ from hami_core.kube.port import (
     Invalid,
     Lease,
     NotFound,
+    TooLarge,
     Unavailable,
 )
 from hami_core.kube.ratelimit import TokenBucket
@@ -77,6 +78,22 @@ def test_an_error_event_410_is_gone_and_others_map_by_code() -> None:
     broken = {"kind": "Status", "code": 500, "message": "internal\nerror"}
     with pytest.raises(Unavailable, match="500 internal error"):
         list(KubeWatch("watch nodes", FakeResponse([line("ERROR", broken)])))
+
+
+def test_a_too_large_resource_version_is_told_from_other_timeouts() -> None:
+    """kube-apiserver's ``storage.NewTooLargeResourceVersionError``: a 504 Timeout whose message (and
+    cause ``ResourceVersionTooLarge``) says so; the store is behind the watch: list again."""
+    too_large = {
+        "kind": "Status",
+        "code": 504,
+        "reason": "Timeout",
+        "message": "Too large resource version: 370, current: 211",
+        "details": {"causes": [{"type": "ResourceVersionTooLarge", "message": "Too large resource version"}]},
+    }
+    with pytest.raises(TooLarge, match="Too large resource version: 370, current: 211"):
+        list(KubeWatch("watch nodes", FakeResponse([line("ERROR", too_large)])))
+    assert isinstance(api_error("list nodes", 504, "Too large resource version: 9, current: 2"), TooLarge)
+    assert type(api_error("list nodes", 504, "Timeout: request did not complete")) is Unavailable
 
 
 def test_an_unreadable_watch_line_is_unavailable() -> None:
