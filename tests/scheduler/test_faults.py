@@ -3,6 +3,10 @@ patches. The network faults run against the real kube-apiserver through a cuttab
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
+from typing import Any
+
 from harness.scheduler_world import WINDOW, World
 from harness.tcpproxy import TcpProxy
 
@@ -130,6 +134,15 @@ def _stamped(world: World, node: str) -> bool:
     return world.annotations(node).get(MLU_HANDSHAKE, "").startswith("Requesting_")
 
 
+def _get(replica: Any, path: str) -> tuple[int, bytes]:
+    _, port = replica.http_address
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
 def test_no_cleanup_is_decided_while_the_view_has_a_gap(memory_world: World) -> None:
     world = memory_world
     node = world.node("gap", {MLU_REGISTER: MLU})
@@ -144,6 +157,10 @@ def test_no_cleanup_is_decided_while_the_view_has_a_gap(memory_world: World) -> 
     world.run_until("stale", lambda: not replica.ready())
     view = replica.status()["view"]
     assert not view["current"] and "failed" in view["stale_because"], view
+    status, body = _get(replica, "/readyz")
+    assert status == 503, body
+    metrics = _get(replica, "/metrics")[1].decode()
+    assert "hami_scheduler_view_current 0.0" in metrics and "hami_scheduler_view_stale_total 1.0" in metrics
     world.advance(15)  # the stamp expires in the replica's view, which still shows it
     totals = replica.metrics.totals()
     assert totals["cleanups_withheld"] >= 1 and totals["cleanups"] == 0, totals
@@ -154,6 +171,7 @@ def test_no_cleanup_is_decided_while_the_view_has_a_gap(memory_world: World) -> 
     assert replica.metrics.totals()["cleanups"] == 0
     assert _registered(replica, node) == {"MLU"}
     assert replica.status()["view"]["current"] and replica.status()["view"]["times_stale"] >= 1
+    assert _get(replica, "/readyz")[0] == 200
 
 
 def test_a_term_starts_on_a_list_made_after_it_began(memory_world: World) -> None:
