@@ -830,6 +830,28 @@ def silenceable(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Any, Call
         proxy.cut()
 
 
+def test_a_quiet_watch_keeps_the_view_current_without_listing_again(
+    cluster: Any, test_label: dict[str, str]
+) -> None:
+    """Nothing changes in the selected Nodes: each 3 s watch still shows progress (the server's bookmark
+    before its timeout, after the reflector's probe; or the probe itself), so a view that must show
+    progress every 8 s stays current for 20 s without a second list."""
+    config = ReflectorConfig(
+        label_selector=selector_of(test_label), watch_timeout=(3, 3), progress_deadline=8
+    )
+    reflector = Reflector(cluster, Recorder(), config)
+    reflector.start()
+    try:
+        assert reflector.wait_for_sync(WAIT)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            assert reflector.current(), reflector.view_state()
+            time.sleep(0.2)
+        assert reflector.lists == 1 and reflector.probes >= 4
+    finally:
+        reflector.stop()
+
+
 def test_reflector_replaces_a_silent_watch_and_lists_what_it_missed(
     silenceable: tuple[Any, Any, Callable[[], None]], test_label: dict[str, str]
 ) -> None:

@@ -13,7 +13,7 @@ import pytest
 from hami_core.clock import FakeClock
 from hami_core.kube.backoff import ExponentialBackoff
 from hami_core.kube.memory import MemoryCluster
-from hami_core.kube.port import NodeSnapshot, TooLarge, WatchEvent
+from hami_core.kube.port import Lease, NodeSnapshot, TooLarge, WatchEvent
 from hami_core.kube.reflector import Reflector, ReflectorConfig
 
 FAST = ReflectorConfig(watch_timeout=(5, 5))
@@ -470,3 +470,37 @@ def test_the_progress_deadline_must_cover_the_longest_watch() -> None:
         ReflectorConfig(watch_timeout=(20, 30), progress_deadline=30)
     with pytest.raises(ValueError, match="watch_timeout must be"):
         ReflectorConfig(watch_timeout=(10, 5))
+
+
+class _NoBookmarks(MemoryCluster):
+    def watch_nodes(self, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["allow_bookmarks"] = False
+        return super().watch_nodes(**kwargs)
+
+
+def test_a_probe_that_finds_nothing_written_since_is_progress_one_that_finds_more_is_not() -> None:
+    clock = FakeClock()
+    cluster = _NoBookmarks(clock=clock.monotonic, bookmark_interval=None)
+    cluster.create_node("a")
+    log = Log()
+    reflector = Reflector(cluster, log, FAST, clock=clock, wire_clock=clock.monotonic)
+    reflector.start()
+
+    def next_watch() -> None:
+        probes = reflector.probes
+        clock.advance(5)  # the watch's timeout: it ends, the next one starts after a probe
+        _until(lambda: reflector.probes > probes)
+
+    try:
+        log.wait_for(("synced", False))
+        for _ in range(8):  # 40 s, past the 30 s deadline: nothing written, each probe shows it
+            next_watch()
+        assert reflector.current() and reflector.lists == 1
+        cluster.create_namespace("elsewhere")
+        cluster.create_lease(Lease(name="l", namespace="elsewhere"))  # a write, not to a Node
+        for _ in range(7):  # the store moved on: no probe is progress now, and no bookmark comes
+            next_watch()
+        _until(lambda: reflector.lists == 2)  # past the deadline: listed again
+        assert reflector.current()
+    finally:
+        reflector.stop()

@@ -72,8 +72,10 @@ def test_all_four_vendors_are_stamped_and_registered_with_one_patch(world: World
     calls = replica.cluster.calls
     assert calls["patch_node_annotations"] == 1, calls  # all four stamps in one merge patch
     # The first list, and the fresh one the term starts on (spec 5b), unless the term asked for it
-    # before the first list began: then that one serves both.
-    assert calls["get_node"] == 0 and calls["list_nodes"] == replica.reflector.lists <= 2, calls
+    # before the first list began: then that one serves both; and a one-Node probe before each watch.
+    reflector = replica.reflector
+    assert calls["get_node"] == 0 and reflector.lists <= 2, calls
+    assert calls["list_nodes"] == reflector.lists + reflector.probes, calls
 
 
 def test_a_plugin_report_is_re_stamped(world: World) -> None:
