@@ -185,6 +185,7 @@ class Reflector:
         self._requested = 0
         self._served = 0
         self._dropped_silent = False
+        self._delivering = False
         self._watch_was_open = False
         #: The highest resourceVersion seen (as a number), to tell a store that moved backwards.
         self._highest_rv = 0
@@ -224,9 +225,10 @@ class Reflector:
         return gap is None and served >= ticket and self.progress_age() <= self._config.progress_deadline
 
     def listing_due(self) -> bool:
-        """A list is due and not yet delivered (a gap, or a fresh list asked for). Any thread."""
+        """A list is due and not yet delivered to the handler (a gap, or a fresh list asked for). Any
+        thread."""
         with self._lock:
-            return self._gap is not None or self._requested > self._served
+            return self._gap is not None or self._requested > self._served or self._delivering
 
     def progress_age(self) -> float:
         """Seconds since the last progress, on the wire clock."""
@@ -248,17 +250,17 @@ class Reflector:
         )
 
     def check_progress(self) -> bool:
-        """Drop the open watch when it has shown no progress within the deadline; the loop then lists
-        again. Called by the consumer's own loop (the scheduler's worker, every tick). Returns True when
-        it dropped one. Any thread."""
+        """Past the progress deadline: open a gap (the loop lists next) and drop the open watch, if any.
+        Called by the consumer's own loop (the scheduler's worker, at every evaluation and tick). Returns
+        True when it did. Any thread."""
         age = self.progress_age()
         if age <= self._config.progress_deadline:
             return False
         with self._lock:
-            watch = self._watch
-            if watch is None or self._dropped_silent:
+            if self._dropped_silent or self._gap is not None:
                 return False
             self._dropped_silent = True
+            watch = self._watch
         log.warning(
             "node watch showed no progress (no event or bookmark) for %.0fs, deadline %gs: dropping it "
             "and listing again; the view is stale until then",
@@ -266,7 +268,8 @@ class Reflector:
             self._config.progress_deadline,
         )
         self._open_gap(f"the watch showed no progress for {age:.0f}s")
-        watch.close()
+        if watch is not None:
+            watch.close()
         return True
 
     def _open_gap(self, why: str) -> None:
@@ -428,11 +431,15 @@ class Reflector:
             self._gap = None
             self._served = max(self._served, serves)
             self._dropped_silent = False
+            self._delivering = True  # listing_due() until the handler has been told
         self._synced.set()
         try:
             self._handler.on_synced(relisted=relisted)
         except Exception:
             log.exception("node event handler failed in on_synced; the reflector carries on")
+        finally:
+            with self._lock:
+                self._delivering = False
 
     def _apply_list(self, items: dict[str, NodeSnapshot]) -> None:
         with self._lock:
@@ -464,7 +471,7 @@ class Reflector:
         )
         with self._lock:
             self._watch = watch
-            asked = self._requested > self._served or self._dropped_silent
+            asked = self._requested > self._served or self._dropped_silent or self._gap is not None
         self._watch_was_open = True
         try:
             if self._stop.is_set() or asked:

@@ -321,7 +321,9 @@ class Scheduler:
 
     def _view_current(self) -> bool:
         """The view can be vouched for: the reflector's view is current and, while in a term, was listed
-        afresh after the term began."""
+        afresh after the term began. A watch past its progress deadline is dropped here (a list follows,
+        and its end decides the withheld nodes again), so a view becomes current again only by a list."""
+        self.reflector.check_progress()
         ticket = 0
         if self._in_term():
             with self._lock:
