@@ -44,6 +44,7 @@ DEFAULT_REPORTER_NODES = ("node-a", "node-b", "node-c", "node-d")
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 15.0
 PORT_ATTEMPTS = 3
+RESTART_ATTEMPTS = 3
 PR_SET_PDEATHSIG = 1  # prctl option, from <sys/prctl.h>
 
 
@@ -116,20 +117,32 @@ class ApiServer:
             _end(proc)
         shutil.rmtree(self.workdir / "etcd-data", ignore_errors=True)
         restart = 1
-        while (self.workdir / f"etcd.restart{restart}.log").exists():
+        while (self.workdir / f"etcd.restart{restart}-1.log").exists():
             restart += 1
         started: list[subprocess.Popen[bytes]] = []
         watched: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
         for name, argv, first_log in self.commands:
-            log = first_log.with_name(f"{first_log.stem}.restart{restart}{first_log.suffix}")
-            proc = _spawn(argv, log)
+            for attempt in range(1, RESTART_ATTEMPTS + 1):
+                log = first_log.with_name(f"{first_log.stem}.restart{restart}-{attempt}{first_log.suffix}")
+                proc = _spawn(argv, log)
+                watched[name] = (proc, log)
+                try:
+                    if name == "etcd":
+                        url = next(a.split("=", 1)[1] for a in argv if a.startswith("--listen-client-urls="))
+                        _wait_until("etcd to be healthy again", partial(_etcd_health, url), watched)
+                    else:
+                        ready = partial(_readyz, self.url, self.ca_file)
+                        _wait_until("kube-apiserver /readyz again", ready, watched)
+                    break
+                except ApiServerError:
+                    # On a loaded machine kube-apiserver can give up on an etcd that is slow to answer
+                    # right after its start ("etcd grpc connection not ready"): start it again.
+                    _end(proc)
+                    if attempt == RESTART_ATTEMPTS:
+                        for running in started:
+                            _end(running)
+                        raise
             started.append(proc)
-            watched[name] = (proc, log)
-            if name == "etcd":
-                etcd_url = next(a.split("=", 1)[1] for a in argv if a.startswith("--listen-client-urls="))
-                _wait_until("etcd to be healthy again", partial(_etcd_health, etcd_url), watched)
-            else:
-                _wait_until("kube-apiserver /readyz again", partial(_readyz, self.url, self.ca_file), watched)
         self.processes[:] = list(reversed(started))
         for identity in [i for i in self.tokens if i.startswith(rbac.REPORTER_PREFIX)]:
             del self.tokens[identity]
