@@ -40,11 +40,15 @@ def options(path: str) -> dict[str, click.Option]:
 
 
 def converted_default(option: click.Option) -> Any:
-    return (
+    """The option's default as the command receives it: converted by its type, then by its callback."""
+    value = (
         option.type.convert(option.default, option, None)
         if isinstance(option.default, str)
         else option.default
     )
+    if option.callback is not None:
+        value = option.callback(click.Context(click.Command("check")), option, value)
+    return value
 
 
 def config_default(cls: type, name: str) -> Any:

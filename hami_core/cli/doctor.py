@@ -1095,7 +1095,7 @@ def nodes(
     click.echo(judged.settings.describe())
     if view_error is not None:
         click.echo(f"states: the doctor's own judgement, without the scheduler's memory ({view_error})")
-    width = max((len(name) for name in shown), default=4)
+    width = max(map(len, shown)) if shown else 0
     for name, states in shown.items():
         cells = [
             f"{key}={s['state']}" + ("" if s["source"] == "scheduler" else "*") for key, s in states.items()
