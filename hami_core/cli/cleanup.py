@@ -28,6 +28,7 @@ from hami_core.cli.vendors import drivers_from_options
 from hami_core.k8snames import is_dns_label, is_dns_subdomain
 from hami_core.kube.port import AdminCluster, ClusterError, Conflict, Lease, NodeSnapshot, NotFound
 from hami_core.plugins import VendorDriver
+from hami_core.protocol.marker import marker_annotation
 from hami_core.reporter.daemon import COMPONENT as REPORTER
 from hami_core.scheduler.config import COMPONENT as SCHEDULER
 from hami_core.scheduler.config import DEFAULT_LEASE_NAME
@@ -62,8 +63,12 @@ class CleanupResult:
 
 
 def annotation_keys(drivers: Iterable[VendorDriver]) -> tuple[str, ...]:
-    """The annotations the drivers own (register, then handshake), each once, in driver order."""
-    return tuple(dict.fromkeys(key for driver in drivers for key in driver.annotation_keys))
+    """The annotations the drivers own (register, then handshake), then the scheduler's "cleaned" marker
+    of each driver's vendor (``cleaned.hami-core.io/<vendor key>``), each once, in driver order."""
+    keys = [
+        key for driver in drivers for key in (*driver.annotation_keys, marker_annotation(driver.vendor_key))
+    ]
+    return tuple(dict.fromkeys(keys))
 
 
 def _all_nodes(cluster: AdminCluster) -> Iterator[NodeSnapshot]:

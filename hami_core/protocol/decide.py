@@ -13,10 +13,20 @@ Choices the spec leaves open, made here:
   cleaned again at once. A report counts as a sign of life only if it differs from the handshake seen at
   cleanup; a register annotation only if present and different from the value seen at cleanup.
 * Leaving the selector forgets the vendor's memory, as deletion does.
-* A cleanup deletes the handshake it judged by. While the vendor waits for a sign of life and the node
-  still shows exactly that value, the delete is decided again (it was not sent, or did not land); once the
-  node shows anything else, it is done. What this replica has sent and not yet seen back is not the
+* A cleanup deletes the handshake it judged by and leaves the "cleaned, waiting for a sign of life"
+  marker on the Node (``protocol/marker.py``), in one patch that is *conditional*
+  (``Decision.conditional``): it may land only on the Node as judged, since the delete removes a value
+  another writer (the plugin) may have replaced meanwhile. Stamps are unconditional: a stamp only ever
+  moves a handshake towards alive (a fresh window); the value it may overwrite unseen is a plugin's
+  report, whose one meaning, alive, is what the stamp acknowledges, so nothing is lost, and a
+  conditional stamp would fail on every report written in between for nothing.
+* While the vendor waits for a sign of life and the node does not show the marker, the cleanup's patch
+  is decided again (it was not sent, failed, or lost a race): the marker, and the delete while the node
+  still shows exactly the value cleaned up. What this replica has sent and not yet seen back is not the
   decision core's business: the scheduler shows ``decide`` the Node with its own writes laid over it.
+* A marker on the Node is the truth about a cleanup: a process that does not remember it (it started
+  since, or another replica cleaned) takes it as its own memory; readmission removes it; a value under
+  the marker's key that is not a marker is removed (or replaced by a cleanup's).
 * A driver's liveness rule that raises judges nothing: no write, the cache entry kept and shown degraded
   with the error, never a cleanup because of a driver bug.
 * A vendor the node carries nothing of (no register or handshake annotation) and that nothing is
@@ -51,6 +61,7 @@ from hami_core.protocol.handshake import (
     stamp_standing,
 )
 from hami_core.protocol.liveness import LivenessRule
+from hami_core.protocol.marker import Marker, fingerprint, format_marker, marker_annotation, parse_marker
 from hami_core.protocol.model import DeviceInfo
 from hami_core.protocol.plain import plain_str
 
@@ -66,6 +77,7 @@ __all__ = [
     "Verdict",
     "decide",
     "register_to_decode",
+    "sign_of_life",
     "vendor_absent",
 ]
 
@@ -116,6 +128,13 @@ class VendorRules:
     liveness: LivenessRule = attrs.field(validator=_is_liveness_rule)
     #: The vendor's encoding of the register annotation.
     codec: Codec = attrs.field(validator=_is_codec)
+    #: The vendor's "cleaned, waiting for a sign of life" marker annotation (``protocol/marker.py``).
+    marker_annotation: str = attrs.field(init=False)
+
+    @marker_annotation.default
+    def _marker_annotation(self) -> str:
+        # computed before the validators run: a bad vendor key is theirs to report
+        return marker_annotation(self.vendor_key) if isinstance(self.vendor_key, str) else ""
 
 
 # --- what decide() reads --------------------------------------------------------------------------------
@@ -148,6 +167,8 @@ class Observation:
     allocatable: int = attrs.field(default=0, validator=_count)
     #: The view this was seen in is known current (spec 5b); only then is a cleanup decided.
     view_current: bool = True
+    #: The vendor's "cleaned, waiting for a sign of life" marker annotation, ``None`` when absent.
+    cleaned: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -167,13 +188,16 @@ class VendorMemory:
     allocatable_seen: bool = False
     #: Cleaned up (or found dead unregistered); readmitted only on a sign of life (spec 4.2).
     awaiting_sign_of_life: bool = False
-    #: The register value seen when the vendor was cleaned up.
+    #: The fingerprint (``protocol/marker.fingerprint``) of the register value seen at cleanup.
     register_at_cleanup: str | None = None
-    #: The handshake value seen when the vendor was cleaned up.
+    #: The fingerprint of the handshake value seen at cleanup.
     handshake_at_cleanup: str | None = None
-    #: The cleanup deletes the handshake: decided again while the node still shows
-    #: ``handshake_at_cleanup``, done once it shows anything else.
+    #: The cleanup deletes the handshake: decided again while the node still shows the value cleaned
+    #: up with and not the marker, done once it shows either.
     delete_handshake: bool = False
+    #: A cleanup (not a vendor found dead unregistered): its marker belongs on the Node, and its patch is
+    #: decided again while the Node does not show it.
+    marked: bool = False
     #: Registered, and the node showed a handshake value at the last decision (what the node showed,
     #: not a stamp of this replica's still on its way). Only a cleanup deletes a handshake.
     handshake_seen: bool = False
@@ -255,7 +279,8 @@ class Verdict(enum.Enum):
 
 @attrs.frozen
 class HandshakeWrite:
-    """One change to the handshake annotation; ``value=None`` deletes it (merge patch with ``null``)."""
+    """One change to the handshake (or marker) annotation; ``value=None`` deletes it (merge patch with
+    ``null``)."""
 
     annotation: str
     value: str | None
@@ -279,6 +304,11 @@ class Decision:
     error: str | None = None
     #: The error was not seen before for this vendor on this node: log it, post the Event, count it.
     error_is_new: bool = False
+    #: The change to the vendor's "cleaned" marker annotation, or ``None``.
+    marker: HandshakeWrite | None = None
+    #: The writes may land only on the Node as judged (a cleanup's): send them with its resourceVersion
+    #: as a precondition, and decide again on a conflict.
+    conditional: bool = False
 
     @property
     def devices(self) -> tuple[DeviceInfo, ...] | None:
@@ -293,7 +323,13 @@ _NOTHING = VendorMemory()
 
 def vendor_absent(obs: Observation, memory: VendorMemory) -> bool:
     """The node carries nothing of the vendor and nothing is remembered of it: nothing to judge."""
-    return obs.present and obs.register is None and obs.handshake is None and memory == _NOTHING
+    return (
+        obs.present
+        and obs.register is None
+        and obs.handshake is None
+        and obs.cleaned is None
+        and memory == _NOTHING
+    )
 
 
 def register_to_decode(obs: Observation, memory: VendorMemory) -> str | None:
@@ -317,13 +353,29 @@ def _forget(memory: VendorMemory, reason: Reason) -> Decision:
     )
 
 
-def _sign_of_life(obs: Observation, handshake: Handshake, memory: VendorMemory) -> bool:
-    """Spec 4.2: a plugin report, allocatable > 0, or a register value other than at cleanup."""
+def sign_of_life(obs: Observation, memory: VendorMemory, *, reported: bool) -> str | None:
+    """Spec 4.2: which sign of life readmits a cleaned-up vendor (``"allocatable"``, ``"report"``,
+    ``"register"``, in that order), or ``None``. ``reported``: the handshake is a plugin report."""
     if obs.allocatable > 0:
-        return True
-    if handshake.kind is HandshakeKind.REPORT and obs.handshake != memory.handshake_at_cleanup:
-        return True
-    return obs.register is not None and obs.register != memory.register_at_cleanup
+        return "allocatable"
+    if reported and fingerprint(obs.handshake) != memory.handshake_at_cleanup:
+        return "report"
+    if obs.register is not None and fingerprint(obs.register) != memory.register_at_cleanup:
+        return "register"
+    return None
+
+
+def _marker_value(memory: VendorMemory, now: datetime) -> str:
+    marker = Marker(register=memory.register_at_cleanup, handshake=memory.handshake_at_cleanup)
+    return format_marker(marker, now)
+
+
+def _shows_marker(marker: Marker | None, memory: VendorMemory) -> bool:
+    return (
+        marker is not None
+        and marker.register == memory.register_at_cleanup
+        and marker.handshake == memory.handshake_at_cleanup
+    )
 
 
 def _handshake_deleted_by_a_cleanup(
@@ -358,23 +410,31 @@ def _withheld(memory: VendorMemory) -> Decision:
     )
 
 
-def _awaiting(obs: Observation, memory: VendorMemory, rules: VendorRules) -> Decision:
-    """Cleaned up, no sign of life: nothing changes, but a cleanup's delete the node does not show yet is
-    decided again."""
-    write = None
+def _awaiting(
+    obs: Observation, memory: VendorMemory, rules: VendorRules, marker: Marker | None, now: datetime
+) -> Decision:
+    """Cleaned up, no sign of life: nothing changes, but a cleanup's patch the node does not show yet is
+    decided again (the marker, and the delete while the node still shows the value cleaned up)."""
+    write = marker_write = None
+    shown = _shows_marker(marker, memory)
     if memory.delete_handshake:
-        if obs.handshake is not None and obs.handshake == memory.handshake_at_cleanup:
-            if not obs.view_current:
-                return _withheld(memory)
+        same = obs.handshake is not None and fingerprint(obs.handshake) == memory.handshake_at_cleanup
+        if same and not shown:
             write = HandshakeWrite(rules.handshake_annotation or "", None)
         else:
             memory = attrs.evolve(memory, delete_handshake=False)
+    if memory.marked and not shown:
+        marker_write = HandshakeWrite(rules.marker_annotation, _marker_value(memory, now))
+    if (write is not None or marker_write is not None) and not obs.view_current:
+        return _withheld(memory)  # the cleanup's patch is decided again once the view is current
     return Decision(
         write=write,
         memory=memory,
         cache=CacheChange.KEEP,
         reason=Reason.AWAITING_SIGN_OF_LIFE,
         verdict=Verdict.NOT_JUDGED,
+        marker=marker_write,
+        conditional=write is not None or marker_write is not None,
     )
 
 
@@ -421,20 +481,46 @@ def decide(
     handshake = classify(observed, tz=tz)
     standing = stamp_standing(handshake, now=now, window=window)
 
-    if _handshake_deleted_by_a_cleanup(memory, handshake, answers, has_handshake):
+    marker = parse_marker(obs.cleaned)
+    dropped = False  # a cleanup this process had not made its own, found on the Node: the cache entry goes
+    if marker is not None and not (memory.awaiting_sign_of_life and _shows_marker(marker, memory)):
+        # The Node says the vendor was cleaned up (a restart, another leader, or our own memory behind
+        # the Node's): the marker is the truth about it; what was registered stays in memory only in
+        # case this very observation readmits it. (On a view not current, a registered vendor is not
+        # dropped for it: the marker may be one a readmission has removed since.)
+        if memory.registered and not obs.view_current:
+            return _withheld(memory)
+        dropped = memory.registered
+        memory = attrs.evolve(
+            memory,
+            awaiting_sign_of_life=True,
+            marked=True,
+            register_at_cleanup=marker.register,
+            handshake_at_cleanup=marker.handshake,
+            delete_handshake=False,
+            allocatable_seen=False,
+        )
+    elif _handshake_deleted_by_a_cleanup(memory, handshake, answers, has_handshake):
         if not obs.view_current:
             return _withheld(memory)
         return Decision(
             write=None,
-            memory=VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=obs.register),
+            memory=VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=fingerprint(obs.register)),
             cache=CacheChange.DROP,
             reason=Reason.CLEANED_UP,
             verdict=Verdict.DEAD,
         )
 
     if memory.awaiting_sign_of_life:
-        if not _sign_of_life(obs, handshake, memory):
-            return _awaiting(obs, memory, rules)
+        if sign_of_life(obs, memory, reported=handshake.kind is HandshakeKind.REPORT) is None:
+            if memory.registered or memory.register is not None:
+                memory = attrs.evolve(memory, devices=None, register=None, degraded=None, degraded_value=None)
+            decision = _awaiting(obs, memory, rules, marker, now)
+            if dropped:
+                decision = attrs.evolve(
+                    decision, cache=CacheChange.DROP, reason=Reason.CLEANED_UP, verdict=Verdict.DEAD
+                )
+            return decision
         # Readmitted: a fresh start, so an old expired stamp does not clean the vendor again at once.
         if standing is StampStanding.EXPIRED:
             standing = StampStanding.MISSING
@@ -463,17 +549,21 @@ def decide(
     if not alive:
         cleanup = memory.registered
         delete = cleanup and rules.handshake_annotation is not None and observed is not None
+        cleaned = VendorMemory(
+            awaiting_sign_of_life=True,
+            register_at_cleanup=fingerprint(obs.register),
+            handshake_at_cleanup=fingerprint(observed),
+            delete_handshake=delete,
+            marked=cleanup,
+        )
         return Decision(
             write=HandshakeWrite(rules.handshake_annotation or "", None) if delete else None,
-            memory=VendorMemory(
-                awaiting_sign_of_life=True,
-                register_at_cleanup=obs.register,
-                handshake_at_cleanup=observed,
-                delete_handshake=delete,
-            ),
+            memory=cleaned,
             cache=CacheChange.DROP if cleanup else CacheChange.KEEP,
             reason=Reason.CLEANED_UP if cleanup else Reason.AWAITING_SIGN_OF_LIFE,
             verdict=Verdict.DEAD,
+            marker=HandshakeWrite(rules.marker_annotation, _marker_value(cleaned, now)) if cleanup else None,
+            conditional=cleanup,
         )
 
     if not has_handshake:
@@ -490,7 +580,12 @@ def decide(
     write = None
     if stamp is not None and rules.handshake_annotation is not None:
         write = HandshakeWrite(rules.handshake_annotation, stamp)
-    if memory.awaiting_sign_of_life or memory.allocatable_seen != allocatable_seen or memory.delete_handshake:
+    if (
+        memory.awaiting_sign_of_life
+        or memory.allocatable_seen != allocatable_seen
+        or memory.delete_handshake
+        or memory.marked
+    ):
         memory = attrs.evolve(
             memory,
             allocatable_seen=allocatable_seen,
@@ -498,6 +593,7 @@ def decide(
             register_at_cleanup=None,
             handshake_at_cleanup=None,
             delete_handshake=False,
+            marked=False,
         )
 
     recheck_at = None
@@ -512,6 +608,8 @@ def decide(
     handshake_seen = decision.memory.registered and handshake.kind is not HandshakeKind.ABSENT
     if decision.memory.handshake_seen != handshake_seen:
         decision = attrs.evolve(decision, memory=attrs.evolve(decision.memory, handshake_seen=handshake_seen))
+    if obs.cleaned is not None:  # readmitted, or a value under the marker's key that is none of ours
+        decision = attrs.evolve(decision, marker=HandshakeWrite(rules.marker_annotation, None))
     return decision
 
 

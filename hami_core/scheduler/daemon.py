@@ -29,7 +29,7 @@ from typing import Any
 from hami_core.clock import SYSTEM, Clock
 from hami_core.kube.elector import ElectionConfig, LeaderElector
 from hami_core.kube.events import EventRecorder
-from hami_core.kube.port import Cluster, NodeSnapshot
+from hami_core.kube.port import Cluster, Conflict, NodeSnapshot
 from hami_core.kube.ratelimit import TokenBucket
 from hami_core.kube.reflector import Reflector
 from hami_core.protocol.decide import CacheChange, VendorRules
@@ -173,6 +173,9 @@ class Scheduler:
         self._unposted: dict[tuple[str, str], VendorWarning] = {}
         #: Read-only: the patch a leader would send now, by node (written by the worker, read anywhere).
         self._would_write: dict[str, dict[str, str | None]] = {}
+        #: Nodes whose conditional patch met a conflict, with the resourceVersion it was conditional on:
+        #: queued again once the watch shows the Node past it (under ``_lock``).
+        self._conflicted: dict[str, str] = {}
         self._last_tick = clock.monotonic()
         #: HAMi's registrar seemed active at the last check (worker thread writes, anyone reads).
         self._peer_active = False
@@ -260,11 +263,16 @@ class Scheduler:
 
     def on_upsert(self, old: NodeSnapshot | None, new: NodeSnapshot) -> None:
         self.view.observed(new)
-        if old is None or old.uid != new.uid or self.registrar.relevant(old) != self.registrar.relevant(new):
+        past_conflict = bool(self._conflicted) and self._past_conflict(new.name, new)
+        relevant = self.registrar.relevant
+        changed = old is None or old.uid != new.uid or relevant(old) != relevant(new)
+        if past_conflict or changed:
             self.queue.add(new.name)
 
     def on_delete(self, last: NodeSnapshot) -> None:
         self.view.deleted(last.name)
+        if self._conflicted:
+            self._past_conflict(last.name, None)
         self.queue.add(last.name)
 
     def on_synced(self, *, relisted: bool) -> None:
@@ -416,11 +424,14 @@ class Scheduler:
         self._note_evaluated(name)
 
     def _send(self, node: NodeSnapshot, evaluation: Evaluation) -> None:
+        """Hand the evaluation's patch to the writer. A cleanup's patch is conditional on ``node``'s
+        resourceVersion: the version of the server's Node the decision read (the view's overlay of this
+        replica's own unconfirmed writes keeps it; see ``scheduler/view.py``)."""
         for vendor, decision in evaluation.decisions.items():
             if decision.write is not None:
                 stamp = decision.write.value is not None
                 (self.metrics.stamps if stamp else self.metrics.handshake_deletes).labels(vendor=vendor).inc()
-        self.writer.submit(self.view.expect(node, evaluation.patch))
+        self.writer.submit(self.view.expect(node, evaluation.patch, conditional=evaluation.conditional))
 
     def _note_would_write(self, name: str, patch: Mapping[str, str | None]) -> None:
         with self._lock:
@@ -565,10 +576,33 @@ class Scheduler:
 
     def _patch_failed(self, write: PendingWrite, error: Exception) -> None:
         """Decided again on what the Node really holds, after the node's backoff (a Node gone, 404, is
-        decided as the watch shows it then: deleted, or re-created)."""
+        decided as the watch shows it then: deleted, or re-created).
+
+        A conditional patch refused with a conflict is decided again once the watch shows the Node past
+        the version it was conditional on: deciding on the version that conflicted would only decide
+        the same patch again (the resync, too, waits for the watch to move)."""
         self.view.failed(write)
-        if not self._stop.is_set():
-            self.queue.add_rate_limited(write.node)
+        if self._stop.is_set():
+            return
+        if isinstance(error, Conflict) and write.precondition is not None:
+            with self._lock:
+                current = self.reflector.snapshot(write.node)
+                if current is not None and not _past(current, write.precondition):
+                    self._conflicted[write.node] = write.precondition
+                    return
+            self.queue.add(write.node)
+            return
+        self.queue.add_rate_limited(write.node)
+
+    def _past_conflict(self, name: str, node: NodeSnapshot | None) -> bool:
+        """The watch shows ``node`` (``None``: deleted): True when it is past the version a conflicted
+        patch of it was conditional on (then the node is no longer waited for)."""
+        with self._lock:
+            rv = self._conflicted.get(name)
+            if rv is None or (node is not None and not _past(node, rv)):
+                return False
+            del self._conflicted[name]
+            return True
 
     # -- the view (any thread) --------------------------------------------------------------------------
 
@@ -732,6 +766,15 @@ class Scheduler:
             vendors=vendors,
             would_write=would,
         )
+
+
+def _past(node: NodeSnapshot, resource_version: str) -> bool:
+    """``node`` is newer than ``resource_version`` (numerically, as the view compares them; a version
+    that is not a number is only known to differ)."""
+    seen = node.resource_version
+    if seen.isdigit() and resource_version.isdigit():
+        return int(seen) > int(resource_version)
+    return seen != resource_version
 
 
 def _about(node: str, message: str) -> str:

@@ -38,6 +38,7 @@ from hami_core.protocol.decide import (
     Verdict,
     vendor_absent,
 )
+from hami_core.protocol.decide import sign_of_life as decide_sign_of_life
 from hami_core.protocol.errors import shorten
 from hami_core.protocol.evaluate import evaluate, read_register
 from hami_core.protocol.handshake import (
@@ -48,6 +49,7 @@ from hami_core.protocol.handshake import (
     classify,
     stamp_standing,
 )
+from hami_core.protocol.marker import fingerprint
 from hami_core.protocol.states import IN_CACHE, VendorState, state_of
 from hami_core.scheduler.observe import observe
 from hami_core.scheduler.selector import NodeSelector
@@ -686,7 +688,7 @@ def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, 
         remembered
         and memory.awaiting_sign_of_life
         and h.kind is HandshakeKind.STAMP
-        and h.value != memory.handshake_at_cleanup
+        and fingerprint(h.value) != memory.handshake_at_cleanup
     ):
         age = f", {span(case.age)} old" if case.age is not None and case.age >= timedelta(0) else ""
         notes.append(
@@ -729,7 +731,9 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
         (
             f"cleaned {case.vendor} up here when the node looked as it does now",
             VendorMemory(
-                awaiting_sign_of_life=True, register_at_cleanup=obs.register, handshake_at_cleanup=report
+                awaiting_sign_of_life=True,
+                register_at_cleanup=fingerprint(obs.register),
+                handshake_at_cleanup=fingerprint(report),
             ),
         )
     )
@@ -783,11 +787,15 @@ def _would(case: _Case, then: Decision) -> str:
 
 
 def sign_of_life(obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime) -> str:
-    """Which sign of life readmitted a vendor (spec 4.2), in the order the decision core looks."""
-    if obs.allocatable > 0:
+    """Which sign of life readmitted a vendor (spec 4.2), as the decision core found it."""
+    reported = (
+        rules.handshake_annotation is not None
+        and classify(obs.handshake, tz=now.tzinfo or UTC).kind is HandshakeKind.REPORT
+    )
+    sign = decide_sign_of_life(obs, memory, reported=reported)
+    if sign == "allocatable":
         return f"allocatable {rules.count_resource} is {obs.allocatable}"
-    reported = classify(obs.handshake, tz=now.tzinfo or UTC).kind is HandshakeKind.REPORT
-    if rules.handshake_annotation is not None and reported and obs.handshake != memory.handshake_at_cleanup:
+    if sign == "report":
         return f"the plugin's report {shorten(obs.handshake or '')}"
     return f"a new value of {rules.register_annotation}"
 

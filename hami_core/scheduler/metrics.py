@@ -10,6 +10,9 @@
 | ``hami_scheduler_stamps_total`` | counter | vendor | handshake stamps handed to the patch writer (leader only) |
 | ``hami_scheduler_handshake_deletes_total`` | counter | vendor | handshake deletes of cleanups handed to the writer |
 | ``hami_scheduler_dropped_not_leader_total`` | counter | | writes not sent: leadership was lost before their turn |
+| ``hami_scheduler_patch_conflicts_total`` | counter | | conditional patches (cleanups) refused with 409: the Node changed since it was judged, so it is decided again |
+| ``hami_scheduler_wall_clock_steps_total`` | counter | | steps of the wall clock detected against the monotonic clock |
+| ``hami_scheduler_clock_step_restamps_total`` | counter | vendor | stamps written again, instead of a cleanup, because the wall clock stepped since the stamp was written or seen |
 | ``hami_scheduler_api_requests_total`` | counter | verb, resource, result | API requests by HTTP status class (``2xx``, ``4xx``, ``5xx``; ``error``: no answer) |
 | ``hami_scheduler_api_request_duration_seconds`` | histogram | verb, resource | API request latency |
 | ``hami_scheduler_events_posted_total`` | counter | reason | Events posted about Nodes |
@@ -298,6 +301,22 @@ class SchedulerMetrics:
             "Writes not sent because this replica stopped leading before their turn.",
             registry=r,
         )
+        self.patch_conflicts = Counter(
+            "hami_scheduler_patch_conflicts",
+            "Conditional patches (cleanups) refused with 409 Conflict: the Node changed since it was "
+            "judged; it is decided again on what it holds now.",
+            registry=r,
+        )
+        self.wall_clock_steps = Counter(
+            "hami_scheduler_wall_clock_steps",
+            "Steps of the wall clock detected against the monotonic clock.",
+            registry=r,
+        )
+        self.clock_step_restamps = per_vendor(
+            "hami_scheduler_clock_step_restamps",
+            "Stamps written again instead of a cleanup because the wall clock stepped since the stamp was "
+            "written or first seen.",
+        )
         self.api_requests = Counter(
             "hami_scheduler_api_requests",
             "API requests by verb, resource and result: the HTTP status class (2xx, 4xx, 5xx), or error "
@@ -375,6 +394,9 @@ class SchedulerMetrics:
             "stamps": self.stamps,
             "handshake_deletes": self.handshake_deletes,
             "dropped_not_leader": self.dropped_not_leader,
+            "patch_conflicts": self.patch_conflicts,
+            "wall_clock_steps": self.wall_clock_steps,
+            "clock_step_restamps": self.clock_step_restamps,
             "events_posted": self.events_posted,
             "leadership_changes": self.leadership_changes,
         }

@@ -49,5 +49,6 @@ def observe(name: str, node: NodeSnapshot | None, rules: VendorRules, *, selecte
         register=node.annotations.get(rules.register_annotation),
         handshake=handshake,
         allocatable=allocatable,
+        cleaned=node.annotations.get(rules.marker_annotation),
     )
     return Observed(observation=observation, allocatable_raw=raw, allocatable_invalid=invalid)

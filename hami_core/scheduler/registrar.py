@@ -89,6 +89,9 @@ class Evaluation:
     node: str
     #: The annotation merge patch (``None`` deletes a key); empty when nothing is to be written.
     patch: Mapping[str, str | None]
+    #: The patch may land only on the Node as judged (it holds a cleanup): sent with the resourceVersion
+    #: of the Node the decisions read as a precondition.
+    conditional: bool = False
     #: When to evaluate the node again because a stamp expires then (``None``: no need).
     recheck_at: datetime | None
     warnings: tuple[VendorWarning, ...] = ()
@@ -159,6 +162,7 @@ class Registrar:
             tuple(ann.get(v.register_annotation) for v in self._vendors),
             tuple(ann.get(v.handshake_annotation) if v.handshake_annotation else None for v in self._vendors),
             tuple(alloc.get(v.count_resource) for v in self._vendors),
+            tuple(ann.get(v.marker_annotation) for v in self._vendors),
         )
 
     def evaluate(
@@ -179,6 +183,7 @@ class Registrar:
         else:
             self._uids[name] = node.uid
         patch: dict[str, str | None] = {}
+        conditional = False
         warnings: list[VendorWarning] = []
         events: list[VendorEvent] = []
         decisions: dict[str, Decision] = {}
@@ -204,6 +209,9 @@ class Registrar:
                     self._memory[key] = decision.memory
             if decision.write is not None:
                 patch[decision.write.annotation] = decision.write.value
+            if decision.marker is not None:
+                patch[decision.marker.annotation] = decision.marker.value
+            conditional = conditional or decision.conditional
             reason = decision.reason
             if reason is Reason.CLEANUP_WITHHELD:  # nothing changed: the vendor stands where it stood
                 reason = self._state_reason(key) or (
@@ -248,6 +256,7 @@ class Registrar:
         return Evaluation(
             node=name,
             patch=patch,
+            conditional=conditional and bool(patch),
             recheck_at=recheck,
             warnings=tuple(warnings),
             events=tuple(events),
@@ -318,8 +327,10 @@ class Registrar:
     @staticmethod
     def _absent(node: NodeSnapshot, rules: VendorRules) -> bool:
         ann = node.annotations
-        return rules.register_annotation not in ann and (
-            rules.handshake_annotation is None or rules.handshake_annotation not in ann
+        return (
+            rules.register_annotation not in ann
+            and (rules.handshake_annotation is None or rules.handshake_annotation not in ann)
+            and rules.marker_annotation not in ann
         )
 
     def _forget_node(self, name: str) -> None:

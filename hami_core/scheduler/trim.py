@@ -2,7 +2,8 @@
 
 The scheduler's store holds every watched Node for as long as it runs. A Node carries much more than
 the protocol reads (other components' annotations and labels, every allocatable resource), so the
-store keeps, per Node, the register and handshake annotations of the loaded vendors, the allocatable
+store keeps, per Node, the register, handshake and "cleaned" marker annotations of the loaded vendors
+(the marker: ``protocol/marker.py``), the allocatable
 count resource of each, and the labels the node selector names; everything it shows (the registrar's
 decisions, ``/cache/<node>`` and its explanation, ``hami doctor``'s comparison, read-only mode's
 would-be writes) reads nothing else. The key strings kept are the vendors' own (one object for every
@@ -63,6 +64,7 @@ class NodeTrim:
     handshake_keys: tuple[str, ...]
     allocatable_keys: tuple[str, ...]
     label_keys: tuple[str, ...]
+    marker_keys: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, vendors: Iterable[VendorRules], selector: NodeSelector) -> NodeTrim:
@@ -74,18 +76,25 @@ class NodeTrim:
             ),
             allocatable_keys=_keys(v.count_resource for v in vendors),
             label_keys=_keys(selector.required),
+            marker_keys=_keys(v.marker_annotation for v in vendors),
         )
 
     def __call__(self, node: NodeSnapshot) -> NodeSnapshot:
         # A register value is long and differs per node: kept as it is. A handshake value is a stamp,
         # and the scheduler stamps thousands of nodes within the same second: interned.
+        # A marker is rare (a cleaned-up vendor) and differs per node: kept as it is.
         registers = _kept(node.annotations, self.register_keys, intern=False)
         handshakes = _kept(node.annotations, self.handshake_keys, intern=True)
+        annotations = {**registers, **handshakes} if registers and handshakes else registers or handshakes
+        if self.marker_keys:
+            markers = _kept(node.annotations, self.marker_keys, intern=False)
+            if markers:
+                annotations = {**annotations, **markers}
         return NodeSnapshot(
             name=node.name,
             uid=node.uid,
             resource_version=node.resource_version,
             labels=_kept(node.labels, self.label_keys, intern=True),
-            annotations={**registers, **handshakes} if registers and handshakes else registers or handshakes,
+            annotations=annotations,
             allocatable=_kept(node.allocatable, self.allocatable_keys, intern=True),
         )

@@ -16,6 +16,16 @@ The life of one write:
    Or ``failed(write)``: the PATCH failed, or was never sent (leadership lost). The write leaves the view
    at once, and the caller re-queues the node so that it is decided again on what the Node really holds.
 
+A write that deletes another writer's possible value (a cleanup's) is *conditional*: it carries, as a
+``resourceVersion`` precondition, the version of the server's Node the decision read. What ``get`` shows
+is that Node (the watched one, or the newest PATCH reply) with this replica's unconfirmed writes laid
+over it, and ``NodeSnapshot.resource_version`` of what it shows is always that server version, never a
+version of the overlay (an overlay has none). So a conditional write decided on an overlay means "the
+Node is still at that version, plus my own writes before this one": true when those writes are still
+unsent, since the writer sends them together with it in one request; when one of them is already on its
+way, it lands first and the conditional write fails with a conflict, and the node is decided again on
+what the server then holds. A precondition never vouches for a state this replica only imagines.
+
 A Node that is deleted or re-created (another uid) drops its writes. Leadership changes need nothing
 special here: unsent writes come back through ``failed`` (the writer refuses to send them once this
 replica is not the leader), and the ones already sent stay until they are confirmed or fail, since a
@@ -49,6 +59,8 @@ class PendingWrite:
     seq: int
     #: The Node as the PATCH reply showed it; ``None`` while the request is in flight.
     reply: NodeSnapshot | None = None
+    #: The resourceVersion the Node must still have for the write to land (``None``: unconditional).
+    precondition: str | None = None
 
 
 def _rv(value: str) -> int | None:
@@ -102,11 +114,19 @@ class NodeView:
                 node = _overlay(node, write.patch)
         return node
 
-    def expect(self, node: NodeSnapshot, patch: Patch) -> PendingWrite:
-        """A write to ``node`` was decided: show it from now on. Returns the handle for the outcome."""
+    def expect(self, node: NodeSnapshot, patch: Patch, *, conditional: bool = False) -> PendingWrite:
+        """A write to ``node`` (as ``get`` showed it) was decided: show it from now on. ``conditional``:
+        it may land only while the server's Node is still the version ``node`` shows (see the module's
+        note). Returns the handle for the outcome."""
         # a stamp value is the same for every node decided within one second: one string for all
         shared = {key: None if value is None else shared_short(value) for key, value in patch.items()}
-        write = PendingWrite(node=node.name, uid=node.uid, patch=shared, seq=next(self._seq))
+        write = PendingWrite(
+            node=node.name,
+            uid=node.uid,
+            patch=shared,
+            seq=next(self._seq),
+            precondition=node.resource_version if conditional and node.resource_version else None,
+        )
         with self._lock:
             self._pending.setdefault(node.name, []).append(write)
         return write

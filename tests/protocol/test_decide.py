@@ -33,6 +33,8 @@ from hami_core.protocol.decide import (
 )
 from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import format_stamp
+from hami_core.protocol.marker import fingerprint as fp
+from hami_core.protocol.marker import parse_marker
 
 
 @attrs.frozen
@@ -523,8 +525,8 @@ ROWS = [
         obs(register="a;b"),
         VendorMemory(
             awaiting_sign_of_life=True,
-            register_at_cleanup="a;b",
-            handshake_at_cleanup=stamp(timedelta(hours=1)),
+            register_at_cleanup=fp("a;b"),
+            handshake_at_cleanup=fp(stamp(timedelta(hours=1))),
         ),
         None,
         KEEP,
@@ -534,7 +536,7 @@ ROWS = [
     Row(
         "cleaned, someone else's fresh stamp: stamping alone does not readmit",
         obs(register="a;b", handshake=stamp(SEC)),
-        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"),
+        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=fp("a;b")),
         None,
         KEEP,
         R.AWAITING_SIGN_OF_LIFE,
@@ -545,8 +547,8 @@ ROWS = [
         obs(register="a;b", handshake="Reported_2024.01.23 04:30:05"),
         VendorMemory(
             awaiting_sign_of_life=True,
-            register_at_cleanup="a;b",
-            handshake_at_cleanup="Reported_2024.01.23 04:30:05",
+            register_at_cleanup=fp("a;b"),
+            handshake_at_cleanup=fp("Reported_2024.01.23 04:30:05"),
         ),
         None,
         KEEP,
@@ -556,7 +558,7 @@ ROWS = [
     Row(
         "cleaned, a plugin report: readmitted and stamped",
         obs(register="a;b", handshake="Reported_2026-11-29 18:04:04"),
-        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"),
+        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=fp("a;b")),
         stamped(),
         SET,
         R.REGISTERED,
@@ -565,7 +567,7 @@ ROWS = [
     Row(
         "cleaned, allocatable > 0: readmitted",
         obs(register="a;b", allocatable=2),
-        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"),
+        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=fp("a;b")),
         stamped(),
         SET,
         R.REGISTERED,
@@ -576,8 +578,8 @@ ROWS = [
         obs(register="a;c", handshake=stamp(timedelta(hours=1))),
         VendorMemory(
             awaiting_sign_of_life=True,
-            register_at_cleanup="a;b",
-            handshake_at_cleanup=stamp(timedelta(hours=1)),
+            register_at_cleanup=fp("a;b"),
+            handshake_at_cleanup=fp(stamp(timedelta(hours=1))),
         ),
         stamped(),
         SET,
@@ -587,7 +589,7 @@ ROWS = [
     Row(
         "cleaned, register removed: not a sign of life",
         obs(),
-        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a;b"),
+        VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=fp("a;b")),
         None,
         KEEP,
         R.AWAITING_SIGN_OF_LIFE,
@@ -705,7 +707,11 @@ def test_cleanup_resets_memory_and_remembers_what_it_saw() -> None:
         rules=MLU,
     )
     assert d.memory == VendorMemory(
-        awaiting_sign_of_life=True, register_at_cleanup="a;b", handshake_at_cleanup=old, delete_handshake=True
+        awaiting_sign_of_life=True,
+        register_at_cleanup=fp("a;b"),
+        handshake_at_cleanup=fp(old),
+        delete_handshake=True,
+        marked=True,
     )
 
 
@@ -793,7 +799,7 @@ def test_a_handshake_deleted_by_a_cleanup_elsewhere_is_a_cleanup_here_too() -> N
         None,
         CacheChange.DROP,
     )
-    assert gone.memory == VendorMemory(awaiting_sign_of_life=True, register_at_cleanup="a")
+    assert gone.memory == VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=fp("a"))
     restamped = evaluate(obs(register="a", handshake=stamp()), gone.memory, now=NOW + 2 * SEC, rules=MLU)
     assert (restamped.reason, restamped.write) == (R.AWAITING_SIGN_OF_LIFE, None)
     report = "Reported_2026-11-29 18:05:00"
@@ -1001,19 +1007,22 @@ _STEP = st.tuples(
     st.integers(0, 2),
     st.sampled_from([True] * 8 + [False]),
     st.sampled_from([True] * 8 + [False]),
+    st.sampled_from([None, "ours", "ours", "garbage"]),  # the marker: absent, the last one written, junk
 )
 
 
 @settings(max_examples=300, deadline=None)
 @given(steps=st.lists(_STEP, min_size=1, max_size=25), nvidia=st.booleans())
 def test_invariants_over_random_histories(
-    steps: list[tuple[int, str | None, str, int, bool, bool]], nvidia: bool
+    steps: list[tuple[int, str | None, str, int, bool, bool, str | None]], nvidia: bool
 ) -> None:
     rule = NVIDIA if nvidia else MLU
-    memory, now, last_stamp = VendorMemory(), NOW, None
+    memory, now, last_stamp, last_marker = VendorMemory(), NOW, None, None
     previous: tuple[Observation, Decision] | None = None
-    for dt, register, handshake, allocatable, present, selected in steps:
+    for dt, register, handshake, allocatable, present, selected, cleaned in steps:
         now += dt * SEC
+        if cleaned == "ours":
+            cleaned = last_marker
         if handshake == "ours":
             handshake = last_stamp
         elif handshake is not None and handshake.startswith("age:"):
@@ -1024,12 +1033,24 @@ def test_invariants_over_random_histories(
             allocatable=allocatable,
             present=present,
             selected=selected,
+            cleaned=cleaned,
         )
         d = evaluate(o, memory, now=now, rules=rule)
         assert d == evaluate(o, memory, now=now, rules=rule)  # pure
         if d.write is not None:
             assert d.write.annotation == rule.handshake_annotation
             assert present and selected
+        if d.marker is not None:
+            assert d.marker.annotation == rule.marker_annotation and present and selected
+            if d.marker.value is not None:
+                # only a cleanup writes a marker, in a conditional patch, and only where the node lacks it
+                assert d.conditional and d.memory.marked and d.memory.awaiting_sign_of_life
+                assert o.cleaned != d.marker.value
+                last_marker = d.marker.value
+            else:
+                assert o.cleaned is not None and not d.memory.awaiting_sign_of_life
+        if d.write is not None and d.write.value is None:
+            assert d.conditional  # every delete of a handshake is conditional on the Node as judged
         if d.write is not None and d.write.value is not None:
             assert register is not None or handshake is not None  # spec 4 rule 6
             assert d.write.value == format_stamp(now)
@@ -1050,12 +1071,17 @@ def test_invariants_over_random_histories(
                 and selected
             )
             if was.reason in (Reason.CLEANED_UP, Reason.AWAITING_SIGN_OF_LIFE) and quiet:
-                # spec 4.2: no new sign of life, no readmission; the only write is the cleanup's delete,
-                # while the node still shows the stamp it was cleaned up with
-                assert d.reason is Reason.AWAITING_SIGN_OF_LIFE
+                # spec 4.2: no new sign of life, no readmission; the only write is the cleanup's patch
+                # (its delete while the node still shows the stamp it was cleaned up with, and its
+                # marker), while the node does not show the marker
+                assert d.reason is Reason.AWAITING_SIGN_OF_LIFE or (
+                    d.reason is Reason.CLEANED_UP and o.cleaned is not None
+                )
                 if d.write is not None:
                     assert d.write.value is None and memory.delete_handshake
-                    assert o.handshake == memory.handshake_at_cleanup
+                    assert fp(o.handshake) == memory.handshake_at_cleanup
+                if d.write is not None or (d.marker is not None and d.marker.value is not None):
+                    assert o.cleaned is None or parse_marker(o.cleaned) is None or not memory.marked
         memory = d.memory
         previous = (o, d)
 

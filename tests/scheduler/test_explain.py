@@ -25,6 +25,7 @@ from hami_core.protocol.decide import (
 )
 from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import format_stamp
+from hami_core.protocol.marker import fingerprint
 from hami_core.scheduler.cache import DeviceCache
 from hami_core.scheduler.explain import (
     NodeExplanation,
@@ -106,7 +107,11 @@ def test_the_explanation_and_the_scheduler_agree_on_every_row_of_the_decide_tabl
         assert row.memory == VendorMemory() and d.memory == VendorMemory()
         assert (d.write, d.cache) == (None, CacheChange.KEEP)
         assert d.reason in (Reason.NO_VENDOR, Reason.NODE_DELETED)
-    assert dict(evaluation.patch) == ({row.write.annotation: row.write.value} if row.write else {})
+    expected = {row.write.annotation: row.write.value} if row.write else {}
+    if d.marker is not None:  # a cleanup leaves its marker on the Node (readmission removes it)
+        expected[d.marker.annotation] = d.marker.value
+    assert dict(evaluation.patch) == expected
+    assert evaluation.conditional == d.conditional == (d.reason is Reason.CLEANED_UP)
 
 
 # --- the words, on the real drivers ------------------------------------------------------------------------
@@ -276,7 +281,9 @@ def test_hamis_flapping_after_a_cleanup() -> None:
     """The memory says awaiting a sign of life; the node shows a fresh Requesting stamp someone else wrote."""
     cleaned = {
         "DCU": VendorMemory(
-            awaiting_sign_of_life=True, register_at_cleanup=DCU_VALUE, handshake_at_cleanup=stamp(120 * SEC)
+            awaiting_sign_of_life=True,
+            register_at_cleanup=fingerprint(DCU_VALUE),
+            handshake_at_cleanup=fingerprint(stamp(120 * SEC)),
         )
     }
     e = explain(node({DCU_REG: DCU_VALUE, DCU_HS: stamp(12 * SEC)}), cleaned)
@@ -291,7 +298,7 @@ def test_hamis_flapping_after_a_cleanup() -> None:
 
 
 def test_a_report_readmits_with_the_sign_of_life_named() -> None:
-    cleaned = {"DCU": VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=DCU_VALUE)}
+    cleaned = {"DCU": VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=fingerprint(DCU_VALUE))}
     e = explain(node({DCU_REG: DCU_VALUE, DCU_HS: "Reported_2026-11-30 11:59:59"}), cleaned)
     assert e.next.write is WriteKind.STAMP and e.state is VendorState.REGISTERED
     assert e.next.why.startswith(

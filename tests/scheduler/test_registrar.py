@@ -3,13 +3,14 @@ protocol asks of a Node as shown (what was sent and not yet seen back is the vie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 
 from hami_core import HANDSHAKE, DeviceInfo
 from hami_core.kube.port import NodeSnapshot
 from hami_core.protocol.codecs import LEGACY_CODEC
 from hami_core.protocol.decide import VendorRules
+from hami_core.protocol.marker import parse_marker
 from hami_core.scheduler.cache import DeviceCache
 from hami_core.scheduler.registrar import Registrar
 from hami_core.scheduler.selector import NodeSelector, parse_node_selector
@@ -112,6 +113,15 @@ def test_the_decision_holds_nothing_about_requests_in_flight() -> None:
     assert "hami.io/node-handshake-acme" in registrar.evaluate("n1", shown, now=T0).patch
 
 
+MARKER = "cleaned.hami-core.io/ACME"
+
+
+def cleanup_of(patch: Mapping[str, str | None]) -> dict[str, str | None]:
+    """A cleanup's patch without its marker (checked to be a marker of ours)."""
+    assert parse_marker(patch.get(MARKER)) is not None, patch
+    return {key: value for key, value in patch.items() if key != MARKER}
+
+
 def test_a_failed_stamp_is_decided_again_and_a_failed_delete_is_resent() -> None:
     registrar = Registrar([rules(CountingCodec())], DeviceCache())
     registrar.evaluate("n1", node({"hami.io/node-acme-register": VALUE}), now=T0)
@@ -124,11 +134,11 @@ def test_a_failed_stamp_is_decided_again_and_a_failed_delete_is_resent() -> None
         "hami.io/node-handshake-acme": retry.patch["hami.io/node-handshake-acme"] or "",
     }
     dead = registrar.evaluate("n1", node(stamped, alloc="0"), now=later + timedelta(seconds=60))
-    assert dead.patch == {"hami.io/node-handshake-acme": None}
+    assert cleanup_of(dead.patch) == {"hami.io/node-handshake-acme": None} and dead.conditional
     again = registrar.evaluate("n1", node(stamped, alloc="0"), now=later + timedelta(seconds=61))
-    assert again.patch == {"hami.io/node-handshake-acme": None}
-    # Once the key is gone there is nothing to resend.
-    gone = {"hami.io/node-acme-register": VALUE}
+    assert cleanup_of(again.patch) == {"hami.io/node-handshake-acme": None} and again.conditional
+    # Once the node shows the cleanup (the handshake gone, the marker there) there is nothing to resend.
+    gone = {"hami.io/node-acme-register": VALUE, MARKER: again.patch[MARKER] or ""}
     assert registrar.evaluate("n1", node(gone, alloc="0"), now=later + timedelta(seconds=62)).patch == {}
 
 
@@ -154,7 +164,7 @@ def test_a_node_recreated_under_the_same_name_starts_clean_even_without_a_delete
     stamp = first.patch["hami.io/node-handshake-acme"] or ""
     stamped = {"hami.io/node-acme-register": VALUE, "hami.io/node-handshake-acme": stamp}
     dead = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=60))
-    assert dead.patch == {"hami.io/node-handshake-acme": None}
+    assert cleanup_of(dead.patch) == {"hami.io/node-handshake-acme": None}
     assert registrar.memory("n1", "ACME").awaiting_sign_of_life
     assert not dead.node_gone
     reborn = NodeSnapshot(
@@ -183,14 +193,21 @@ def test_a_cleanup_delete_is_asked_for_until_the_node_shows_it_done() -> None:
     }
     assert registrar.evaluate("n1", node(stamped, alloc="0"), now=T0).patch == {}
     cleaned = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=60))
-    assert cleaned.patch == {"hami.io/node-handshake-acme": None}
+    assert cleanup_of(cleaned.patch) == {"hami.io/node-handshake-acme": None}
     assert registrar.cache.vendor("n1", "ACME") is None
     again = registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=75))
-    assert again.patch == {"hami.io/node-handshake-acme": None}
-    deleted = {"hami.io/node-acme-register": VALUE}
+    assert cleanup_of(again.patch) == {"hami.io/node-handshake-acme": None}
+    marker = again.patch[MARKER] or ""
+    deleted = {"hami.io/node-acme-register": VALUE, MARKER: marker}
     assert registrar.evaluate("n1", node(deleted, alloc="0"), now=T0 + timedelta(seconds=76)).patch == {}
-    assert registrar.evaluate("n1", node(stamped, alloc="0"), now=T0 + timedelta(seconds=77)).patch == {}
+    # the same stamp written back by someone else, beside the marker: not deleted twice
+    back = {**stamped, MARKER: marker}
+    assert registrar.evaluate("n1", node(back, alloc="0"), now=T0 + timedelta(seconds=77)).patch == {}
     assert registrar.cache.vendor("n1", "ACME") is None
+    # the node shows neither (the patch lost, or the marker removed by hand): the marker is written again
+    bare = {"hami.io/node-acme-register": VALUE}
+    resent = registrar.evaluate("n1", node(bare, alloc="0"), now=T0 + timedelta(seconds=78))
+    assert set(resent.patch) == {MARKER} and resent.conditional
 
 
 class BrokenRule:
