@@ -416,6 +416,7 @@ def _awaiting(
     """Cleaned up, no sign of life: nothing changes, but a cleanup's patch the node does not show yet is
     decided again (the marker, and the delete while the node still shows the value cleaned up)."""
     write = marker_write = None
+    judged = memory
     shown = _shows_marker(marker, memory)
     if memory.delete_handshake:
         same = obs.handshake is not None and fingerprint(obs.handshake) == memory.handshake_at_cleanup
@@ -426,7 +427,7 @@ def _awaiting(
     if memory.marked and not shown:
         marker_write = HandshakeWrite(rules.marker_annotation, _marker_value(memory, now))
     if (write is not None or marker_write is not None) and not obs.view_current:
-        return _withheld(memory)  # the cleanup's patch is decided again once the view is current
+        return _withheld(judged)  # the cleanup's patch is decided again once the view is current
     return Decision(
         write=write,
         memory=memory,

@@ -33,8 +33,8 @@ from hami_core.protocol.decide import (
 )
 from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import format_stamp
+from hami_core.protocol.marker import Marker, format_marker, parse_marker
 from hami_core.protocol.marker import fingerprint as fp
-from hami_core.protocol.marker import parse_marker
 
 
 @attrs.frozen
@@ -1156,13 +1156,13 @@ def test_a_driver_codec_reads_only_its_own_encoding() -> None:
     nvidia=st.booleans(),
 )
 def test_on_a_stale_view_nothing_is_deleted_dropped_or_forgotten_for_being_dead(
-    steps: list[tuple[tuple[int, str | None, str, int, bool, bool], bool]], nvidia: bool
+    steps: list[tuple[tuple[int, str | None, str, int, bool, bool, str | None], bool]], nvidia: bool
 ) -> None:
     """Spec 5b over random histories with views that are now and then not known current: on such a view
     no decision deletes a handshake or drops a vendor found dead; a withheld one changes nothing."""
     rule = NVIDIA if nvidia else MLU
     memory, now, last_stamp = VendorMemory(), NOW, None
-    for (dt, register, handshake, allocatable, present, selected), current in steps:
+    for (dt, register, handshake, allocatable, present, selected, cleaned), current in steps:
         now += dt * SEC
         if handshake == "ours":
             handshake = last_stamp
@@ -1175,6 +1175,7 @@ def test_on_a_stale_view_nothing_is_deleted_dropped_or_forgotten_for_being_dead(
             present=present,
             selected=selected,
             view_current=current,
+            cleaned=None if cleaned == "ours" else cleaned,
         )
         d = evaluate(o, memory, now=now, rules=rule)
         if not current:
@@ -1192,3 +1193,210 @@ def test_on_a_stale_view_nothing_is_deleted_dropped_or_forgotten_for_being_dead(
         if d.write is not None and d.write.value is not None:
             last_stamp = d.write.value
         memory = d.memory
+
+
+# --- conditional cleanups and the "cleaned" marker (spec 4.2 across restarts, 5b) ------------------------
+
+MARKER_KEY = "cleaned.hami-core.io/MLU"
+AT_CLEANUP = format_marker(Marker(register=fp("a;b"), handshake=fp(stamp(2 * 60 * SEC))), NOW - 60 * SEC)
+REPORT = "Reported_2026-11-29 18:04:04"
+
+
+@attrs.frozen
+class MarkerRow:
+    """One decision about the marker: inputs, and the writes, cache change and reason expected."""
+
+    id: str
+    observation: Observation
+    memory: VendorMemory
+    write: HandshakeWrite | None
+    marker: Any  # the marker's new value; None: removed; ...: not written
+    conditional: bool
+    cache: CacheChange
+    reason: Reason
+
+
+NOT_WRITTEN = ...
+MARKER_ROWS = [
+    MarkerRow(
+        "a cleanup deletes the handshake and leaves its marker, conditionally",
+        obs(register="a;b", handshake=stamp(2 * 60 * SEC)),
+        registered(),
+        DELETE,
+        AT_CLEANUP.replace((NOW - 60 * SEC).strftime("%Y-%m-%d %H:%M:%S"), NOW.strftime("%Y-%m-%d %H:%M:%S")),
+        True,
+        DROP,
+        R.CLEANED_UP,
+    ),
+    MarkerRow(
+        "a stamp is unconditional",
+        obs(register="a;b", handshake=REPORT),
+        registered(),
+        stamped(),
+        NOT_WRITTEN,
+        False,
+        KEEP,
+        R.UNCHANGED,
+    ),
+    MarkerRow(
+        "no memory (a restart), the marker on the node, nothing new: waits, writes nothing, no stamp",
+        obs(register="a;b", cleaned=AT_CLEANUP),
+        VendorMemory(),
+        None,
+        NOT_WRITTEN,
+        False,
+        KEEP,
+        R.AWAITING_SIGN_OF_LIFE,
+    ),
+    MarkerRow(
+        "no memory, the marker, someone's fresh stamp: stamping alone does not readmit",
+        obs(register="a;b", handshake=stamp(SEC), cleaned=AT_CLEANUP),
+        VendorMemory(),
+        None,
+        NOT_WRITTEN,
+        False,
+        KEEP,
+        R.AWAITING_SIGN_OF_LIFE,
+    ),
+    MarkerRow(
+        "no memory, the marker, the very stamp cleaned up written back: no sign of life, not deleted",
+        obs(register="a;b", handshake=stamp(2 * 60 * SEC), cleaned=AT_CLEANUP),
+        VendorMemory(),
+        None,
+        NOT_WRITTEN,
+        False,
+        KEEP,
+        R.AWAITING_SIGN_OF_LIFE,
+    ),
+    MarkerRow(
+        "no memory, the marker, a plugin report: readmitted, stamped, the marker removed",
+        obs(register="a;b", handshake=REPORT, cleaned=AT_CLEANUP),
+        VendorMemory(),
+        stamped(),
+        None,
+        False,
+        SET,
+        R.REGISTERED,
+    ),
+    MarkerRow(
+        "no memory, the marker, allocatable > 0: readmitted, the marker removed",
+        obs(register="a;b", allocatable=1, cleaned=AT_CLEANUP),
+        VendorMemory(),
+        stamped(),
+        None,
+        False,
+        SET,
+        R.REGISTERED,
+    ),
+    MarkerRow(
+        "no memory, the marker, another register value: readmitted, the marker removed",
+        obs(register="a;c", cleaned=AT_CLEANUP),
+        VendorMemory(),
+        stamped(),
+        None,
+        False,
+        SET,
+        R.REGISTERED,
+    ),
+    MarkerRow(
+        "registered here, the marker appears (the leader cleaned it up): a cleanup here too, no write",
+        obs(register="a;b", cleaned=AT_CLEANUP),
+        registered(handshake_seen=True),
+        None,
+        NOT_WRITTEN,
+        False,
+        DROP,
+        R.CLEANED_UP,
+    ),
+    MarkerRow(
+        "waiting, the node lacks the marker (the patch lost or refused): the cleanup's patch again",
+        obs(register="a;b", handshake=stamp(2 * 60 * SEC)),
+        VendorMemory(
+            awaiting_sign_of_life=True,
+            register_at_cleanup=fp("a;b"),
+            handshake_at_cleanup=fp(stamp(2 * 60 * SEC)),
+            delete_handshake=True,
+            marked=True,
+        ),
+        DELETE,
+        AT_CLEANUP.replace((NOW - 60 * SEC).strftime("%Y-%m-%d %H:%M:%S"), NOW.strftime("%Y-%m-%d %H:%M:%S")),
+        True,
+        KEEP,
+        R.AWAITING_SIGN_OF_LIFE,
+    ),
+    MarkerRow(
+        "found dead unregistered: no cleanup, no marker (a dead node costs no writes)",
+        obs(register="a;b", handshake=stamp(2 * 60 * SEC)),
+        VendorMemory(),
+        None,
+        NOT_WRITTEN,
+        False,
+        KEEP,
+        R.AWAITING_SIGN_OF_LIFE,
+    ),
+    MarkerRow(
+        "a value under the marker's key that is none of ours, on a live vendor: removed",
+        obs(register="a;b", handshake=stamp(SEC), cleaned="by hand"),
+        registered(),
+        None,
+        None,
+        False,
+        KEEP,
+        R.UNCHANGED,
+    ),
+]
+
+
+@pytest.mark.parametrize("row", MARKER_ROWS, ids=[r.id for r in MARKER_ROWS])
+def test_marker_rows(row: MarkerRow) -> None:
+    d = evaluate(row.observation, row.memory, now=NOW, rules=MLU)
+    assert (d.write, d.cache, d.reason, d.conditional) == (row.write, row.cache, row.reason, row.conditional)
+    if row.marker is NOT_WRITTEN:
+        assert d.marker is None
+    else:
+        assert d.marker == HandshakeWrite(MARKER_KEY, row.marker)
+    assert d.memory.awaiting_sign_of_life == (d.reason in (R.CLEANED_UP, R.AWAITING_SIGN_OF_LIFE))
+
+
+def test_the_marker_holds_what_readmission_compares_and_a_new_process_finds_it() -> None:
+    """A process cleans up; the node shows its patch; a process with no memory (a restart, another leader)
+    decides the node: it waits for a sign of life instead of readmitting the vendor for a window."""
+    dead = obs(register="a;b", handshake=stamp(2 * 60 * SEC))
+    cleaned = evaluate(dead, registered(), now=NOW, rules=MLU)
+    assert cleaned.marker is not None and cleaned.marker.value is not None and cleaned.conditional
+    assert parse_marker(cleaned.marker.value) == Marker(register=fp("a;b"), handshake=fp(dead.handshake))
+    landed = obs(register="a;b", cleaned=cleaned.marker.value)
+    shown = evaluate(landed, cleaned.memory, now=NOW + SEC, rules=MLU)
+    assert (shown.write, shown.marker, shown.memory.delete_handshake) == (None, None, False)
+    memory = VendorMemory()  # restarted
+    for minute in range(0, 10):
+        d = evaluate(landed, memory, now=NOW + minute * 60 * SEC, rules=MLU)
+        assert (d.write, d.marker, d.reason, d.devices) == (None, None, R.AWAITING_SIGN_OF_LIFE, None)
+        memory = d.memory
+    back = evaluate(
+        obs(register="a;b", handshake=REPORT, cleaned=landed.cleaned), memory, now=NOW + 600 * SEC, rules=MLU
+    )
+    assert back.reason is R.REGISTERED and back.marker == HandshakeWrite(MARKER_KEY, None)
+    assert not back.memory.awaiting_sign_of_life and not back.conditional
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "{",
+        "[]",
+        '{"register":"sha256:00"}',
+        '{"cleanedAt":"x","register":5}',
+        '{"cleanedAt":"x","handshake":"md5:abc"}',
+        "{" + " " * 600 + "}",
+    ],
+)
+def test_a_value_that_is_not_a_marker_of_ours_is_none(value: str) -> None:
+    assert parse_marker(value) is None
+
+
+def test_the_marker_key_fits_every_vendor_key() -> None:
+    longest = "V" * 63  # a vendor key is a label value: at most 63 characters
+    assert rules(vendor_key=longest).marker_annotation == f"cleaned.hami-core.io/{longest}"
+    assert MLU.marker_annotation == MARKER_KEY
