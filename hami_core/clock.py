@@ -19,7 +19,16 @@ from datetime import datetime, timedelta, tzinfo
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
-__all__ = ["SYSTEM", "Clock", "ClockCondition", "ClockEvent", "FakeClock", "SystemClock"]
+__all__ = [
+    "STEP_TOLERANCE",
+    "SYSTEM",
+    "Clock",
+    "ClockCondition",
+    "ClockEvent",
+    "FakeClock",
+    "SystemClock",
+    "WallSteps",
+]
 
 
 @runtime_checkable
@@ -105,6 +114,36 @@ class SystemClock:
 
 
 SYSTEM: Clock = SystemClock()
+
+#: How far the wall clock may move against the monotonic one between two looks before it counts as a
+#: step, in seconds. NTP slews a clock by at most 0.5 ms a second, and a look is never minutes apart.
+STEP_TOLERANCE = 1.0
+
+
+class WallSteps:
+    """Detects steps of the wall clock (NTP stepping a bad clock, an operator's ``date -s``, a VM that
+    resumed) against the monotonic one: ``check(wall, mono)`` at each look; a step is the offset between
+    the two moving by more than ``tolerance`` since the previous look. Not thread-safe: one looker.
+    """
+
+    def __init__(self, tolerance: float = STEP_TOLERANCE) -> None:
+        if not tolerance > 0:
+            raise ValueError(f"WallSteps: the tolerance must be positive, got {tolerance!r}")
+        self._tolerance = tolerance
+        self._offset: float | None = None
+        #: The monotonic time of the last step detected (``None``: none yet).
+        self.last_step_at: float | None = None
+
+    def check(self, wall: datetime, mono: float) -> float | None:
+        """Look at the clocks: the step in seconds (forward > 0) when the wall clock stepped since the
+        previous look, else ``None``."""
+        offset = wall.timestamp() - mono
+        previous, self._offset = self._offset, offset
+        if previous is None or abs(offset - previous) <= self._tolerance:
+            return None
+        self.last_step_at = mono
+        return offset - previous
+
 
 #: Where a ``FakeClock`` starts unless told otherwise: a fixed moment, so runs repeat exactly.
 _FAKE_START = datetime(2026, 1, 1, 0, 0, 0)
@@ -200,7 +239,8 @@ class _FakeEvent:
 
 
 class FakeClock:
-    """Time that moves only when told: ``advance(seconds)``.
+    """Time that moves only when told: ``advance(seconds)``; ``step_wall(seconds)`` steps the wall clock
+    alone.
 
     Starts at 2026-01-01 00:00:00 in the local zone (or ``start``); see ``auto_advance`` for loops a
     test runs on its own thread. Waits with a timeout made through it
@@ -218,6 +258,8 @@ class FakeClock:
         self._start = start if start.tzinfo is not None else start.astimezone()
         self._lock = threading.Lock()
         self._elapsed = 0.0
+        #: How far the wall clock was stepped (``step_wall``) from where the elapsed time puts it.
+        self._wall_step = 0.0
         #: The deadline of every timed wait in progress, by a token per wait.
         self._deadlines: dict[int, float] = {}
         self._tokens = 0
@@ -226,8 +268,14 @@ class FakeClock:
 
     def now(self) -> datetime:
         with self._lock:
-            elapsed = self._elapsed
+            elapsed = self._elapsed + self._wall_step
         return (self._start + timedelta(seconds=elapsed)).astimezone(self._start.tzinfo)
+
+    def step_wall(self, seconds: float) -> None:
+        """Step the wall clock by ``seconds`` (back when negative) without moving the monotonic clock or
+        waking any wait: what NTP stepping a bad clock does to a process."""
+        with self._lock:
+            self._wall_step += seconds
 
     def monotonic(self) -> float:
         with self._lock:

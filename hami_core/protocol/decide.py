@@ -24,6 +24,16 @@ Choices the spec leaves open, made here:
   is decided again (it was not sent, failed, or lost a race): the marker, and the delete while the node
   still shows exactly the value cleaned up. What this replica has sent and not yet seen back is not the
   decision core's business: the scheduler shows ``decide`` the Node with its own writes laid over it.
+* Wall-clock steps never clean (spec 5b). Given ``mono`` (the process's monotonic clock) the memory
+  keeps, per node and vendor, the handshake value last seen and the monotonic time this process first
+  saw it or wrote it (``seen_at``), and whether this process wrote it (``own_stamp``). A stamp of this
+  process's own is aged on the monotonic clock (its wire time is only what other readers go by). When
+  the process detected a wall-clock step (``wall_step_at``, the monotonic time of the last one) after
+  it wrote or first saw the stamp on the node, the stamp's wall-clock age is meaningless: its own stamp
+  is written again at once (so the wire says the truth again for HAMi and the other replicas), and
+  anybody else's stamp (another replica's, HAMi's), still judged by wall time otherwise, is written
+  again instead of cleaned when it falls expired. Either way the re-stamp is ours and starts a window
+  on the monotonic clock; a stamp first seen after the step is judged by wall time as usual.
 * A marker on the Node is the truth about a cleanup: a process that does not remember it (it started
   since, or another replica cleaned) takes it as its own memory; readmission removes it; a value under
   the marker's key that is not a marker is removed (or replaced by a cleanup's).
@@ -201,6 +211,12 @@ class VendorMemory:
     #: Registered, and the node showed a handshake value at the last decision (what the node showed,
     #: not a stamp of this replica's still on its way). Only a cleanup deletes a handshake.
     handshake_seen: bool = False
+    #: The handshake value this process last wrote or saw (tracked only when ``decide`` gets ``mono``).
+    seen_handshake: str | None = None
+    #: The monotonic time this process wrote ``seen_handshake``, or first saw it on the node.
+    seen_at: float | None = None
+    #: ``seen_handshake`` is a stamp this process wrote (aged on the monotonic clock).
+    own_stamp: bool = False
 
     @property
     def registered(self) -> bool:
@@ -309,6 +325,9 @@ class Decision:
     #: The writes may land only on the Node as judged (a cleanup's): send them with its resourceVersion
     #: as a precondition, and decide again on a conflict.
     conditional: bool = False
+    #: The stamp is written again, instead of judged by its age, because the wall clock stepped since
+    #: it was written or first seen.
+    clock_stepped: bool = False
 
     @property
     def devices(self) -> tuple[DeviceInfo, ...] | None:
@@ -447,6 +466,8 @@ def decide(
     now: datetime,
     rules: VendorRules,
     window: timedelta = DEFAULT_WINDOW,
+    mono: float | None = None,
+    wall_step_at: float | None = None,
 ) -> Decision:
     """Decide one vendor on one node: the handshake write, the cache change and the new memory.
 
@@ -458,6 +479,10 @@ def decide(
     with ``stamp_expired=False``, so the built-in ``handshake`` rule keeps it while its register
     annotation is there (as HAMi does for a device type without a handshake key), and the
     ``allocatable`` rule cleans it up once a count seen above zero drops to zero.
+
+    ``mono`` is the process's monotonic clock (seconds) at ``now``, and ``wall_step_at`` the monotonic
+    time of the last wall-clock step it detected (``None``: none). Without ``mono`` (``hami doctor``, a
+    process of its own) every stamp is judged by wall time and no step is known.
     """
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError(f"decide: now must be an aware datetime in the scheduler's zone, got {now!r}")
@@ -481,6 +506,17 @@ def decide(
     tz = now.tzinfo
     handshake = classify(observed, tz=tz)
     standing = stamp_standing(handshake, now=now, window=window)
+    expires_at = None if handshake.time is None else handshake.time + window
+    clock_stepped = False
+    seen_at = memory.seen_at if mono is not None and observed == memory.seen_handshake else None
+    if seen_at is not None and handshake.kind is HandshakeKind.STAMP:
+        stepped = wall_step_at is not None and wall_step_at > seen_at  # detected after it was seen
+        if memory.own_stamp and not stepped:  # ours: its age is on the monotonic clock
+            left = window.total_seconds() - (mono or 0.0) + seen_at
+            standing = StampStanding.FRESH if left > 0 else StampStanding.EXPIRED
+            expires_at = now + timedelta(seconds=left)
+        elif stepped and (memory.own_stamp or standing is StampStanding.EXPIRED):
+            standing, clock_stepped = StampStanding.MISSING, True  # its wall-clock age says nothing now
 
     marker = parse_marker(obs.cleaned)
     dropped = False  # a cleanup this process had not made its own, found on the Node: the cache entry goes
@@ -598,17 +634,32 @@ def decide(
         )
 
     recheck_at = None
-    if stamp is not None:
+    if stamp is not None:  # ours, new: by the monotonic clock when there is one, else by its wire time
         stamp_time = classify(stamp, tz=tz).time
-    else:
-        stamp_time = handshake.time if standing is StampStanding.FRESH else None
-    if stamp_time is not None and answers.alive_at_expiry is False:
-        recheck_at = stamp_time + window
+        expires_at = now + window if mono is not None else (stamp_time + window if stamp_time else None)
+    elif standing is not StampStanding.FRESH:
+        expires_at = None
+    if expires_at is not None and answers.alive_at_expiry is False:
+        recheck_at = expires_at
 
     decision = _register(obs, memory, answers.decoded, write=write, verdict=verdict, recheck_at=recheck_at)
     handshake_seen = decision.memory.registered and handshake.kind is not HandshakeKind.ABSENT
     if decision.memory.handshake_seen != handshake_seen:
         decision = attrs.evolve(decision, memory=attrs.evolve(decision.memory, handshake_seen=handshake_seen))
+    if mono is not None and has_handshake:
+        seen = (
+            (stamp, mono, True)
+            if stamp is not None
+            else (observed, seen_at if seen_at is not None else mono, False)
+        )
+        if stamp is None and seen_at is not None:
+            seen = (observed, seen_at, memory.own_stamp)
+        kept = decision.memory
+        if (kept.seen_handshake, kept.seen_at, kept.own_stamp) != seen:
+            new_memory = attrs.evolve(kept, seen_handshake=seen[0], seen_at=seen[1], own_stamp=seen[2])
+            decision = attrs.evolve(decision, memory=new_memory)
+    if clock_stepped:
+        decision = attrs.evolve(decision, clock_stepped=True)
     if obs.cleaned is not None:  # readmitted, or a value under the marker's key that is none of ours
         decision = attrs.evolve(decision, marker=HandshakeWrite(rules.marker_annotation, None))
     return decision

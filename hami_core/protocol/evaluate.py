@@ -154,8 +154,12 @@ def evaluate(
     rules: VendorRules,
     window: timedelta = DEFAULT_WINDOW,
     decode: Reader | None = None,
+    mono: float | None = None,
+    wall_step_at: float | None = None,
 ) -> Decision:
     """Ask the driver, then decide: one vendor on one node, as the scheduler judges it."""
     # Nothing of the vendor on the node: no driver code runs (decide says so without asking).
     answers = DriverAnswers() if vendor_absent(obs, memory) else ask_driver(obs, memory, rules, decode=decode)
-    return decide(obs, memory, answers, now=now, rules=rules, window=window)
+    return decide(
+        obs, memory, answers, now=now, rules=rules, window=window, mono=mono, wall_step_at=wall_step_at
+    )

@@ -23,10 +23,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from hami_core.clock import SYSTEM, Clock
+from hami_core.clock import SYSTEM, Clock, WallSteps
+from hami_core.durations import format_duration
 from hami_core.kube.elector import ElectionConfig, LeaderElector
 from hami_core.kube.events import EventRecorder
 from hami_core.kube.port import Cluster, Conflict, NodeSnapshot
@@ -179,6 +180,9 @@ class Scheduler:
         self._last_tick = clock.monotonic()
         #: HAMi's registrar seemed active at the last check (worker thread writes, anyone reads).
         self._peer_active = False
+        #: Steps of the wall clock, looked for by the worker before every evaluation and at every resync
+        #: (worker thread only).
+        self._wall = WallSteps()
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -399,10 +403,38 @@ class Scheduler:
         if refusing and self.peer.enabled:
             self.elector.hold(f"HAMi's scheduler is active ({state.reason})" if state.active else None)
 
+    def _look_at_the_clocks(self, now: datetime, mono: float) -> None:
+        """A step of the wall clock (spec 5b): logged once, counted, and every node decided again, so
+        the stamps whose wall-clock age it falsified are written again (never cleaned: ``decide``)."""
+        step = self._wall.check(now, mono)
+        if step is None:
+            return
+        self.metrics.wall_clock_steps.inc()
+        names = set(self.reflector.names()) | self.registrar.known_nodes()
+        log.warning(
+            "the wall clock stepped %s by %s: stamps are aged on the monotonic clock, and the %d nodes "
+            "are decided again (stamps written again, nothing cleaned because of the step)",
+            "forward" if step > 0 else "back",
+            format_duration(abs(step)),
+            len(names),
+            extra={"reason": "wall-clock-step"},
+        )
+        for name in names:
+            self.queue.add(name)
+
     def _evaluate(self, name: str) -> None:
         now = self.clock.now()
+        mono = self.clock.monotonic()
+        self._look_at_the_clocks(now, mono)
         node = self.view.get(name)
-        evaluation = self.registrar.evaluate(name, node, now=now, view_current=self._view_current())
+        evaluation = self.registrar.evaluate(
+            name,
+            node,
+            now=now,
+            view_current=self._view_current(),
+            mono=mono,
+            wall_step_at=self._wall.last_step_at,
+        )
         if evaluation.withheld:
             self._withheld.add(name)
         else:
@@ -559,6 +591,7 @@ class Scheduler:
         every node whose watched state is not the one it was last evaluated at, and every node evaluated
         but no longer watched. Stamp expiry needs no resync: it is on timers."""
         self.queue.add_after(_RESYNC, self.config.resync)
+        self._look_at_the_clocks(self.clock.now(), self.clock.monotonic())
         evaluated = self._evaluated
         watched = self.reflector.items()
         for name, node in watched.items():
@@ -707,6 +740,8 @@ class Scheduler:
             selector=self.config.node_selector,
             now=self.clock.now(),
             window=timedelta(seconds=self.config.handshake_window),
+            mono=self.clock.monotonic(),
+            wall_step_at=self._wall.last_step_at,
         )
         body = explanation_json(explanation)
         cached = self.cache.node(node)

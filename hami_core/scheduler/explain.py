@@ -257,8 +257,12 @@ def explain_node(
     selector: NodeSelector,
     now: datetime,
     window: timedelta = DEFAULT_WINDOW,
+    mono: float | None = None,
+    wall_step_at: float | None = None,
 ) -> NodeExplanation:
     """Explain every vendor of ``vendors`` on the Node ``name`` as shown (``node=None``: deleted).
+    ``mono`` and ``wall_step_at``: the scheduler's monotonic clock, and its last wall-clock step, as the
+    scheduler decides with them (``decide``); ``None`` for a process of its own (the doctor).
 
     ``memory`` is what the scheduler remembers of each vendor on this node (by vendor key, or a function
     of the vendor key); ``None`` explains with nothing remembered, as a scheduler that has just started
@@ -279,6 +283,8 @@ def explain_node(
             selector=selector,
             now=now,
             window=window,
+            mono=mono,
+            wall_step_at=wall_step_at,
         )
         for rules in vendors
     )
@@ -346,10 +352,14 @@ def _explain_vendor(
     selector: NodeSelector,
     now: datetime,
     window: timedelta,
+    mono: float | None = None,
+    wall_step_at: float | None = None,
 ) -> VendorExplanation:
     seen = observe(name, node, rules, selected=selected)
     obs = seen.observation
-    decision = evaluate(obs, memory, now=now, rules=rules, window=window)  # the scheduler's own call
+    decision = evaluate(  # the scheduler's own call
+        obs, memory, now=now, rules=rules, window=window, mono=mono, wall_step_at=wall_step_at
+    )
     tz = now.tzinfo
     assert tz is not None
     observed = obs.handshake if rules.handshake_annotation else None

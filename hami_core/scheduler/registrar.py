@@ -166,13 +166,21 @@ class Registrar:
         )
 
     def evaluate(
-        self, name: str, node: NodeSnapshot | None, *, now: datetime, view_current: bool = True
+        self,
+        name: str,
+        node: NodeSnapshot | None,
+        *,
+        now: datetime,
+        view_current: bool = True,
+        mono: float | None = None,
+        wall_step_at: float | None = None,
     ) -> Evaluation:
         """Decide every vendor on node ``name`` as shown (``node=None``: it was deleted).
 
         ``view_current``: the view ``node`` comes from is known current (spec 5b); when it is not, a
         vendor found dead is not cleaned up (``Reason.CLEANUP_WITHHELD``) and the caller decides the node
-        again once it is."""
+        again once it is. ``mono`` and ``wall_step_at``: the monotonic clock now and at the last
+        wall-clock step (see ``decide``)."""
         self.metrics.evaluations.inc()
         seen_before = node is not None and self._uids.get(name) == node.uid
         replaced = node is not None and self._uids.get(name, node.uid) != node.uid
@@ -200,7 +208,15 @@ class Registrar:
             observed = self._observe(name, node, rules, selected=selected)
             if not view_current:
                 observed = attrs.evolve(observed, view_current=False)
-            decision = evaluate(observed, memory, now=now, rules=rules, window=self._window)
+            decision = evaluate(
+                observed,
+                memory,
+                now=now,
+                rules=rules,
+                window=self._window,
+                mono=mono,
+                wall_step_at=wall_step_at,
+            )
             decisions[rules.vendor_key] = decision
             if decision.memory is not memory:
                 if decision.memory == _NOTHING_KNOWN:
@@ -224,6 +240,8 @@ class Registrar:
                 self.metrics.cleanups.labels(vendor=rules.vendor_key).inc()
             elif decision.reason is Reason.CLEANUP_WITHHELD:
                 self.metrics.cleanups_withheld.labels(vendor=rules.vendor_key).inc()
+            elif decision.clock_stepped:
+                self.metrics.clock_step_restamps.labels(vendor=rules.vendor_key).inc()
             event = self._event(observed, memory, decision, rules, now=now, seen_before=seen_before)
             if event is not None:
                 events.append(

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 import pytest
 
 from hami_core import clock as hami_clock
-from hami_core.clock import SYSTEM, FakeClock, SystemClock
+from hami_core.clock import SYSTEM, FakeClock, SystemClock, WallSteps
 
 
 def test_now_and_monotonic_move_together_only_when_advanced() -> None:
@@ -108,3 +108,35 @@ def test_the_system_clock_shares_one_zone_object_while_the_offset_holds(
     third = clock.now()
     assert third.tzinfo is shifted and third.utcoffset() == timedelta(hours=3, minutes=30)
     assert clock.now().tzinfo is shifted
+
+
+def test_step_wall_moves_the_wall_clock_alone() -> None:
+    clock = FakeClock()
+    wall, mono = clock.now(), clock.monotonic()
+    clock.step_wall(3600)
+    assert clock.now() - wall == timedelta(hours=1) and clock.monotonic() == mono
+    clock.advance(5)
+    assert clock.now() - wall == timedelta(hours=1, seconds=5) and clock.monotonic() == mono + 5
+    clock.step_wall(-7200)
+    assert clock.now() - wall == timedelta(hours=-1, seconds=5)
+
+
+def test_wall_steps_are_detected_against_the_monotonic_clock() -> None:
+    clock = FakeClock()
+    steps = WallSteps()
+    assert steps.check(clock.now(), clock.monotonic()) is None  # the first look has nothing to compare
+    clock.advance(30)
+    assert steps.check(clock.now(), clock.monotonic()) is None  # both moved alike: no step
+    clock.step_wall(0.9)  # within the tolerance (NTP slewing): not a step
+    assert steps.check(clock.now(), clock.monotonic()) is None and steps.last_step_at is None
+    clock.advance(1)
+    clock.step_wall(3600)
+    assert steps.check(clock.now(), clock.monotonic()) == pytest.approx(3600)
+    assert steps.last_step_at == clock.monotonic()
+    assert steps.check(clock.now(), clock.monotonic()) is None  # one step is reported once
+    clock.advance(10)
+    clock.step_wall(-120)
+    assert steps.check(clock.now(), clock.monotonic()) == pytest.approx(-120)
+    assert steps.last_step_at == clock.monotonic()
+    with pytest.raises(ValueError, match="tolerance"):
+        WallSteps(0)

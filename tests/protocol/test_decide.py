@@ -32,7 +32,7 @@ from hami_core.protocol.decide import (
     Verdict,
 )
 from hami_core.protocol.evaluate import evaluate
-from hami_core.protocol.handshake import format_stamp
+from hami_core.protocol.handshake import format_report, format_stamp
 from hami_core.protocol.marker import Marker, format_marker, parse_marker
 from hami_core.protocol.marker import fingerprint as fp
 
@@ -1400,3 +1400,236 @@ def test_the_marker_key_fits_every_vendor_key() -> None:
     longest = "V" * 63  # a vendor key is a label value: at most 63 characters
     assert rules(vendor_key=longest).marker_annotation == f"cleaned.hami-core.io/{longest}"
     assert MLU.marker_annotation == MARKER_KEY
+
+
+# --- wall-clock steps never clean (spec 5b) --------------------------------------------------------------
+
+MONO = 5000.0  # the process's monotonic clock at NOW
+HOUR = timedelta(hours=1)
+
+
+@attrs.frozen
+class ClockRow:
+    """One decision on a stamp whose age the monotonic clock and a detected step may say otherwise."""
+
+    id: str
+    observation: Observation
+    memory: VendorMemory
+    now: datetime
+    mono: float | None
+    wall_step_at: float | None
+    write: HandshakeWrite | None
+    reason: Reason
+    verdict: Verdict
+    clock_stepped: bool = False
+
+
+def ours(value: str, at: float, **more: Any) -> VendorMemory:
+    """Registered, with ``value`` a stamp this process wrote at monotonic time ``at``."""
+    return registered(seen_handshake=value, seen_at=at, own_stamp=True, handshake_seen=True, **more)
+
+
+def theirs(value: str, at: float) -> VendorMemory:
+    """Registered, with ``value`` a handshake this process first saw at monotonic time ``at``."""
+    return registered(seen_handshake=value, seen_at=at, own_stamp=False, handshake_seen=True)
+
+
+OURS = stamp()  # written at NOW (MONO)
+CLOCK_ROWS = [
+    ClockRow(
+        "ours, 10 s old on the monotonic clock, the wall clock stepped an hour ahead since: stamped again",
+        obs(register="a;b", handshake=OURS),
+        ours(OURS, MONO),
+        NOW + HOUR + 10 * SEC,
+        MONO + 10,
+        MONO + 5,
+        HandshakeWrite(HS, format_stamp(NOW + HOUR + 10 * SEC)),
+        R.UNCHANGED,
+        V.STAMPED,
+        clock_stepped=True,
+    ),
+    ClockRow(
+        "ours, the wall clock stepped an hour back since: stamped again (not 'far future')",
+        obs(register="a;b", handshake=OURS),
+        ours(OURS, MONO),
+        NOW - HOUR + 10 * SEC,
+        MONO + 10,
+        MONO + 5,
+        HandshakeWrite(HS, format_stamp(NOW - HOUR + 10 * SEC)),
+        R.UNCHANGED,
+        V.STAMPED,
+        clock_stepped=True,
+    ),
+    ClockRow(
+        "ours, 10 s old on the monotonic clock, an hour on the wall clock, no step known: fresh",
+        obs(register="a;b", handshake=OURS),
+        ours(OURS, MONO),
+        NOW + HOUR,
+        MONO + 10,
+        None,
+        None,
+        R.UNCHANGED,
+        V.FRESH,
+    ),
+    ClockRow(
+        "ours, a window old on the monotonic clock (the wall clock says 10 s): expired, cleaned up",
+        obs(register="a;b", handshake=OURS),
+        ours(OURS, MONO),
+        NOW + 10 * SEC,
+        MONO + 60,
+        None,
+        DELETE,
+        R.CLEANED_UP,
+        V.DEAD,
+    ),
+    ClockRow(
+        "ours, written in the very evaluation that found the step: not stamped again (no loop)",
+        obs(register="a;b", handshake=OURS),
+        ours(OURS, MONO),
+        NOW,
+        MONO,
+        MONO,
+        None,
+        R.UNCHANGED,
+        V.FRESH,
+    ),
+    ClockRow(
+        "ours, a step before it was written: judged on the monotonic clock as usual",
+        obs(register="a;b", handshake=OURS),
+        ours(OURS, MONO),
+        NOW + 30 * SEC,
+        MONO + 30,
+        MONO - 100,
+        None,
+        R.UNCHANGED,
+        V.FRESH,
+    ),
+    ClockRow(
+        "another's stamp, seen before an hour's step, expired by the wall clock: stamped again, not cleaned",
+        obs(register="a;b", handshake=stamp(30 * SEC)),
+        theirs(stamp(30 * SEC), MONO - 30),
+        NOW + HOUR,
+        MONO + 10,
+        MONO + 5,
+        HandshakeWrite(HS, format_stamp(NOW + HOUR)),
+        R.UNCHANGED,
+        V.STAMPED,
+        clock_stepped=True,
+    ),
+    ClockRow(
+        "another's stamp, seen before a step, still fresh by the wall clock: fresh, no write",
+        obs(register="a;b", handshake=stamp(30 * SEC)),
+        theirs(stamp(30 * SEC), MONO - 30),
+        NOW,
+        MONO,
+        MONO - 10,
+        None,
+        R.UNCHANGED,
+        V.FRESH,
+    ),
+    ClockRow(
+        "another's stamp, first seen after the step, expired by the wall clock: cleaned up",
+        obs(register="a;b", handshake=stamp(2 * 60 * SEC)),
+        theirs(stamp(2 * 60 * SEC), MONO - 1),
+        NOW,
+        MONO,
+        MONO - 10,
+        DELETE,
+        R.CLEANED_UP,
+        V.DEAD,
+    ),
+    ClockRow(
+        "another's stamp never seen before, a step long ago, expired: cleaned up (first seen now)",
+        obs(register="a;b", handshake=stamp(2 * 60 * SEC)),
+        registered(),
+        NOW,
+        MONO,
+        MONO - 10,
+        DELETE,
+        R.CLEANED_UP,
+        V.DEAD,
+    ),
+    ClockRow(
+        "without the monotonic clock (hami doctor): the wall clock alone, as before",
+        obs(register="a;b", handshake=OURS),
+        ours(OURS, MONO),
+        NOW + HOUR,
+        None,
+        MONO + 5,
+        DELETE,
+        R.CLEANED_UP,
+        V.DEAD,
+    ),
+]
+
+
+@pytest.mark.parametrize("row", CLOCK_ROWS, ids=[r.id for r in CLOCK_ROWS])
+def test_clock_rows(row: ClockRow) -> None:
+    d = evaluate(
+        row.observation, row.memory, now=row.now, rules=MLU, mono=row.mono, wall_step_at=row.wall_step_at
+    )
+    assert (d.write, d.reason, d.verdict, d.clock_stepped) == (
+        row.write,
+        row.reason,
+        row.verdict,
+        row.clock_stepped,
+    )
+    if d.write is not None and d.write.value is not None and row.mono is not None:
+        # the stamp is ours now, aged from this moment on the monotonic clock
+        assert (d.memory.seen_handshake, d.memory.seen_at, d.memory.own_stamp) == (
+            d.write.value,
+            row.mono,
+            True,
+        )
+
+
+def test_our_stamp_expires_a_window_later_on_the_monotonic_clock() -> None:
+    """The recheck is when the stamp expires on the monotonic clock, whatever the wall clock does."""
+    first = evaluate(obs(register="a"), VendorMemory(), now=NOW, rules=MLU, mono=MONO)
+    assert first.write is not None and first.recheck_at == NOW + 60 * SEC
+    written = first.write.value
+    assert (first.memory.seen_handshake, first.memory.seen_at, first.memory.own_stamp) == (
+        written,
+        MONO,
+        True,
+    )
+    # 20 s later by the monotonic clock, the wall clock slewed 0.4 s behind: 40 s left, by the monotonic clock
+    later = evaluate(
+        obs(register="a", handshake=written),
+        first.memory,
+        now=NOW + timedelta(seconds=19.6),
+        rules=MLU,
+        mono=MONO + 20,
+    )
+    assert later.verdict is V.FRESH and later.recheck_at == NOW + timedelta(seconds=19.6 + 40)
+    again = evaluate(
+        obs(register="a", handshake=written), later.memory, now=NOW + 21 * SEC, rules=MLU, mono=MONO + 21
+    )
+    assert again.memory is later.memory  # nothing new to remember: the same object (no churn)
+    # another writer's value replaces ours: first seen now, no longer ours
+    report = evaluate(
+        obs(register="a", handshake=REPORT), later.memory, now=NOW + 25 * SEC, rules=MLU, mono=MONO + 25
+    )
+    assert report.write is not None and report.memory.seen_at == MONO + 25 and report.memory.own_stamp
+
+
+def test_a_step_never_cleans_a_stamp_it_falsified_over_random_histories() -> None:
+    """A live vendor (a report every 30 s) with the wall clock stepped an hour forward at a random moment:
+    whatever happens, it is never cleaned up, and after the step it is re-stamped once, not per report."""
+    for step_at in range(0, 200, 7):
+        memory, mono, wall, step_seen = VendorMemory(), MONO, NOW, None
+        handshake: str | None = None
+        for second in range(0, 240):
+            if second == step_at:
+                wall += HOUR
+                step_seen = mono
+            if second % 30 == 29:
+                handshake = format_report(wall)
+            o = obs(register="a;b", handshake=handshake)
+            d = evaluate(o, memory, now=wall, rules=MLU, mono=mono, wall_step_at=step_seen)
+            assert d.reason is not R.CLEANED_UP, (step_at, second)
+            if d.write is not None and d.write.value is not None:
+                handshake = d.write.value
+            memory = d.memory
+            mono += 1
+            wall += SEC
