@@ -174,6 +174,29 @@ def test_stale_resource_version_precondition_is_a_conflict(cluster: Any) -> None
     cluster.delete_node(name)
 
 
+def test_a_stale_precondition_refuses_a_delete_and_even_a_patch_that_changes_nothing(cluster: Any) -> None:
+    """A cleanup's delete carries the version judged: any write since (a report) makes it a conflict, and
+    nothing of it lands, not even a key it would add; the precondition is checked before the server
+    finds the patch a no-op."""
+    name = node_name()
+    judged = cluster.create_node(name, annotations={"hs": "Requesting_1"})
+    report = cluster.patch_node_annotations(name, {"hs": "Reported_2"})
+    with pytest.raises(Conflict):
+        cluster.patch_node_annotations(
+            name, {"hs": None, "marker": "m"}, resource_version=judged.resource_version
+        )
+    after = cluster.get_node(name)
+    assert after.annotations == {"hs": "Reported_2"} and after.resource_version == report.resource_version
+    with pytest.raises(Conflict):
+        cluster.patch_node_annotations(name, {"gone": None}, resource_version=judged.resource_version)
+    assert cluster.get_node(name).resource_version == report.resource_version
+    done = cluster.patch_node_annotations(
+        name, {"hs": None, "marker": "m"}, resource_version=report.resource_version
+    )
+    assert done.annotations == {"marker": "m"}
+    cluster.delete_node(name)
+
+
 def test_annotations_beyond_the_size_limit_are_invalid(cluster: Any) -> None:
     name = node_name()
     cluster.create_node(name)

@@ -82,6 +82,23 @@ def test_keeps_the_vendor_keys_the_count_resources_and_the_selector_labels_only(
     assert dict(other.labels) == {}
 
 
+def test_keeps_the_cleaned_markers_of_its_vendors_only() -> None:
+    """The "cleaned, waiting for a sign of life" marker is what a restarted scheduler reads: kept."""
+    trim = _trim("dcu")
+    marker = '{"cleanedAt":"2026-01-01 00:00:00"}'
+    kept = trim(
+        NodeSnapshot(
+            name="n1",
+            annotations={
+                "cleaned.hami-core.io/DCU": marker,
+                "cleaned.hami-core.io/NVIDIA": marker,  # not a vendor of this scheduler
+                **OTHER_ANNOTATIONS,
+            },
+        )
+    )
+    assert dict(kept.annotations) == {"cleaned.hami-core.io/DCU": marker}
+
+
 def test_a_node_without_any_kept_key_holds_empty_mappings() -> None:
     kept = _trim("dcu")(
         NodeSnapshot(
