@@ -785,7 +785,10 @@ class Scheduler:
             would = {}
             for patch in self.would_writes().values():
                 for annotation, value in patch.items():
-                    pair = (vendor_of.get(annotation, "?"), "stamp" if value is not None else "delete")
+                    vendor = vendor_of.get(annotation)
+                    if vendor is None:  # a cleanup's marker: its handshake delete is what is counted
+                        continue
+                    pair = (vendor, "stamp" if value is not None else "delete")
                     would[pair] = would.get(pair, 0) + 1
         return LiveState(
             leader=leader,
