@@ -43,6 +43,7 @@ from hami_core.scheduler.metered import MeteredCluster
 from hami_core.scheduler.metrics import LiveState, SchedulerMetrics, VendorCounts
 from hami_core.scheduler.peer_check import PEER_ACTIVE_REASON, PeerCheck, peer_event_message
 from hami_core.scheduler.registrar import (
+    CLEANED_UP,
     EVENT_REASONS,
     INVALID_REGISTER,
     LIVENESS_RULE_FAILED,
@@ -177,6 +178,9 @@ class Scheduler:
         #: Nodes whose conditional patch met a conflict, with the resourceVersion it was conditional on:
         #: queued again once the watch shows the Node past it (under ``_lock``).
         self._conflicted: dict[str, str] = {}
+        #: The cleaned-up Events of conditional writes in flight, by the write's ``seq``: posted once the
+        #: patch lands, dropped when it does not (under ``_lock``).
+        self._held: dict[int, list[VendorEvent]] = {}
         self._last_tick = clock.monotonic()
         #: HAMi's registrar seemed active at the last check (worker thread writes, anyone reads).
         self._peer_active = False
@@ -445,25 +449,34 @@ class Scheduler:
             self._evaluated.pop(name, None)
         else:
             self._evaluated[name] = node.resource_version
+        held = False  # a cleanup's Events wait for its patch to land
         if self.config.read_only:
             self._note_would_write(name, evaluation.patch if node is not None else {})
         elif evaluation.patch and node is not None and self._may_write():
-            self._send(node, evaluation)
-        self._report(evaluation)
+            held = self._send(node, evaluation)
+        self._report(evaluation, held=held)
         if evaluation.recheck_at is not None:
             delay = (evaluation.recheck_at - now).total_seconds()
             self.queue.add_after(name, max(0.0, delay) + 0.001)
         self._note_evaluated(name)
 
-    def _send(self, node: NodeSnapshot, evaluation: Evaluation) -> None:
+    def _send(self, node: NodeSnapshot, evaluation: Evaluation) -> bool:
         """Hand the evaluation's patch to the writer. A cleanup's patch is conditional on ``node``'s
         resourceVersion: the version of the server's Node the decision read (the view's overlay of this
-        replica's own unconfirmed writes keeps it; see ``scheduler/view.py``)."""
+        replica's own unconfirmed writes keeps it; see ``scheduler/view.py``). Its cleaned-up Events
+        are held until the patch lands (a conflict means the cleanup did not happen): True when so."""
         for vendor, decision in evaluation.decisions.items():
             if decision.write is not None:
                 stamp = decision.write.value is not None
                 (self.metrics.stamps if stamp else self.metrics.handshake_deletes).labels(vendor=vendor).inc()
-        self.writer.submit(self.view.expect(node, evaluation.patch, conditional=evaluation.conditional))
+        write = self.view.expect(node, evaluation.patch, conditional=evaluation.conditional)
+        held = write.precondition is not None
+        if held:
+            cleaned = [event for event in evaluation.events if event.reason == CLEANED_UP]
+            with self._lock:  # before the write is submitted: its outcome may come at once
+                self._held[write.seq] = cleaned
+        self.writer.submit(write)
+        return held
 
     def _note_would_write(self, name: str, patch: Mapping[str, str | None]) -> None:
         with self._lock:
@@ -493,7 +506,7 @@ class Scheduler:
         except Exception:
             log.exception("node-deleted hook failed", extra={"node": name})
 
-    def _report(self, evaluation: Evaluation) -> None:
+    def _report(self, evaluation: Evaluation, *, held: bool = False) -> None:
         """Log what the evaluation decided (the node named once, as a field) and post its Events.
 
         Every replica logs and counts alike; only the one that writes posts Events. A bad value seen
@@ -536,7 +549,7 @@ class Scheduler:
                     event.message,
                     extra=fields,
                 )
-                if self._may_write():
+                if self._may_write() and not (held and event.reason == CLEANED_UP):
                     self._post(event, event.message)
             elif decision.cache is not CacheChange.KEEP:
                 log.info("%s (liveness: %s)", decision.reason.value, decision.verdict.value, extra=fields)
@@ -603,6 +616,11 @@ class Scheduler:
     # -- writer callbacks (patch threads) ---------------------------------------------------------------
 
     def _patch_applied(self, write: PendingWrite, reply: NodeSnapshot) -> None:
+        if write.precondition is not None:
+            with self._lock:
+                held = self._held.pop(write.seq, ())
+            for event in held:  # the cleanup happened: now it is news
+                self._post(event, event.message)
         self.queue.forget(write.node)
         if self.view.applied(write, self.trim(reply)):
             self.queue.add(write.node)
@@ -615,6 +633,15 @@ class Scheduler:
         the version it was conditional on: deciding on the version that conflicted would only decide
         the same patch again (the resync, too, waits for the watch to move)."""
         self.view.failed(write)
+        if write.precondition is not None:
+            with self._lock:
+                held = self._held.pop(write.seq, ())
+            for event in held:
+                log.debug(
+                    "%s Event not posted: the cleanup's patch did not land",
+                    event.reason,
+                    extra={"node": event.node, "vendor": event.vendor_key, "reason": event.reason},
+                )
         if self._stop.is_set():
             return
         if isinstance(error, Conflict) and write.precondition is not None:

@@ -25,6 +25,11 @@ DCU_HS = "hami.io/node-handshake-dcu"
 DCU_MARKER = "cleaned.hami-core.io/DCU"
 
 
+def reasons(world: World, node: str) -> list[str]:
+    """The reasons of the Events posted about ``node``."""
+    return [e["reason"] for e in world.admin.events("default") if e["involvedObject"]["name"] == node]
+
+
 def registered(replica: Any, node: str) -> set[str]:
     return {k for k, e in replica.cache.node(node).items() if e.state == "registered"}
 
@@ -77,6 +82,9 @@ def test_a_report_landing_between_the_cleanup_decision_and_its_delete_survives(w
     assert total(replica.metrics.api_requests, verb="patch", resource="nodes", result="4xx") == 1
     annotations = world.annotations(node)
     assert MLU_MARKER not in annotations and annotations[MLU_REG] == MLU_VALUE
+    # the cleanup did not happen: no Event says it did (the readmission is news, and said)
+    world.run_until("the readmission Event", lambda: "HamiVendorReadmitted" in reasons(world, node))
+    assert "HamiVendorCleanedUp" not in reasons(world, node)
     if world.kind == "apiserver":
         from harness.audit import deleted_values, node_states
 
@@ -106,6 +114,9 @@ def test_a_cleanup_patch_carries_the_judged_version_and_the_marker(world: World)
     assert DCU_HS not in annotations and annotations[DCU_REG] == DCU_VALUE
     marker = parse_marker(annotations[DCU_MARKER])
     assert marker is not None
+    world.run_until(
+        "the cleanup Event, once the patch landed", lambda: "HamiVendorCleanedUp" in reasons(world, node)
+    )
     assert (marker.register, marker.handshake) == (fingerprint(DCU_VALUE), fingerprint(stamp))
     if world.kind == "apiserver":
         events = world.server.audit_events(  # type: ignore[attr-defined]
