@@ -50,13 +50,13 @@ class ReportFirst:
         return getattr(self._inner, name)
 
     def patch_node_annotations(
-        self, name: str, changes: Any, *, resource_version: str | None = None
+        self, name: str, changes: Any, *, resource_version: str | None = None, **more: Any
     ) -> NodeSnapshot:
         if resource_version is not None and not self.raced:
             report: NodeSnapshot = self._admin.patch_node_annotations(name, {self._key: self._value})
             self.raced.append((name, resource_version, report.resource_version))
         reply: NodeSnapshot = self._inner.patch_node_annotations(
-            name, changes, resource_version=resource_version
+            name, changes, resource_version=resource_version, **more
         )
         return reply
 

@@ -53,11 +53,16 @@ class RecordingCluster:
         self.requests: list[tuple[dict[str, str | None], str | None]] = []
 
     def patch_node_annotations(
-        self, name: str, changes: Mapping[str, str | None], *, resource_version: str | None = None
+        self,
+        name: str,
+        changes: Mapping[str, str | None],
+        *,
+        resource_version: str | None = None,
+        **more: Any,
     ) -> NodeSnapshot:
         self.requests.append((dict(changes), resource_version))
         self.gate.wait(10)
-        return self.memory.patch_node_annotations(name, changes, resource_version=resource_version)
+        return self.memory.patch_node_annotations(name, changes, resource_version=resource_version, **more)
 
 
 def test_one_request_carries_one_precondition_and_a_conflict_is_reported_as_such() -> None:
@@ -107,11 +112,13 @@ class ChangeFirst:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def patch_node_annotations(self, name: str, changes: Any, *, resource_version: str | None = None) -> Any:
+    def patch_node_annotations(
+        self, name: str, changes: Any, *, resource_version: str | None = None, **more: Any
+    ) -> Any:
         if resource_version is not None and not self.changed:
             self.changed += 1
             self._admin.patch_node_annotations(name, {"example.com/inventory": "v2"})
-        return self._inner.patch_node_annotations(name, changes, resource_version=resource_version)
+        return self._inner.patch_node_annotations(name, changes, resource_version=resource_version, **more)
 
 
 def test_a_conflict_over_an_unrelated_change_is_decided_again_and_the_cleanup_lands(world: World) -> None:
