@@ -17,7 +17,7 @@ device list changes). Every change is printed; ``--dry-run`` prints what would c
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 import attrs
 import click
@@ -25,6 +25,7 @@ import click
 from hami_core.cli.cluster import cluster_options, connect
 from hami_core.cli.leases import find_scheduler_leases
 from hami_core.cli.vendors import drivers_from_options
+from hami_core.clock import SYSTEM
 from hami_core.k8snames import is_dns_label, is_dns_subdomain
 from hami_core.kube.port import AdminCluster, ClusterError, Conflict, Lease, NodeSnapshot, NotFound
 from hami_core.plugins import VendorDriver
@@ -327,7 +328,7 @@ def cleanup_command(
             )
         if not search.leases:
             click.echo(search.none_found())
-        running = running_registrars(cluster, search.leases, hami_lease, datetime.now(UTC))
+        running = running_registrars(cluster, search.leases, hami_lease, SYSTEM.now())
         if running and not force:
             raise click.ClickException(
                 f"{'; '.join(running)}; it would stamp the nodes again: uninstall it first, or pass --force"

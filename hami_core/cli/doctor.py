@@ -83,7 +83,7 @@ def parse_timezone(text: str) -> tzinfo:
     """``local``, ``UTC``, an offset (``+08:00``, ``-0530``) or an IANA zone name (``Asia/Shanghai``)."""
     value = text.strip()
     if value.lower() == "local":
-        zone = datetime.now().astimezone().tzinfo
+        zone = SYSTEM.now().tzinfo
         assert zone is not None
         return zone
     if value.upper() in ("UTC", "Z"):

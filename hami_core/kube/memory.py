@@ -25,15 +25,15 @@ import copy
 import itertools
 import json
 import threading
-import time
 import uuid
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from hami_core.clock import SYSTEM
 from hami_core.k8snames import is_dns_label
 from hami_core.kube.port import (
     WATCH_READ_SLACK,
@@ -194,7 +194,7 @@ class MemoryCluster:
         start_resource_version: int = 1,
         bookmark_interval: float | None = 60.0,
         continue_snapshots: int = 16,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = SYSTEM.monotonic,
     ) -> None:
         if history < 1:
             raise ValueError(f"MemoryCluster: history must be >= 1, got {history}")
@@ -486,7 +486,7 @@ class MemoryCluster:
                 "metadata": {
                     "name": name,
                     "uid": str(uuid.uuid4()),
-                    "creationTimestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "creationTimestamp": SYSTEM.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 },
                 "spec": {},
                 "status": {},

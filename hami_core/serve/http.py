@@ -29,12 +29,13 @@ import queue
 import selectors
 import socket
 import threading
-import time
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from hami_core.clock import SYSTEM
 
 __all__ = [
     "IDLE_TIMEOUT",
@@ -190,9 +191,9 @@ class EndpointServer:
         self._wake()
         for _ in range(self._workers):
             self._ready.put(None)
-        deadline = time.monotonic() + 5  # a worker may be writing to a slow client: not longer than this
+        deadline = SYSTEM.monotonic() + 5  # a worker may be writing to a slow client: not longer than this
         for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            thread.join(max(0.0, deadline - SYSTEM.monotonic()))
         if not self._threads:  # never started: nothing else closes them
             self._close_all()
 
@@ -209,7 +210,7 @@ class EndpointServer:
             while not self._stopping.is_set():
                 with self._lock:
                     deadline = min((w.deadline for w in self._waiting.values()), default=None)
-                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+                timeout = None if deadline is None else max(0.0, deadline - SYSTEM.monotonic())
                 for key, _ in self._selector.select(timeout):
                     if key.fileobj is self._listener:
                         self._accept()
@@ -217,7 +218,7 @@ class EndpointServer:
                         self._drain_wake()
                     else:
                         self._read(key.fileobj)  # type: ignore[arg-type]
-                self._expire(time.monotonic())
+                self._expire(SYSTEM.monotonic())
         except Exception:  # the endpoint must never take the daemon down; say so and stop serving
             log.exception("http: the endpoint's acceptor failed; it serves no more")
         finally:
@@ -254,7 +255,7 @@ class EndpointServer:
                 log.debug("http: %s closed to make room: it sent no request", self._waiting[oldest].address)
                 self._drop(oldest)
             with self._lock:
-                self._waiting[conn] = _Waiting(address, time.monotonic() + self._idle_timeout)
+                self._waiting[conn] = _Waiting(address, SYSTEM.monotonic() + self._idle_timeout)
             self._selector.register(conn, selectors.EVENT_READ)
 
     def _read(self, conn: socket.socket) -> None:

@@ -8,9 +8,9 @@ it never stands in for time passing.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 
+from hami_core.clock import SYSTEM
 from hami_core.kube.port import NodeSnapshot
 from hami_core.scheduler.daemon import Scheduler
 
@@ -59,13 +59,13 @@ def _settled(replica: Scheduler, writes: NodeWrites) -> bool:
 def wait_settled(replicas: Iterable[Scheduler], writes: NodeWrites, *, timeout: float = 30.0) -> None:
     """Block until every replica has settled; ``SettleTimeout`` after ``timeout`` real seconds."""
     pending = list(replicas)
-    deadline = time.monotonic() + timeout
+    deadline = SYSTEM.monotonic() + timeout
     delay = 0.0002
     while True:
         pending = [r for r in pending if not _settled(r, writes)]
         if not pending:
             return
-        if time.monotonic() > deadline:
+        if SYSTEM.monotonic() > deadline:
             states = [
                 dict(
                     identity=r.config.identity,
@@ -81,5 +81,5 @@ def wait_settled(replicas: Iterable[Scheduler], writes: NodeWrites, *, timeout: 
                 for r in pending
             ]
             raise SettleTimeout(f"the replicas did not settle in {timeout:g}s: {states}")
-        time.sleep(delay)
+        SYSTEM.sleep(delay)
         delay = min(0.005, delay * 2)
