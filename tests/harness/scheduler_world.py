@@ -14,7 +14,6 @@ something did *not* happen by advancing the fake clock past the moment it would 
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -34,6 +33,7 @@ from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.daemon import Scheduler
 from hami_core.scheduler.selector import NodeSelector
 from hami_core.simulate.settle import NodeWrites, wait_settled
+from harness.poll import wait_for as wait_for  # re-exported: tests import it from here too
 from harness.tcpproxy import TcpProxy
 
 #: Protocol timings as in production (time is fake, so they cost nothing to wait out).
@@ -67,18 +67,6 @@ class CountingCluster:
             return attr(*args, **kwargs)
 
         return counted
-
-
-def wait_for(what: str, predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.01) -> Any:
-    """Poll (in real time) until ``predicate`` holds: for things that must happen, never for absences."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 class TrackingAdmin:

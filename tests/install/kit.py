@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from harness.apiserver import REPO_ROOT
-from harness.scheduler_world import wait_for
+from harness.poll import wait_for
 from harness.tools import ToolError, find_tool
 from prometheus_client.parser import text_string_to_metric_families
 

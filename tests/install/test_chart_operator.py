@@ -16,7 +16,7 @@ import pytest
 import yaml
 from harness.apiserver import REPO_ROOT, ApiServer
 from harness.fixtures import unique_node_name
-from harness.scheduler_world import wait_for
+from harness.poll import wait_for
 from install.kit import CHART, create_node, find, kinds, patch_node, run, template
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4

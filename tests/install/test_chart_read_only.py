@@ -22,7 +22,7 @@ import pytest
 import yaml
 from harness.apiserver import ApiServer
 from harness.fixtures import unique_node_name
-from harness.scheduler_world import wait_for
+from harness.poll import wait_for
 from install.kit import (
     CHART,
     MERGE_PATCH,

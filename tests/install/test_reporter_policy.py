@@ -23,7 +23,7 @@ import yaml
 from harness import rbac
 from harness.apiserver import ApiServer
 from harness.fixtures import unique_node_name
-from harness.scheduler_world import wait_for
+from harness.poll import wait_for
 from install.kit import CHART, MERGE_PATCH, create_node, find, run
 
 from hami_core.protocol.codecs import JSON_CODEC, decode_any

@@ -10,7 +10,7 @@ from datetime import UTC
 from typing import Any
 
 import pytest
-from harness.scheduler_world import wait_for
+from harness.poll import wait_for
 
 from hami_core.clock import FakeClock
 from hami_core.kube.events import EventRecorder

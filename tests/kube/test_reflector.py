@@ -4,11 +4,11 @@ diff on relist, handler isolation, prompt stop. (Relist against the real server:
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from harness.poll import wait_for
 
 from hami_core.clock import FakeClock
 from hami_core.kube.backoff import ExponentialBackoff
@@ -205,10 +205,12 @@ def test_bookmarks_advance_the_resource_version() -> None:
     try:
         log.wait_for(("synced", False))
         lease_rv = cluster.resource_version
-        deadline = time.monotonic() + 10
-        while reflector.resource_version != cluster.resource_version and time.monotonic() < deadline:
+
+        def bookmarked() -> bool:
             cluster.send_bookmarks()
-            time.sleep(0.02)
+            return reflector.resource_version == cluster.resource_version
+
+        wait_for("a bookmark to reach the reflector", bookmarked, timeout=10, interval=0.02)
         assert int(reflector.resource_version) >= int(lease_rv)
         assert log.calls == [("upsert", None, "a", cluster.get_node("a").resource_version), ("synced", False)]
     finally:
@@ -259,10 +261,7 @@ def test_stop_ends_a_backoff_and_a_watch_at_once() -> None:
 
 
 def _until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
+    wait_for("the reflector's state", predicate, timeout, interval=0.005)
 
 
 @pytest.mark.parametrize("selector", ["pool=gpu"])

@@ -13,7 +13,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from harness.scheduler_world import World, wait_for
+from harness.poll import wait_for
+from harness.scheduler_world import World
 from prometheus_client.parser import text_string_to_metric_families
 
 from hami_core.protocol.codecs import decode_any

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from harness.scheduler_world import wait_for
+from harness.poll import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
 from hami_core import DeviceInfo

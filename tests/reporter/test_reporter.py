@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from harness.scheduler_world import CountingCluster, World, wait_for
+from harness.poll import wait_for
+from harness.scheduler_world import CountingCluster, World
 
 from hami_core import DeviceInfo
 from hami_core.clock import SYSTEM, Clock, FakeClock

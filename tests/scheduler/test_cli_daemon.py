@@ -11,7 +11,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from harness.scheduler_world import World, wait_for
+from harness.poll import wait_for
+from harness.scheduler_world import World
 
 from hami_core.kube.port import NotFound
 from hami_core.scheduler.config import DEFAULT_LEASE_NAME

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from harness.scheduler_world import wait_for
+from harness.poll import wait_for
 
 from hami_core.clock import FakeClock
 from hami_core.kube.memory import MemoryCluster

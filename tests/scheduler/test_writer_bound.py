@@ -7,7 +7,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from harness.scheduler_world import wait_for
+from harness.poll import wait_for
 
 from hami_core.kube.memory import MemoryCluster
 from hami_core.kube.port import NodeSnapshot

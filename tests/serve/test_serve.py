@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from http import HTTPStatus
 
 import pytest
-from harness.scheduler_world import wait_for
+from harness.poll import wait_for
 from prometheus_client import REGISTRY, Counter
 from prometheus_client.parser import text_string_to_metric_families
 
