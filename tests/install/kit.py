@@ -1,14 +1,18 @@
-"""Helpers of the install tests: the built helm and kubectl, running commands, rendering the chart."""
+"""Helpers of the install tests: the built helm and kubectl, running commands, rendering the chart and
+applying it to the real API server (``applied_chart``), helm's environment for a release (``helm_env``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
 import sysconfig
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +59,68 @@ def template(
     """``helm template`` of the chart, as a list of objects."""
     out = run([helm, "template", release, CHART, "--namespace", namespace, *args]).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The chart as ``applied_chart`` rendered and applied it."""
+
+    namespace: str
+    release: str
+    manifest: Path
+    #: The chart's objects as rendered (without the test's ``extra`` ones).
+    objects: list[dict[str, Any]]
+
+    @property
+    def scheduler(self) -> str:
+        return f"{self.release}-hami-core-scheduler"
+
+    @property
+    def reporter(self) -> str:
+        return f"{self.release}-hami-core-reporter"
+
+    def container_args(self, kind: str) -> list[str]:
+        (container,) = find(self.objects, kind)["spec"]["template"]["spec"]["containers"]
+        return list(container["args"])
+
+
+@contextlib.contextmanager
+def applied_chart(
+    apiserver: Any,
+    helm: Path,
+    kubectl: Path,
+    directory: Path,
+    *values: str,
+    prefix: str = "i",
+    extra: Callable[[Applied], Sequence[dict[str, Any]]] = lambda applied: (),
+) -> Iterator[Applied]:
+    """``helm template`` of the chart with ``values`` into a fresh namespace (``<prefix>-<random>``),
+    written to ``directory`` with the ``extra`` objects the test adds and applied as the admin
+    (``kubectl apply --server-side``); deleted again afterwards, with the namespace."""
+    namespace, release = f"{prefix}-{uuid.uuid4().hex[:10]}", f"r{uuid.uuid4().hex[:6]}"
+    status, body = apiserver.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    assert status == 201, body
+    admin = [kubectl, "--kubeconfig", apiserver.kubeconfig()]
+    manifest = directory / "hami-core.yaml"
+    try:
+        applied = Applied(
+            namespace, release, manifest, template(helm, *values, release=release, namespace=namespace)
+        )
+        manifest.write_text(yaml.safe_dump_all([*applied.objects, *extra(applied)]))
+        run([*admin, "apply", "--server-side", "-f", manifest])
+        yield applied
+    finally:
+        if manifest.exists():
+            run([*admin, "delete", "--wait=false", "--ignore-not-found", "-f", manifest], check=False)
+        apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")
+
+
+def helm_env(apiserver: Any, directory: Path) -> dict[str, str]:
+    """The environment for ``helm install`` / ``upgrade`` / ``uninstall`` on ``apiserver`` as its admin,
+    with helm's cache, configuration and data under ``directory`` (nothing of the user's)."""
+    env = {**os.environ, "KUBECONFIG": str(apiserver.kubeconfig())}
+    env.update({f"HELM_{kind}_HOME": str(directory / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")})
+    return env
 
 
 def find(objects: Sequence[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:

@@ -12,20 +12,18 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from harness.apiserver import ApiServer
 from harness.fixtures import unique_node_name
 from harness.poll import wait_for
 from install.kit import (
-    CHART,
     MERGE_PATCH,
+    Applied,
     allowed,
+    applied_chart,
     create_node,
     find,
     http_status,
@@ -43,33 +41,13 @@ DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
 DEVICES = {"mlu": [{"id": "MLU-0", "count": 10, "devmem": 23308, "type": "MLU-370", "health": True}]}
 
 
-@dataclass(frozen=True)
-class Installed:
-    namespace: str
-    release: str
-    manifest: Path
-    objects: list[dict[str, Any]]
-
-    @property
-    def scheduler(self) -> str:
-        return f"{self.release}-hami-core-scheduler"
-
-    @property
-    def reporter(self) -> str:
-        return f"{self.release}-hami-core-reporter"
-
-    def container_args(self, kind: str) -> list[str]:
-        (container,) = find(self.objects, kind)["spec"]["template"]["spec"]["containers"]
-        return list(container["args"])
-
-
 def kubectl_as_admin(
     kubectl: Path, apiserver: ApiServer, *args: str | Path
 ) -> subprocess.CompletedProcess[str]:
     return run([kubectl, "--kubeconfig", apiserver.kubeconfig(), *args])
 
 
-def reporter_identity(apiserver: ApiServer, installed: Installed, node: str) -> str:
+def reporter_identity(apiserver: ApiServer, installed: Applied, node: str) -> str:
     """The credential the kubelet would mount into the chart's reporter pod on ``node``."""
     name = f"{installed.reporter}@{node}"
     if name not in apiserver.tokens:
@@ -83,44 +61,31 @@ def reporter_identity(apiserver: ApiServer, installed: Installed, node: str) -> 
 @pytest.fixture(scope="module")
 def installed(
     apiserver: ApiServer, helm: Path, kubectl: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Installed]:
+) -> Iterator[Applied]:
     """The chart with the reporter on, applied into a namespace of its own."""
-    namespace, release = f"i-{uuid.uuid4().hex[:10]}", f"r{uuid.uuid4().hex[:6]}"
-    status, body = apiserver.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
-    assert status == 201, body
-    rendered = run(
-        [helm, "template", release, CHART, "--namespace", namespace, "--set", "reporter.enabled=true"]
-    ).stdout
-    manifest = tmp_path_factory.mktemp("chart") / "hami-core.yaml"
-    manifest.write_text(rendered)
-    result = Installed(namespace, release, manifest, [d for d in yaml.safe_load_all(rendered) if d])
-    kubectl_as_admin(kubectl, apiserver, "apply", "--server-side", "-f", manifest)
-    # Admission policies load asynchronously: wait until the chart's refuses a foreign-node patch.
-    probe_own, probe_other = unique_node_name("probe"), unique_node_name("probe")
-    for node in (probe_own, probe_other):
-        create_node(apiserver, node)
-    identity = reporter_identity(apiserver, result, probe_own)
-    wait_for(
-        "the chart's admission policy to be enforced",
-        lambda: (
-            patch_node(apiserver, probe_other, {"metadata": {"annotations": {"hami.io/x": "1"}}}, identity)[0]
-            == 403
-        ),
-        timeout=60,
-        interval=0.2,
-    )
-    try:
-        yield result
-    finally:
-        run([kubectl, "--kubeconfig", apiserver.kubeconfig(), "delete", "--wait=false", "--ignore-not-found",
-             "-f", manifest], check=False)  # fmt: skip
+    directory = tmp_path_factory.mktemp("chart")
+    with applied_chart(apiserver, helm, kubectl, directory, "--set", "reporter.enabled=true") as applied:
+        # Admission policies load asynchronously: wait until the chart's refuses a foreign-node patch.
+        probe_own, probe_other = unique_node_name("probe"), unique_node_name("probe")
         for node in (probe_own, probe_other):
-            apiserver.request("DELETE", f"/api/v1/nodes/{node}")
-        apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")
+            create_node(apiserver, node)
+        try:
+            identity = reporter_identity(apiserver, applied, probe_own)
+            foreign = {"metadata": {"annotations": {"hami.io/x": "1"}}}
+            wait_for(
+                "the chart's admission policy to be enforced",
+                lambda: patch_node(apiserver, probe_other, foreign, identity)[0] == 403,
+                timeout=60,
+                interval=0.2,
+            )
+            yield applied
+        finally:
+            for node in (probe_own, probe_other):
+                apiserver.request("DELETE", f"/api/v1/nodes/{node}")
 
 
 def test_every_rendered_object_exists_as_applied(
-    installed: Installed, apiserver: ApiServer, kubectl: Path
+    installed: Applied, apiserver: ApiServer, kubectl: Path
 ) -> None:
     get = ["get", "-f", installed.manifest, "-o", "json", "--show-managed-fields"]
     listed = json.loads(kubectl_as_admin(kubectl, apiserver, *get).stdout)
@@ -147,7 +112,7 @@ def test_every_rendered_object_exists_as_applied(
 
 
 def test_the_scheduler_account_may_do_its_job_and_nothing_more(
-    installed: Installed, apiserver: ApiServer
+    installed: Applied, apiserver: ApiServer
 ) -> None:
     me = apiserver.add_token_identity(
         f"{installed.scheduler}@{installed.namespace}",
@@ -216,7 +181,7 @@ def test_the_scheduler_account_may_do_its_job_and_nothing_more(
 
 
 def test_the_scheduler_runs_with_the_charts_arguments_and_access(
-    installed: Installed, apiserver: ApiServer, tmp_path: Path
+    installed: Applied, apiserver: ApiServer, tmp_path: Path
 ) -> None:
     admin = KubeCluster.from_kubeconfig(apiserver.kubeconfig())
     label = uuid.uuid4().hex[:12]
@@ -278,7 +243,7 @@ def test_the_scheduler_runs_with_the_charts_arguments_and_access(
 
 
 def test_the_reporter_runs_with_the_charts_arguments_access_and_probes(
-    installed: Installed, apiserver: ApiServer, tmp_path: Path
+    installed: Applied, apiserver: ApiServer, tmp_path: Path
 ) -> None:
     """The DaemonSet's container as the kubelet would run it: its arguments (with --http-listen), a token
     bound to a Pod on the node, and its probes asked on the paths and port the DaemonSet names."""
@@ -330,7 +295,7 @@ def test_the_reporter_runs_with_the_charts_arguments_access_and_probes(
 
 
 def test_the_reporter_policy_allows_only_its_own_nodes_protocol_annotations(
-    installed: Installed, apiserver: ApiServer
+    installed: Applied, apiserver: ApiServer
 ) -> None:
     mine, other = unique_node_name("own"), unique_node_name("other")
     for node in (mine, other):
@@ -391,7 +356,7 @@ def test_the_reporter_policy_allows_only_its_own_nodes_protocol_annotations(
             apiserver.request("DELETE", f"/api/v1/nodes/{node}")
 
 
-def test_the_reporter_policy_binds_only_the_reporter(installed: Installed, apiserver: ApiServer) -> None:
+def test_the_reporter_policy_binds_only_the_reporter(installed: Applied, apiserver: ApiServer) -> None:
     """The chart's scheduler may patch any part of a Node its RBAC allows: the policy is not about it."""
     scheduler = apiserver.add_token_identity(
         f"{installed.scheduler}@policy", apiserver.token_request(installed.namespace, installed.scheduler)

@@ -6,7 +6,6 @@ probes; and the ones that matter applied to the real API server."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import uuid
 from pathlib import Path
@@ -17,7 +16,18 @@ import yaml
 from harness.apiserver import REPO_ROOT, ApiServer
 from harness.fixtures import unique_node_name
 from harness.poll import wait_for
-from install.kit import CHART, create_node, find, kinds, patch_node, run, template
+from install.kit import (
+    CHART,
+    Applied,
+    applied_chart,
+    create_node,
+    find,
+    helm_env,
+    kinds,
+    patch_node,
+    run,
+    template,
+)
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 
@@ -90,8 +100,7 @@ def test_a_subchart_release_without_a_scheduler_installs_and_uninstalls(
     apiserver: ApiServer, helm: Path, tmp_path: Path
 ) -> None:
     """``helm install`` of the parent on the real API server: a reporter-only hami-core (replicas 0)."""
-    env = {**os.environ, "KUBECONFIG": str(apiserver.kubeconfig())}
-    env.update({f"HELM_{kind}_HOME": str(tmp_path / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")})
+    env = helm_env(apiserver, tmp_path)
     parent = parent_chart(tmp_path, {"reporter": {"enabled": True}, "scheduler": {"replicas": 0}})
     namespace, release = f"p-{uuid.uuid4().hex[:8]}", f"p{uuid.uuid4().hex[:6]}"
     base = f"/apis/apps/v1/namespaces/{namespace}"
@@ -283,72 +292,53 @@ def test_a_custom_reporter_account_is_the_one_the_admission_policy_holds_to_its_
     """With ``reporter.serviceAccount.create=false`` the policy must follow the name, or a reporter's
     token could patch every Node: applied to the real API server, a token of that account bound to a Pod
     on one node may change that Node's hami.io/ annotations and not another Node's."""
-    namespace, release, account = f"sa-{uuid.uuid4().hex[:8]}", f"r{uuid.uuid4().hex[:6]}", "gpu-agent"
-    kubeconfig = apiserver.kubeconfig()
-    assert apiserver.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})[0] == 201
-    status, body = apiserver.request(
-        "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": account}}
-    )
-    assert status == 201, body
-    manifest = tmp_path / "chart.yaml"
-    manifest.write_text(
-        run(
-            [
-                helm,
-                "template",
-                release,
-                CHART,
-                "--namespace",
-                namespace,
-                "--set",
-                "scheduler.replicas=0",
-                "--set",
-                "reporter.enabled=true",
-                "--set",
-                "reporter.serviceAccount.create=false",
-                "--set",
-                f"reporter.serviceAccount.name={account}",
-            ]
-        ).stdout
-    )
+    account = "gpu-agent"
+    values = ["--set", "scheduler.replicas=0", "--set", "reporter.enabled=true"]
+    values += [
+        "--set",
+        "reporter.serviceAccount.create=false",
+        "--set",
+        f"reporter.serviceAccount.name={account}",
+    ]
+
+    def own_account(applied: Applied) -> list[dict[str, Any]]:
+        return [
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": account, "namespace": applied.namespace},
+            }
+        ]
+
     mine, other = unique_node_name("sa-own"), unique_node_name("sa-other")
-    try:
-        run([kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "-f", manifest])
+    with applied_chart(
+        apiserver, helm, kubectl, tmp_path, *values, prefix="sa", extra=own_account
+    ) as applied:
         for node in (mine, other):
             create_node(apiserver, node)
-        pod = apiserver.pod_on_node(namespace, account, mine)
-        identity = apiserver.add_token_identity(
-            f"{account}@{mine}", apiserver.token_request(namespace, account, pod=pod)
-        )
-        annotate = {"metadata": {"annotations": {"hami.io/node-mlu-register": "[]"}}}
+        try:
+            pod = apiserver.pod_on_node(applied.namespace, account, mine)
+            identity = apiserver.add_token_identity(
+                f"{account}@{mine}", apiserver.token_request(applied.namespace, account, pod=pod)
+            )
+            annotate = {"metadata": {"annotations": {"hami.io/node-mlu-register": "[]"}}}
 
-        def refused_elsewhere() -> tuple[int, str] | None:
-            answer = patch_node(apiserver, other, annotate, identity)
-            return answer if answer[0] == 403 else None
+            def refused_elsewhere() -> tuple[int, str] | None:
+                answer = patch_node(apiserver, other, annotate, identity)
+                return answer if answer[0] == 403 else None
 
-        # Admission policies load asynchronously: wait until this one refuses the foreign node.
-        refused = wait_for(
-            "the policy to hold the custom account to its node", refused_elsewhere, timeout=60, interval=0.2
-        )
-        assert f"this token is bound to a Pod on node {mine}, not {other}" in refused[1]
-        assert patch_node(apiserver, mine, annotate, identity)[0] == 200
-    finally:
-        run(
-            [
-                kubectl,
-                "--kubeconfig",
-                kubeconfig,
-                "delete",
-                "--wait=false",
-                "--ignore-not-found",
-                "-f",
-                manifest,
-            ],
-            check=False,
-        )
-        for node in (mine, other):
-            apiserver.request("DELETE", f"/api/v1/nodes/{node}")
-        apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")
+            # Admission policies load asynchronously: wait until this one refuses the foreign node.
+            refused = wait_for(
+                "the policy to hold the custom account to its node",
+                refused_elsewhere,
+                timeout=60,
+                interval=0.2,
+            )
+            assert f"this token is bound to a Pod on node {mine}, not {other}" in refused[1]
+            assert patch_node(apiserver, mine, annotate, identity)[0] == 200
+        finally:
+            for node in (mine, other):
+                apiserver.request("DELETE", f"/api/v1/nodes/{node}")
 
 
 def test_the_reporters_pod_as_the_daemonset_makes_it_is_admitted_at_node_critical_priority(
@@ -414,8 +404,7 @@ def test_the_documented_helm_upgrade_takes_a_new_charts_new_defaults(
     schema["properties"]["knob"] = {"type": "object"}
     (next_chart / "values.schema.json").write_text(json.dumps(schema))
 
-    env = {**os.environ, "KUBECONFIG": str(apiserver.kubeconfig())}
-    env.update({f"HELM_{kind}_HOME": str(tmp_path / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")})
+    env = helm_env(apiserver, tmp_path)
     namespace, release = f"u-{uuid.uuid4().hex[:8]}", f"u{uuid.uuid4().hex[:6]}"
     where = ["--namespace", namespace]
     run(

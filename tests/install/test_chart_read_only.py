@@ -13,25 +13,22 @@ import sys
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from harness.apiserver import ApiServer
 from harness.fixtures import unique_node_name
 from harness.poll import wait_for
 from install.kit import (
-    CHART,
     MERGE_PATCH,
+    Applied,
     allowed,
+    applied_chart,
     find,
     http_status,
     listening_port,
     refused_writes,
-    run,
 )
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -43,41 +40,19 @@ DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
 LEASES = "coordination.k8s.io"
 
 
-@dataclass(frozen=True)
-class ReadOnlyInstall:
-    namespace: str
-    release: str
-    manifest: Path
-    objects: list[dict[str, Any]]
-
-    @property
-    def scheduler(self) -> str:
-        return f"{self.release}-hami-core-scheduler"
-
-
 @pytest.fixture(scope="module")
 def read_only(
     apiserver: ApiServer, helm: Path, kubectl: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ReadOnlyInstall]:
+) -> Iterator[Applied]:
     """The chart with ``scheduler.readOnly=true``, applied into a namespace of its own."""
-    namespace, release = f"ro-{uuid.uuid4().hex[:10]}", f"r{uuid.uuid4().hex[:6]}"
-    status, body = apiserver.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
-    assert status == 201, body
-    rendered = run(
-        [helm, "template", release, CHART, "--namespace", namespace, "--set", "scheduler.readOnly=true"]
-    ).stdout
-    manifest = tmp_path_factory.mktemp("chart-read-only") / "hami-core.yaml"
-    manifest.write_text(rendered)
-    admin = [kubectl, "--kubeconfig", apiserver.kubeconfig()]
-    run([*admin, "apply", "--server-side", "-f", manifest])
-    try:
-        yield ReadOnlyInstall(namespace, release, manifest, [d for d in yaml.safe_load_all(rendered) if d])
-    finally:
-        run([*admin, "delete", "--wait=false", "--ignore-not-found", "-f", manifest], check=False)
-        apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")
+    directory = tmp_path_factory.mktemp("chart-read-only")
+    with applied_chart(
+        apiserver, helm, kubectl, directory, "--set", "scheduler.readOnly=true", prefix="ro"
+    ) as applied:
+        yield applied
 
 
-def test_only_the_read_only_objects_exist(read_only: ReadOnlyInstall, apiserver: ApiServer) -> None:
+def test_only_the_read_only_objects_exist(read_only: Applied, apiserver: ApiServer) -> None:
     for obj in read_only.objects:
         kind, meta = obj["kind"], obj["metadata"]
         group_version = obj["apiVersion"]
@@ -101,7 +76,7 @@ def test_only_the_read_only_objects_exist(read_only: ReadOnlyInstall, apiserver:
 
 
 def test_the_read_only_account_may_read_nodes_and_write_nothing(
-    read_only: ReadOnlyInstall, apiserver: ApiServer
+    read_only: Applied, apiserver: ApiServer
 ) -> None:
     me = apiserver.add_token_identity(
         f"{read_only.scheduler}@{read_only.namespace}",
@@ -183,7 +158,7 @@ def _get(port: int, path: str) -> tuple[int, str]:
 
 
 def test_the_read_only_scheduler_runs_beside_hami_and_writes_nothing(
-    read_only: ReadOnlyInstall, apiserver: ApiServer, tmp_path: Path
+    read_only: Applied, apiserver: ApiServer, tmp_path: Path
 ) -> None:
     admin = KubeCluster.from_kubeconfig(apiserver.kubeconfig())
     label = uuid.uuid4().hex[:12]

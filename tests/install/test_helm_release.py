@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 
 from harness.apiserver import ApiServer
-from install.kit import CHART, run
+from install.kit import CHART, helm_env, run
 
 
 def test_install_upgrade_and_uninstall(apiserver: ApiServer, helm: Path, tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "KUBECONFIG": apiserver.kubeconfig(),
-        "HELM_CACHE_HOME": str(tmp_path / "cache"),
-        "HELM_CONFIG_HOME": str(tmp_path / "config"),
-        "HELM_DATA_HOME": str(tmp_path / "data"),
-    }
+    env = helm_env(apiserver, tmp_path)
     namespace, release = f"h-{uuid.uuid4().hex[:10]}", f"h{uuid.uuid4().hex[:6]}"
     name = f"{release}-hami-core"
     deployment = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}-scheduler"
@@ -72,13 +65,7 @@ def test_a_read_only_release_becomes_the_registrar_by_one_upgrade(
     """docs/operations.md, "Moving to hami-core as the registrar", step 3: `helm upgrade
     --reset-then-reuse-values --set scheduler.readOnly=false` turns a read-only release into one that
     writes, Roles and all."""
-    env = {
-        **os.environ,
-        "KUBECONFIG": apiserver.kubeconfig(),
-        "HELM_CACHE_HOME": str(tmp_path / "cache"),
-        "HELM_CONFIG_HOME": str(tmp_path / "config"),
-        "HELM_DATA_HOME": str(tmp_path / "data"),
-    }
+    env = helm_env(apiserver, tmp_path)
     namespace, release = f"h-{uuid.uuid4().hex[:10]}", f"h{uuid.uuid4().hex[:6]}"
     name = f"{release}-hami-core-scheduler"
     rbac = "/apis/rbac.authorization.k8s.io/v1"

@@ -12,19 +12,17 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from harness import rbac
 from harness.apiserver import ApiServer
 from harness.fixtures import unique_node_name
 from harness.poll import wait_for
-from install.kit import CHART, MERGE_PATCH, create_node, find, run
+from install.kit import MERGE_PATCH, Applied, applied_chart, create_node, find
 
 from hami_core.protocol.codecs import JSON_CODEC, decode_any
 from hami_core.protocol.model import DeviceInfo, MigPlacement, MigProfile
@@ -160,62 +158,48 @@ def write(apiserver: ApiServer, kind: str, node: str, change: Change, identity: 
     return status, answer.get("message", "") if isinstance(answer, dict) else str(answer)
 
 
-def _apply_as_admin(apiserver: ApiServer, kubectl: Path, manifest: Path) -> None:
-    run([kubectl, "--kubeconfig", apiserver.kubeconfig(), "apply", "--server-side", "-f", manifest])
+def _widened(applied: Applied) -> list[dict[str, Any]]:
+    """The reporter's account may also PUT Nodes and patch their status: the policy must hold alone."""
+    widened = f"{applied.reporter}-widened-for-the-test"
+    grant = [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["update"]},
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+    ]
+    account = {"kind": "ServiceAccount", "name": applied.reporter, "namespace": applied.namespace}
+    return [
+        {"apiVersion": rbac.RBAC_V1, "kind": "ClusterRole", "metadata": {"name": widened}, "rules": grant},
+        {**rbac.binding(widened, account), "metadata": {"name": widened}},
+    ]
 
 
 @pytest.fixture(scope="module")
 def policed(
     apiserver: ApiServer, helm: Path, kubectl: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Policed]:
-    namespace, release = f"p-{uuid.uuid4().hex[:10]}", f"p{uuid.uuid4().hex[:6]}"
-    status, body = apiserver.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
-    assert status == 201, body
-    rendered = run(
-        [helm, "template", release, CHART, "--namespace", namespace, "--set", "reporter.enabled=true",
-         "--set", f"vendors={{{','.join(VENDORS)}}}"]
-    ).stdout  # fmt: skip
-    objects = [d for d in yaml.safe_load_all(rendered) if d]
-    reporter = f"{release}-hami-core-reporter"
-    policy = find(objects, "ValidatingAdmissionPolicy")["metadata"]["name"]
-    widened = f"{reporter}-widened-for-the-test"
-    grant = [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["update"]},
-        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
-    ]
-    extra = [
-        {"apiVersion": rbac.RBAC_V1, "kind": "ClusterRole", "metadata": {"name": widened}, "rules": grant},
-        {
-            **rbac.binding(widened, {"kind": "ServiceAccount", "name": reporter, "namespace": namespace}),
-            "metadata": {"name": widened},
-        },
-    ]
-    manifest = tmp_path_factory.mktemp("policy") / "hami-core.yaml"
-    manifest.write_text(yaml.safe_dump_all([*objects, *extra]))
-    _apply_as_admin(apiserver, kubectl, manifest)
-    result = Policed(namespace, reporter, policy)
-    probe_own, probe_other = unique_node_name("probe"), unique_node_name("probe")
-    for node in (probe_own, probe_other):
-        create_node(apiserver, node)
-    me = identity(apiserver, result, probe_own)
-    # Admission policies and RBAC load asynchronously: wait until both are in force.
-    wait_for(
-        "the policy to refuse a foreign-node patch and RBAC to let the reporter PUT",
-        lambda: (
-            write(apiserver, "merge", probe_other, Change(annotations={REGISTER: ":"}), me)[0] == 403
-            and write(apiserver, "put", probe_own, Change(annotations={REGISTER: ":"}), me)[0] == 200
-        ),
-        timeout=60,
-        interval=0.2,
-    )
-    try:
-        yield result
-    finally:
-        run([kubectl, "--kubeconfig", apiserver.kubeconfig(), "delete", "--wait=false", "--ignore-not-found",
-             "-f", manifest], check=False)  # fmt: skip
+    values = ["--set", "reporter.enabled=true", "--set", f"vendors={{{','.join(VENDORS)}}}"]
+    directory = tmp_path_factory.mktemp("policy")
+    with applied_chart(apiserver, helm, kubectl, directory, *values, prefix="p", extra=_widened) as applied:
+        policy = find(applied.objects, "ValidatingAdmissionPolicy")["metadata"]["name"]
+        result = Policed(applied.namespace, applied.reporter, policy)
+        probe_own, probe_other = unique_node_name("probe"), unique_node_name("probe")
         for node in (probe_own, probe_other):
-            apiserver.request("DELETE", f"/api/v1/nodes/{node}")
-        apiserver.request("DELETE", f"/api/v1/namespaces/{namespace}")
+            create_node(apiserver, node)
+        try:
+            me = identity(apiserver, result, probe_own)
+            # Admission policies and RBAC load asynchronously: wait until both are in force.
+            wait_for(
+                "the policy to refuse a foreign-node patch and RBAC to let the reporter PUT",
+                lambda: (
+                    write(apiserver, "merge", probe_other, Change(annotations={REGISTER: ":"}), me)[0] == 403
+                    and write(apiserver, "put", probe_own, Change(annotations={REGISTER: ":"}), me)[0] == 200
+                ),
+                timeout=60,
+                interval=0.2,
+            )
+            yield result
+        finally:
+            for node in (probe_own, probe_other):
+                apiserver.request("DELETE", f"/api/v1/nodes/{node}")
 
 
 def identity(apiserver: ApiServer, policed: Policed, node: str) -> str:
