@@ -329,6 +329,7 @@ def test_pagination_serves_one_consistent_snapshot(cluster: Any, test_label: dic
 
 
 def test_label_selectors_in_lists(cluster: Any, test_label: dict[str, str]) -> None:
+    """Equality terms, ANDed: what is ever sent (the rest of the grammar is the real server's, unused)."""
     gpu, cpu = node_name("gpu"), node_name("cpu")
     cluster.create_node(gpu, labels={**test_label, "pool": "gpu", "zone": "a"})
     cluster.create_node(cpu, labels={**test_label, "pool": "cpu"})
@@ -338,42 +339,15 @@ def test_label_selectors_in_lists(cluster: Any, test_label: dict[str, str]) -> N
         return sorted(n.name for n in cluster.list_nodes(label_selector=f"{base},{extra}").items)
 
     assert names("pool=gpu") == [gpu]
-    assert names("pool!=gpu") == [cpu]
-    assert names("zone") == [gpu]
-    assert names("!zone") == [cpu]
-    assert names("pool in (cpu,gpu)") == sorted([gpu, cpu])
-    assert names("pool notin (gpu)") == [cpu]
+    assert names("pool==cpu") == [cpu]
+    assert names(" pool = gpu , zone=a") == [gpu]
+    assert names("pool=gpu,zone=b") == []
+    assert names("pool=gpu,pool=cpu") == []
+    assert sorted(n.name for n in cluster.list_nodes(label_selector=base).items) == sorted([gpu, cpu])
     with pytest.raises(Invalid):
         cluster.list_nodes(label_selector="pool=in valid")
     cluster.delete_node(gpu)
     cluster.delete_node(cpu)
-
-
-def test_greater_and_less_than_label_selectors(cluster: Any, test_label: dict[str, str]) -> None:
-    """``k>n`` and ``k<n`` compare a label as an integer; a label that is not one, or none, never matches."""
-    four, twelve, many, bare = (node_name(x) for x in ("four", "twelve", "many", "bare"))
-    cluster.create_node(four, labels={**test_label, "gpus": "4"})
-    cluster.create_node(twelve, labels={**test_label, "gpus": "012"})
-    cluster.create_node(many, labels={**test_label, "gpus": "many"})
-    cluster.create_node(bare, labels=test_label)
-    base = selector_of(test_label)
-
-    def names(extra: str) -> list[str]:
-        return sorted(n.name for n in cluster.list_nodes(label_selector=f"{base},{extra}").items)
-
-    assert names("gpus>1") == sorted([four, twelve])
-    assert names("gpus<8") == [four]
-    assert names("gpus > 4") == [twelve]
-    assert names("gpus>0,gpus<100") == sorted([four, twelve])
-    assert names("gpus<4") == []
-    for bad in ("gpus>1.5", "gpus>many", "gpus>=1", "gpus>"):
-        with pytest.raises(Invalid):
-            cluster.list_nodes(label_selector=f"{base},{bad}")
-    for name in (four, twelve, many, bare):
-        cluster.delete_node(name)
-
-
-# -- watches --------------------------------------------------------------------------------------------
 
 
 def test_watch_delivers_changes_in_order_from_a_resource_version(
