@@ -15,7 +15,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Self, TypeVar
 from urllib.parse import quote
 
 import urllib3
@@ -261,12 +261,12 @@ class KubeCluster:
         self._timeout = (connect_timeout, request_timeout)
 
     @classmethod
-    def from_configuration(cls, configuration: k8s.Configuration, **kwargs: Any) -> KubeCluster:
+    def from_configuration(cls, configuration: k8s.Configuration, **kwargs: Any) -> Self:
         """Over an already built client ``Configuration`` (its ``retries`` is set to ``False``)."""
         return cls._build(configuration, "client configuration", kwargs)
 
     @classmethod
-    def from_kubeconfig(cls, path: str, *, context: str | None = None, **kwargs: Any) -> KubeCluster:
+    def from_kubeconfig(cls, path: str, *, context: str | None = None, **kwargs: Any) -> Self:
         """From a kubeconfig file (and optionally one of its contexts)."""
         source = f"kubeconfig {path}"
         configuration = k8s.Configuration()
@@ -285,7 +285,7 @@ class KubeCluster:
         return cls._build(configuration, source, kwargs)
 
     @classmethod
-    def in_cluster(cls, **kwargs: Any) -> KubeCluster:
+    def in_cluster(cls, **kwargs: Any) -> Self:
         """From the Pod's service account (``KUBERNETES_SERVICE_HOST`` and the mounted token)."""
         source = "in-cluster config"
         configuration = k8s.Configuration()
@@ -298,7 +298,7 @@ class KubeCluster:
         return cls._build(configuration, source, kwargs)
 
     @classmethod
-    def _build(cls, configuration: k8s.Configuration, source: str, kwargs: dict[str, Any]) -> KubeCluster:
+    def _build(cls, configuration: k8s.Configuration, source: str, kwargs: dict[str, Any]) -> Self:
         """The cluster over ``configuration``; a server URL no request could go to is refused here.
 
         urllib3 retries idempotent requests 3 times by default, which would stretch a GET, PUT or DELETE
@@ -474,37 +474,6 @@ class KubeCluster:
         body = self._call(action, self._core.read_node, name)
         return _parsed(action, node_owners, body)
 
-    def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
-        changes = dict(allocatable)
-        action = f"patch node status {name!r}"
-        body = self._call(
-            action,
-            self._core.patch_node_status,
-            name,
-            {"status": {"allocatable": changes, "capacity": changes}},
-            _content_type=MERGE_PATCH,
-        )
-        return _parsed(action, node_snapshot, body)
-
-    def create_node(
-        self,
-        name: str,
-        *,
-        labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None,
-    ) -> NodeSnapshot:
-        metadata: dict[str, Any] = {"name": name}
-        if labels:
-            metadata["labels"] = dict(labels)
-        if annotations:
-            metadata["annotations"] = dict(annotations)
-        body = {"apiVersion": "v1", "kind": "Node", "metadata": metadata}
-        action = f"create node {name!r}"
-        return _parsed(action, node_snapshot, self._call(action, self._core.create_node, body))
-
-    def delete_node(self, name: str) -> None:
-        self._call(f"delete node {name!r}", self._core.delete_node, name)
-
     # -- leases ---------------------------------------------------------------------------------------
 
     def get_lease(self, namespace: str, name: str) -> Lease:
@@ -576,19 +545,10 @@ class KubeCluster:
 
     # -- namespaces and events ------------------------------------------------------------------------
 
-    def create_namespace(self, name: str) -> None:
-        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        self._call(f"create namespace {name!r}", self._core.create_namespace, body)
-
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         self._call(
             f"create event in {namespace!r}", self._core.create_namespaced_event, namespace, dict(body)
         )
-
-    def events(self, namespace: str) -> list[dict[str, Any]]:
-        """The Events of ``namespace`` as raw JSON (an admin operation)."""
-        action = f"list events in {namespace!r}"
-        return _items(action, self._call(action, self._core.list_namespaced_event, namespace))
 
 
 class KubeWatch:

@@ -216,34 +216,15 @@ class Cluster(Protocol):
 
 
 class AdminCluster(Cluster, Protocol):
-    """``Cluster`` plus what a cluster's administrator does: the tests, the benchmarks and the simulation
-    set up and change Nodes with it. No daemon takes one."""
-
-    # Nodes
-    def create_node(
-        self,
-        name: str,
-        *,
-        labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None,
-    ) -> NodeSnapshot: ...
-
-    def delete_node(self, name: str) -> None: ...
-
-    def merge_patch_node(self, name: str, patch: Mapping[str, Any]) -> NodeSnapshot:
-        """One JSON merge patch of the Node itself (labels, annotations; the server ignores status
-        changes here); ``metadata.resourceVersion`` in ``patch`` is a precondition."""
-        ...
-
-    def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
-        """Merge patch of ``status.allocatable`` (and capacity) through the status subresource."""
-        ...
+    """``Cluster`` plus what ``hami cleanup`` and ``hami doctor`` do and no daemon does (their RBAC does
+    not grant it either): read who owns a Node's annotations, find and delete Leases, reach a Service
+    through the API server. What only the tests do (create, delete and merge-patch Nodes, patch their
+    status, create namespaces, list Events) is the test harness's (``tests/harness/admin.py``)."""
 
     def node_annotation_managers(self, name: str) -> NodeOwners:
         """One Node with the field manager of each of its annotations, from its ``managedFields``."""
         ...
 
-    # Leases
     def find_leases(self, name: str) -> tuple[Lease, ...]:
         """Every Lease called ``name``, in any namespace (sorted by namespace). ``hami cleanup`` and
         ``hami doctor`` find the scheduler's Lease with it wherever the chart put it."""
@@ -253,7 +234,6 @@ class AdminCluster(Cluster, Protocol):
         """Delete the Lease; ``NotFound`` when there is none. Only ``hami cleanup`` deletes one."""
         ...
 
-    # Services
     def proxy_get(
         self, namespace: str, service: str, path: str, query: Sequence[tuple[str, str]] = ()
     ) -> bytes:
@@ -261,13 +241,4 @@ class AdminCluster(Cluster, Protocol):
         proxy (``/api/v1/namespaces/NS/services/NAME[:PORT]/proxy/PATH``; ``service`` is ``NAME`` or
         ``NAME:PORT``): the body as the endpoint sent it. ``hami doctor`` reaches the scheduler so, without
         a port-forward."""
-        ...
-
-    # Namespaces and Events
-    def create_namespace(self, name: str) -> None:
-        """Create a namespace (Leases and Events need theirs to exist); ``Conflict`` when it exists."""
-        ...
-
-    def events(self, namespace: str) -> list[dict[str, Any]]:
-        """The Events of ``namespace`` as raw JSON."""
         ...

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 from harness import rbac
+from harness.admin import AdminKubeCluster
 from harness.fixtures import unique_node_name
 from harness.scheduler_world import World, real_world  # noqa: F401  (the fixture)
 
 from hami_core.cli import logs, run
-from hami_core.kube.client import KubeCluster
 from hami_core.kube.memory import MemoryCluster
 from hami_core.kube.port import Lease, NotFound
 from hami_core.protocol.handshake import format_report, format_stamp
@@ -297,7 +297,7 @@ READ_ONLY = [
 
 
 def test_live_node_lease_and_no_write(apiserver: Any, apiserver_namespace: str) -> None:
-    admin = KubeCluster.from_kubeconfig(apiserver.kubeconfig("admin"))
+    admin = AdminKubeCluster.from_kubeconfig(apiserver.kubeconfig("admin"))
     name = unique_node_name("doctor")
     now = datetime.now().astimezone()
     expired = format_stamp(now - timedelta(seconds=90))

@@ -14,6 +14,7 @@ something did *not* happen by advancing the fake clock past the moment it would 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -33,6 +34,7 @@ from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.daemon import Scheduler
 from hami_core.scheduler.selector import NodeSelector
 from hami_core.simulate.settle import NodeWrites, wait_settled
+from harness.admin import AdminKubeCluster
 from harness.poll import wait_for as wait_for  # re-exported: tests import it from here too
 from harness.tcpproxy import TcpProxy
 
@@ -250,7 +252,7 @@ def _world(kind: str, request: pytest.FixtureRequest) -> World:
 
 def world_on(server: Any, namespace: str) -> World:
     """A world on a real API server (``harness.apiserver.ApiServer``) and a namespace of it."""
-    admin = KubeCluster.from_kubeconfig(server.kubeconfig("admin"))
+    admin = AdminKubeCluster.from_kubeconfig(server.kubeconfig("admin"))
 
     def make(proxy: TcpProxy | None) -> KubeCluster:
         path = server.kubeconfig("hami-scheduler")

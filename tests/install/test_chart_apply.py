@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from harness.admin import AdminKubeCluster
 from harness.apiserver import ApiServer
 from harness.fixtures import unique_node_name
 from harness.poll import wait_for
@@ -32,7 +33,6 @@ from install.kit import (
     run,
 )
 
-from hami_core.kube.client import KubeCluster
 from hami_core.kube.port import Lease
 from hami_core.protocol.codecs import decode_any
 
@@ -183,7 +183,7 @@ def test_the_scheduler_account_may_do_its_job_and_nothing_more(
 def test_the_scheduler_runs_with_the_charts_arguments_and_access(
     installed: Applied, apiserver: ApiServer, tmp_path: Path
 ) -> None:
-    admin = KubeCluster.from_kubeconfig(apiserver.kubeconfig())
+    admin = AdminKubeCluster.from_kubeconfig(apiserver.kubeconfig())
     label = uuid.uuid4().hex[:12]
     node = unique_node_name("chart")
     admin.create_node(node, labels={"hami-test": label}, annotations={"hami.io/node-dcu-register": DCU})

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from harness.admin import AdminKubeCluster
 from harness.apiserver import ApiServer
 from harness.fixtures import unique_node_name
 from harness.poll import wait_for
@@ -32,7 +33,6 @@ from install.kit import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from hami_core.kube.client import KubeCluster
 from hami_core.kube.port import Lease
 
 HAMI = str(Path(sys.executable).with_name("hami"))
@@ -160,7 +160,7 @@ def _get(port: int, path: str) -> tuple[int, str]:
 def test_the_read_only_scheduler_runs_beside_hami_and_writes_nothing(
     read_only: Applied, apiserver: ApiServer, tmp_path: Path
 ) -> None:
-    admin = KubeCluster.from_kubeconfig(apiserver.kubeconfig())
+    admin = AdminKubeCluster.from_kubeconfig(apiserver.kubeconfig())
     label = uuid.uuid4().hex[:12]
     needs_stamp, cpu_only = unique_node_name("ro-dcu"), unique_node_name("ro-cpu")
     # A DCU node as HAMi's device plugin leaves it, before any scheduler stamped it: a leader stamps it.

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 import pytest
+from harness.admin import AdminKubeCluster
 from harness.apiserver import ApiServer
 from harness.fixtures import unique_node_name
 
@@ -53,7 +54,7 @@ def world(request: pytest.FixtureRequest) -> Iterator[tuple[Any, str]]:
         return
     server: ApiServer = request.getfixturevalue("apiserver")
     namespace = request.getfixturevalue("apiserver_namespace")
-    kube = KubeCluster.from_kubeconfig(server.kubeconfig())
+    kube = AdminKubeCluster.from_kubeconfig(server.kubeconfig())
     made: list[str] = []
     kube.made = made  # type: ignore[attr-defined]
     try:
@@ -225,7 +226,7 @@ def hami_cleanup(server: ApiServer, *args: str, identity: str = "admin") -> subp
 
 @pytest.fixture
 def admin(apiserver: ApiServer) -> Iterator[KubeCluster]:
-    kube = KubeCluster.from_kubeconfig(apiserver.kubeconfig())
+    kube = AdminKubeCluster.from_kubeconfig(apiserver.kubeconfig())
     kube.made = []  # type: ignore[attr-defined]
     try:
         yield kube

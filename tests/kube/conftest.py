@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from harness.admin import AdminKubeCluster
 
-from hami_core.kube.client import KubeCluster
 from hami_core.kube.memory import MemoryCluster
 
 CLUSTER_KINDS = ["memory", "apiserver"]
@@ -21,7 +21,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
         yield MemoryCluster()
         return
     server = request.getfixturevalue("apiserver")
-    kube = KubeCluster.from_kubeconfig(server.kubeconfig("admin"))
+    kube = AdminKubeCluster.from_kubeconfig(server.kubeconfig("admin"))
     try:
         yield kube
     finally:
