@@ -53,7 +53,7 @@ def nvidia(i: int, devmem: int = 32768) -> str:
     return "[" + ",".join(GPU % (i, k, k, devmem) for k in range(8)) + "]"
 
 
-def annotations(i: int) -> dict[str, str]:
+def node_annotations(i: int) -> dict[str, str]:
     dcu = "".join(f"DCU-{i}-{k},4,16384,100,DCU-Z100,0,true,{k},hami:" for k in range(4))
     return {"hami.io/node-nvidia-register": nvidia(i), "hami.io/node-dcu-register": dcu}
 
@@ -66,7 +66,7 @@ def _rules() -> list:  # type: ignore[type-arg]
 def bench_registrar(n: int) -> list[tuple[str, str]]:
     rules = _rules()
     snapshots = [
-        NodeSnapshot(name=f"node-{i}", uid=str(i), annotations=annotations(i), allocatable=ALLOCATABLE)
+        NodeSnapshot(name=f"node-{i}", uid=str(i), annotations=node_annotations(i), allocatable=ALLOCATABLE)
         for i in range(n)
     ]
     now = datetime.now().astimezone()
@@ -124,7 +124,7 @@ def _populated(n: int) -> tuple[MemoryCluster, NodeWrites]:
     cluster.create_namespace("bench")
     writes = NodeWrites()
     for i in range(n):
-        writes.saw(cluster.create_node(f"node-{i}", annotations=annotations(i)))
+        writes.saw(cluster.create_node(f"node-{i}", annotations=node_annotations(i)))
         writes.saw(cluster.patch_node_status(f"node-{i}", ALLOCATABLE))
     return cluster, writes
 

@@ -17,7 +17,9 @@ __all__ = ["wait_for"]
 T = TypeVar("T")
 
 
-def wait_for(what: str, predicate: Callable[[], T], timeout: float = 20.0, interval: float = 0.01) -> T:
+def wait_for(
+    what: str, predicate: Callable[[], T | None], timeout: float = 20.0, interval: float = 0.01
+) -> T:
     """Poll ``predicate`` until it returns a true value, and return that value; ``AssertionError`` naming
     ``what`` after ``timeout`` real seconds."""
     deadline = time.monotonic() + timeout

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]
+import yaml
 
 SCHEDULER_USER = "hami-scheduler"
 #: Harness identities of reporters are named ``hami-reporter:<node>``; each is a Pod-bound token.

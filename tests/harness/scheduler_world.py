@@ -70,6 +70,13 @@ class CountingCluster:
 
         return counted
 
+    @staticmethod
+    def of(replica: Scheduler) -> CountingCluster:
+        """The counting cluster of a replica ``World.scheduler`` made without a cluster of its own."""
+        cluster = replica.cluster
+        assert isinstance(cluster, CountingCluster), type(cluster)
+        return cluster
+
 
 class TrackingAdmin:
     """The admin's cluster, remembering the latest state of every Node it wrote (``NodeWrites``), so

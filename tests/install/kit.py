@@ -41,7 +41,7 @@ def tool_or_fail(tool: str) -> Path:
         pytest.fail(f"{err} (or set HAMI_SKIP_TOOLS=1 to skip locally)", pytrace=False)
 
 
-def run(argv: Sequence[str | Path], *, check: bool = True, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+def run(argv: Sequence[object], *, check: bool = True, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """Run a command; on an unexpected exit status the test fails with its output."""
     done = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, **kwargs)
     if check and done.returncode != 0:

@@ -105,7 +105,7 @@ def test_every_scrape_job_named_is_the_charts(produced: dict[str, object]) -> No
         if job not in ours
     ]
     assert not wrong, "\n".join(wrong)
-    assert any(produced["scheduler_job"] in text for _, text in texts())
+    assert any(str(produced["scheduler_job"]) in text for _, text in texts())
 
 
 def test_every_namespace_named_for_our_objects_is_the_release_namespace(produced: dict[str, object]) -> None:

@@ -28,7 +28,7 @@ NOW = datetime(2026, 11, 29, 18, 4, 5, tzinfo=TZ)
 
 
 def at(*args: int, tz: timezone = TZ) -> datetime:
-    return datetime(*args, tzinfo=tz)  # type: ignore[misc]
+    return datetime(*args, tzinfo=tz)  # type: ignore[arg-type, misc]
 
 
 # --- writing ----------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ def view(replica: Scheduler, node: str) -> dict[str, Any]:
     code, body = get(replica, f"/cache/{quote(node)}")
     assert code == 200, body
     assert body["node"] == node
-    return body  # type: ignore[no-any-return]
+    return body
 
 
 def test_every_watched_node_answers_with_each_vendors_state(world: World) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import urllib.request
 from typing import Any
 
-from harness.scheduler_world import World
+from harness.scheduler_world import CountingCluster, World
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
@@ -114,7 +114,7 @@ def test_the_metrics_follow_the_cluster(world: World) -> None:
     # One stamp per vendor on its node; MLU's degraded node carries a register value, so it is stamped too.
     for vendor in VENDORS:
         assert one(values, "hami_scheduler_stamps_total", vendor=vendor) == 1
-    patches = leader.cluster.calls["patch_node_annotations"]
+    patches = CountingCluster.of(leader).calls["patch_node_annotations"]
     assert patches == 3
     assert one(values, "hami_scheduler_api_requests_total", verb="patch", resource="nodes", result="2xx") == 3
     latency = "hami_scheduler_api_request_duration_seconds_count"

@@ -13,7 +13,9 @@ from harness.scheduler_world import World
 
 MLU = "MLU-45013011,10,23308,0,MLU-MLU370-X4,0,true,0,hami-core:"
 HANDSHAKE = "hami.io/node-handshake-mlu"
-TIMINGS = dict(resync=1.0, handshake_window=4.0, lease_duration=4.0, renew_deadline=3.0, retry_period=1.0)
+TIMINGS: dict[str, Any] = dict(
+    resync=1.0, handshake_window=4.0, lease_duration=4.0, renew_deadline=3.0, retry_period=1.0
+)
 
 #: node -> [(resourceVersion, what)], what is "stamp" (a replica's PATCH) or "report" (the plugin's)
 History = dict[str, list[tuple[int, str]]]

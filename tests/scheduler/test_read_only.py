@@ -132,7 +132,8 @@ def test_read_only_decides_as_a_leader_would_and_writes_nothing(
     assert would[cluster_state["needs-stamp"]] == {"hami.io/node-handshake-mlu": stamp}
     assert would[cluster_state["dotted"]] == {}  # a real, fresh-enough stamp here (HAMi cannot parse it)
     assert would[cluster_state["registered"]] == {}
-    assert observer.cache.vendor(cluster_state["null"], "NVIDIA").state == "degraded"
+    null = observer.cache.vendor(cluster_state["null"], "NVIDIA")
+    assert null is not None and null.state == "degraded"
     pending = {
         (sample.labels["vendor"], sample.labels["kind"]): sample.value
         for family in text_string_to_metric_families(observer.metrics_text())
@@ -161,7 +162,8 @@ def test_read_only_decides_as_a_leader_would_and_writes_nothing(
     calls: Counter[str] = cluster.calls
     assert sum(calls[name] for name in WRITES) == 0, calls
     assert observer.status()["counters"]["events_posted"] == 0
-    assert observer.cache.vendor(cluster_state["registered"], "NVIDIA").state == "degraded"
+    registered = observer.cache.vendor(cluster_state["registered"], "NVIDIA")
+    assert registered is not None and registered.state == "degraded"
     if world.kind == "apiserver":
         assert _refused_writes(world) == refused_before  # nothing was even tried
         status, lease = world.server.request(  # type: ignore[attr-defined]
