@@ -229,7 +229,7 @@ def test_the_scheduler_without_leases_names_the_namespace(apiserver: Any, apiser
     )
     try:
         assert proc.stderr is not None
-        records = []
+        records: list[dict[str, Any]] = []
         while not any("starting" in r["msg"] for r in records):  # past the start; nothing above info
             records.append(json.loads(proc.stderr.readline()))
             assert records[-1]["level"] == "info", records

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harness.admin import AdminKubeCluster
@@ -41,9 +42,7 @@ DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
 DEVICES = {"mlu": [{"id": "MLU-0", "count": 10, "devmem": 23308, "type": "MLU-370", "health": True}]}
 
 
-def kubectl_as_admin(
-    kubectl: Path, apiserver: ApiServer, *args: str | Path
-) -> subprocess.CompletedProcess[str]:
+def kubectl_as_admin(kubectl: Path, apiserver: ApiServer, *args: object) -> subprocess.CompletedProcess[str]:
     return run([kubectl, "--kubeconfig", apiserver.kubeconfig(), *args])
 
 
@@ -312,7 +311,7 @@ def test_the_reporter_policy_allows_only_its_own_nodes_protocol_annotations(
         assert ok[0] == 200, ok
         assert patch_node(apiserver, mine, {"metadata": {"annotations": {"hami.io/node-mlu-register": None}}},
                           me)[0] == 200  # fmt: skip
-        refusals = {
+        refusals: dict[str, tuple[str, dict[str, Any], str]] = {
             "another node": (other, {"metadata": {"annotations": {"hami.io/node-mlu-register": "[]"}}}, me),
             "another annotation": (mine, {"metadata": {"annotations": {"vendor.io/other": "1"}}}, me),
             "deleting another annotation": (

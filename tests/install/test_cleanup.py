@@ -202,7 +202,7 @@ def test_a_node_changed_between_the_read_and_the_delete_is_judged_again() -> Non
             )
         return real_patch(node_name, changes, **kw)
 
-    cluster.patch_node_annotations = patch  # type: ignore[method-assign]
+    cluster.patch_node_annotations = patch  # type: ignore[method-assign, assignment]
     printed: list[str] = []
     result = cleanup(cluster, keys_of("nvidia"), nodes=[name], dry_run=False, echo=printed.append)
     assert printed == [

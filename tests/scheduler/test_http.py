@@ -29,7 +29,7 @@ class View:
     def status(self) -> dict[str, Any]:
         raise RuntimeError("a bug in the view")
 
-    def cache_json(self) -> dict[str, Any]:
+    def cache_json(self, states: Any = None) -> dict[str, Any]:
         return self.cache
 
     def node_json(self, node: str) -> dict[str, Any] | None:
