@@ -28,7 +28,8 @@ from kubernetes.client.rest import ApiException
 MERGE_PATCH = "application/merge-patch+json"
 
 
-def core(apiserver: ApiServer, identity: str = "admin") -> client.CoreV1Api:
+def core(apiserver: ApiServer, identity: str = "admin") -> Any:
+    """The client's CoreV1Api as ``identity`` (``Any``: its models type every field optional)."""
     return client.CoreV1Api(config.new_client_from_config(config_file=apiserver.kubeconfig(identity)))
 
 
@@ -126,7 +127,7 @@ def test_scheduler_lists_watches_and_patches_nodes_but_cannot_delete_them(
 
     assert refused(api.read_node, node).status == 403, "the scheduler lists and watches, never GETs"
 
-    leases = client.CoordinationV1Api(api.api_client)
+    leases: Any = client.CoordinationV1Api(api.api_client)
     lease = client.V1Lease(
         metadata=client.V1ObjectMeta(name="hami-scheduler"), spec=client.V1LeaseSpec(holder_identity="a")
     )

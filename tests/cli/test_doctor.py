@@ -342,7 +342,7 @@ def test_live_node_lease_and_no_write(apiserver: Any, apiserver_namespace: str) 
     elsewhere = ("--kubeconfig", reader, "--lease-name", unique, "--vendors", "dcu")
     summary = doctor_json(name, *elsewhere)["lease"]["summary"]
     assert summary.startswith(f"no Lease {unique} in any namespace: no hami-core scheduler")
-    held = {"lease_duration_seconds": 3600, "acquire_time": renewed, "renew_time": renewed}
+    held: dict[str, Any] = {"lease_duration_seconds": 3600, "acquire_time": renewed, "renew_time": renewed}
     admin.create_lease(Lease(name=unique, namespace=apiserver_namespace, holder_identity="replica-8", **held))
     lease = doctor_json(name, *elsewhere)["lease"]
     assert (lease["namespace"], lease["holder"], lease["held"]) == (apiserver_namespace, "replica-8", True)

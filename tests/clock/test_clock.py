@@ -60,7 +60,12 @@ def test_setting_the_event_ends_the_wait_at_once() -> None:
 def test_sleep_returns_after_the_fake_time_passed() -> None:
     clock = FakeClock()
     start = clock.monotonic()
-    thread, out = _in_thread(lambda: clock.sleep(5) or clock.monotonic())
+
+    def sleep_then_read() -> float:
+        clock.sleep(5)
+        return clock.monotonic()
+
+    thread, out = _in_thread(sleep_then_read)
     assert clock.wait_for_waiting(1)
     for _ in range(5):
         clock.advance(1)
@@ -101,7 +106,7 @@ def test_the_system_clock_shares_one_zone_object_while_the_offset_holds(
     shifted = timezone(timedelta(hours=3, minutes=30), "TEST")
 
     class Shifted(datetime):
-        def astimezone(self, tz: tzinfo | None = None) -> datetime:
+        def astimezone(self, tz: tzinfo | None = None) -> datetime:  # type: ignore[override]
             return datetime.now(shifted)
 
     monkeypatch.setattr(hami_clock, "datetime", Shifted)

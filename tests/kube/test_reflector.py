@@ -111,7 +111,7 @@ class _EmptyWatch:
 
 
 class _WatchEndsAtOnce(MemoryCluster):
-    def watch_nodes(self, **kwargs: Any) -> Any:  # type: ignore[override]
+    def watch_nodes(self, **kwargs: Any) -> Any:
         return _EmptyWatch()
 
 

@@ -298,7 +298,7 @@ def test_oracle_carries_exact_bytes(hami_oracle: Oracle) -> None:
 # ---------------------------------------------------------------------------------------------------
 
 _TEXT = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]),
     max_size=12,
 )
 _NICE_TEXT = st.sampled_from(["", "GPU-0", "NVIDIA-Tesla V100-PCIE-32GB", "hami-core", "mig", "mps", "a b"])

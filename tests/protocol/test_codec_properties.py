@@ -38,7 +38,7 @@ def ints(go_range: IntRange) -> st.SearchStrategy[int]:
 
 
 #: Valid Unicode (no lone surrogates): what a JSON string round-trips.
-unicode_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+unicode_text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=12)
 placements = st.builds(MigPlacement, start=ints(UINT32), size=ints(UINT32))
 profiles = st.builds(
     MigProfile,

@@ -267,7 +267,7 @@ def test_encode_drops_what_the_legacy_format_cannot_hold() -> None:
 def test_encode_refuses_separators_inside_a_field(field: str, bad: str) -> None:
     # Beyond HAMi (spec 3.1): HAMi writes these unescaped and corrupts the record.
     with pytest.raises(EncodeError, match=rf"device 1: {field} .* holds ',' or ':'"):
-        encode_legacy([DeviceInfo(id="ok"), DeviceInfo(**{field: bad})])
+        encode_legacy([DeviceInfo(id="ok"), DeviceInfo(**{field: bad})])  # type: ignore[arg-type]
 
 
 def test_encode_refuses_an_index_beyond_gos_signed_int() -> None:
