@@ -18,7 +18,13 @@ echo "== ruff"
 echo "== mypy --strict hami_core"
 # mypy's incremental cache lives outside the clone, like the Go builds: a fresh clone re-checks only what
 # differs from the last run on this machine (mypy validates every cached module by its source hash).
-MYPY_CACHE_DIR=${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hami-core/mypy} .venv/bin/mypy
+mypy_cache=${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hami-core/mypy}
+MYPY_CACHE_DIR=$mypy_cache .venv/bin/mypy
+echo "== mypy tests, vendors, examples, bench (mypy-tests.ini)"
+drivers=$(printf '%s:' vendors/*/src examples/*/src)
+MYPY_CACHE_DIR=$mypy_cache-tests MYPYPATH="tests:${drivers%:}" \
+    .venv/bin/mypy --config-file mypy-tests.ini tests vendors examples
+MYPY_CACHE_DIR=$mypy_cache-bench MYPYPATH=bench:tests .venv/bin/mypy --config-file mypy-tests.ini bench
 echo "== lint-imports (the layers of docs/architecture.md)"
 # The example drivers are not installed in .venv (their tests install them elsewhere): found from source.
 examples=$(printf '%s:' examples/*/src)
