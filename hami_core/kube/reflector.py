@@ -45,7 +45,6 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -151,7 +150,7 @@ class Reflector:
         rand: Callable[[], float] = random.random,
         clock: Clock = SYSTEM,
         keep: Callable[[NodeSnapshot], NodeSnapshot] | None = None,
-        wire_clock: Callable[[], float] = time.monotonic,
+        wire_clock: Callable[[], float] = SYSTEM.monotonic,
     ) -> None:
         self._cluster = cluster
         #: What the store keeps of each Node, applied before the handler sees it (default: all of it).

@@ -21,7 +21,6 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -83,7 +82,7 @@ class Scheduler:
         *,
         clock: Clock = SYSTEM,
         on_node_deleted: Callable[[str], object] = lambda node: None,
-        wire_clock: Callable[[], float] = time.monotonic,
+        wire_clock: Callable[[], float] = SYSTEM.monotonic,
     ) -> None:
         """``wire_clock`` times the watch's progress (``kube/reflector.py``): the clock the API server's
         bookmarks and timeouts run on, the monotonic clock, whatever ``clock`` the decisions use."""
