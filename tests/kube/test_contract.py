@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 import pytest
+from harness.admin import AdminKubeCluster
 from harness.poll import wait_for
 
 from hami_core.kube.client import KubeCluster
@@ -812,7 +813,7 @@ def silenceable(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Any, Call
     config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
     path = Path(server.kubeconfig("admin")).with_name(f"proxy-{proxy.port}.kubeconfig")
     path.write_text(json.dumps(config))
-    admin = KubeCluster.from_kubeconfig(server.kubeconfig("admin"))
+    admin = AdminKubeCluster.from_kubeconfig(server.kubeconfig("admin"))
     through = KubeCluster.from_kubeconfig(str(path), request_timeout=5.0, connect_timeout=2.0)
     try:
 
@@ -862,10 +863,11 @@ def test_reflector_replaces_a_silent_watch_and_lists_what_it_missed(
         recorder.wait_for(("synced", "False", None))
         silence()
         missed = admin.create_node(name, labels=test_label)
-        deadline = time.monotonic() + 60
-        while reflector.snapshot(name) != missed:
-            assert time.monotonic() < deadline, "the silent watch was never replaced"
-            time.sleep(0.1)
+
+        def replaced() -> bool:
+            return reflector.snapshot(name) == missed
+
+        wait_for("the silent watch to be replaced", replaced, timeout=60, interval=0.1)
         assert recorder.wait_for(("synced", "True", None))  # by a list: the gap is closed by one
         assert reflector.view_state().stale_count >= 1 and reflector.current()
     finally:
@@ -887,7 +889,7 @@ def rewindable(
     from harness.fixtures import binaries_or_fail
 
     server = start_apiserver(tmp_path_factory.mktemp("rewind"), bin_dir=binaries_or_fail(), reporter_nodes=())
-    kube = KubeCluster.from_kubeconfig(server.kubeconfig("admin"))
+    kube = AdminKubeCluster.from_kubeconfig(server.kubeconfig("admin"))
     try:
         yield kube, server.restart_on_empty_etcd
     finally:
@@ -915,10 +917,8 @@ def test_reflector_lists_again_when_the_store_moved_backwards(
         again = _retrying(lambda: cluster.create_node(names["again"], labels=test_label))
         new = cluster.create_node(names["new"], labels=test_label)
         assert int(new.resource_version) < seen
-        deadline = time.monotonic() + 60
-        while reflector.items() != {names["again"]: again, names["new"]: new}:
-            assert time.monotonic() < deadline, f"not converged: {sorted(reflector.items())}"
-            time.sleep(0.1)
+        expected = {names["again"]: again, names["new"]: new}
+        wait_for("a view of the empty store", lambda: reflector.items() == expected, timeout=60, interval=0.1)
         assert old is not None and old.uid != again.uid
         assert reflector.store_rewinds >= 1 and reflector.current()
     finally:

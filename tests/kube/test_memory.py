@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+from harness.poll import wait_for
 
 from hami_core.clock import FakeClock
 from hami_core.kube.memory import MemoryCluster, merge_patch
@@ -242,7 +243,4 @@ def _failure(stream: Any) -> list[BaseException]:
 
 
 def _until(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
+    wait_for("the in-memory cluster's state", predicate, timeout)
