@@ -360,7 +360,7 @@ class _SilentFirstWatch(MemoryCluster):
         super().__init__(**kwargs)
         self.silent: _Forever | None = None
 
-    def watch_nodes(self, **kwargs: Any) -> Any:  # type: ignore[override]
+    def watch_nodes(self, **kwargs: Any) -> Any:
         if self.silent is None:
             self.silent = _Forever()
             return self.silent
@@ -442,7 +442,7 @@ class _TooLargeOnce(MemoryCluster):
         super().__init__(**kwargs)
         self.refused = 0
 
-    def watch_nodes(self, **kwargs: Any) -> Any:  # type: ignore[override]
+    def watch_nodes(self, **kwargs: Any) -> Any:
         if not self.refused:
             self.refused += 1
             raise TooLarge("watch nodes: 504 Too large resource version: 370, current: 211", status=504)
@@ -472,7 +472,7 @@ def test_the_progress_deadline_must_cover_the_longest_watch() -> None:
 
 
 class _NoBookmarks(MemoryCluster):
-    def watch_nodes(self, **kwargs: Any) -> Any:  # type: ignore[override]
+    def watch_nodes(self, **kwargs: Any) -> Any:
         kwargs["allow_bookmarks"] = False
         return super().watch_nodes(**kwargs)
 

@@ -7,7 +7,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from harness.scheduler_world import WINDOW, World
+from harness.scheduler_world import WINDOW, CountingCluster, World
 from harness.tcpproxy import TcpProxy
 
 from hami_core.kube.memory import MemoryCluster
@@ -88,7 +88,7 @@ def test_watch_expiry_and_drops_relist_without_loss_duplication_or_cleanup(memor
     ]
     replica = world.scheduler("nvidia")
     for n in nodes:
-        world.run_until("registered", lambda n=n: _registered(replica, n) == {"NVIDIA"})
+        world.run_until("registered", lambda n=n: _registered(replica, n) == {"NVIDIA"})  # type: ignore[misc]
     lists_before = replica.reflector.lists
     memory.compact()
     memory.force_gone(2)
@@ -119,7 +119,7 @@ def test_failed_patches_are_retried_and_do_not_block_other_nodes(memory_world: W
     world.run_until("other node stamped", lambda: "hami.io/node-handshake-dcu" in world.annotations(b))
     assert replica.writer.counters["patch_errors"] == 2
     assert replica.metrics.patch_requests() == {"2xx": 2, "4xx": 0, "5xx": 2, "error": 0}
-    assert replica.cluster.calls["patch_node_annotations"] == 4  # two failed, then one per node
+    assert CountingCluster.of(replica).calls["patch_node_annotations"] == 4  # two failed, then one per node
 
 
 # -- spec 5b: no cleanup on a view the replica cannot vouch for (real-server cases: test_faults_view.py) --
@@ -150,7 +150,7 @@ def test_no_cleanup_is_decided_while_the_view_has_a_gap(memory_world: World) -> 
     world.run_until("stamped", lambda: _stamped(world, node))
     world.run_until("ready", replica.ready)
     world.advance(WINDOW - 10)  # the stamp is 50 s old
-    memory: MemoryCluster = world.admin._inner  # type: ignore[attr-defined]  # writes the replica cannot see yet
+    memory: MemoryCluster = world.admin._inner  # writes the replica cannot see yet
     memory.fail_next(8, verb="list")  # the lists after the gap fail for a minute and more (backoff)
     memory.drop_watches()
     memory.patch_node_annotations(node, {MLU_HANDSHAKE: REPORT})  # the plugin answers meanwhile
@@ -183,7 +183,7 @@ def test_a_term_starts_on_a_list_made_after_it_began(memory_world: World) -> Non
     second = world.scheduler("mlu", identity="second")
     world.settle()
     world.advance(WINDOW - 10)
-    memory: MemoryCluster = world.admin._inner  # type: ignore[attr-defined]
+    memory: MemoryCluster = world.admin._inner
     memory.silence_watches()  # both replicas' watches go silent (no FIN, no RST): nobody notices yet
     memory.patch_node_annotations(node, {MLU_HANDSHAKE: REPORT})  # the plugin answers, unseen
     lists = second.reflector.lists

@@ -11,6 +11,7 @@ read timeouts run on real time, and a replica must not see a minute pass in a se
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Iterator
@@ -114,7 +115,7 @@ def test_after_an_outage_no_cleanup_is_decided_on_the_old_view(
     nodes = [world.node(f"r{i}", {REGISTER: MLU}) for i in range(3)]
     replica = world.scheduler("mlu", cluster=world.cluster(proxy=proxy))
     for node in nodes:
-        world.run_until("stamped", lambda node=node: _stamped(world, node))
+        world.run_until("stamped", functools.partial(_stamped, world, node))
     world.run_until("ready", replica.ready)
     term = replica.elector.term
     world.advance(WINDOW - 15)  # the stamps are 45 s old; the plugins are slow to answer
@@ -164,7 +165,7 @@ def test_after_etcd_loses_its_data_the_cache_converges_within_a_minute(own_serve
         again = world.node("again", {REGISTER: MLU})
         replica = world.scheduler("mlu")
         for node in (gone, again):
-            world.run_until("stamped", lambda node=node: _stamped(world, node))
+            world.run_until("stamped", functools.partial(_stamped, world, node))
         world.run_until("ready", replica.ready)
         old_uid = replica.reflector.snapshot(again).uid  # type: ignore[union-attr]
         # move the store on, so that the empty one is well behind what the replica has seen
