@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.rbac import SCHEDULER_USER
-from harness.scheduler_world import WINDOW, World
+from harness.scheduler_world import WINDOW, CountingCluster, World
 
 from hami_core.kube.port import NodeSnapshot
 from hami_core.protocol.marker import fingerprint, parse_marker
@@ -147,7 +147,7 @@ def test_a_restarted_scheduler_does_not_readmit_a_cleaned_vendor(world: World) -
     assert second.registrar.memory(node, "DCU").awaiting_sign_of_life
     annotations = world.annotations(node)
     assert DCU_HS not in annotations and annotations[DCU_MARKER] == marker
-    assert second.cluster.calls["patch_node_annotations"] == 0  # a dead node costs no writes
+    assert CountingCluster.of(second).calls["patch_node_annotations"] == 0  # a dead node costs no writes
     # A sign of life readmits it, and the marker goes.
     world.admin.patch_node_annotations(node, {DCU_HS: "Reported_2026-01-01 00:10:00"})
     world.run_until("readmitted", lambda: registered(second, node) == {"DCU"})
@@ -169,4 +169,4 @@ def test_a_follower_that_took_over_does_not_readmit_the_leaders_cleanup(memory_w
     world.run_until("taken over", follower.ready)
     world.advance(WINDOW * 2)
     assert not follower.cache.node(node) and DCU_HS not in world.annotations(node)
-    assert follower.cluster.calls["patch_node_annotations"] == 0
+    assert CountingCluster.of(follower).calls["patch_node_annotations"] == 0
