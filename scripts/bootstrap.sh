@@ -12,7 +12,7 @@ shopt -s nullglob
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 stamp=.venv/.hami-installed
-want=$(cat pyproject.toml setup.py hami_core/protocol/*.c vendors/*/pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)
+want=$(cat pyproject.toml vendors/*/pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)
 if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     exit 0
 fi

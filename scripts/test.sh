@@ -14,7 +14,7 @@ bash scripts/build-oracle.sh
 bash scripts/build-hami-scheduler.sh >/dev/null  # HAMi's own scheduler, for bench/peer.py's smoke test
 echo "== ruff"
 .venv/bin/ruff check hami_core tests vendors examples bench
-.venv/bin/ruff format --check --quiet hami_core tests vendors examples bench conftest.py setup.py
+.venv/bin/ruff format --check --quiet hami_core tests vendors examples bench conftest.py
 echo "== mypy --strict hami_core"
 # mypy's incremental cache lives outside the clone, like the Go builds: a fresh clone re-checks only what
 # differs from the last run on this machine (mypy validates every cached module by its source hash).

@@ -1,15 +1,18 @@
 """The JSON encoding of a register annotation (spec 3.2, 3.3), as Go's encoding/json v1 reads and writes it.
 
-``encode_json`` is byte-identical to HAMi's ``MarshalNodeDevices``. ``decode_json`` accepts and rejects
+``encode_json`` is byte-identical to HAMi's ``MarshalNodeDevices``. ``decode_json`` accepts and refuses
 what HAMi's ``UnMarshalNodeDevices`` does: the whole text must be valid JSON first (Go checks syntax
 before it decodes), then each value must fit its Go field (integer literals in range, no type
 mismatches), keys match case-insensitively with Unicode simple folding, the last of several keys for
 one field wins, ``null`` leaves a scalar as it was and resets a list or map, unknown keys are ignored.
-Beyond HAMi, a ``null`` device (``[null]``) is a decode error instead of a scheduler crash.
+Beyond HAMi, a ``null`` device (``[null]``) is a decode error instead of a scheduler crash. Both
+directions are driven by the field table (``model.fields_of``).
 
-Python's ``json`` module is not Go's (NaN, lone surrogates, number handling, depth), so the text is
-parsed here by a small strict parser; a failure is then located by a character-level scanner that
-follows Go's grammar, which also tells a truncated value (``json_eof``) from a malformed one.
+The syntax is Python's ``json`` module, whose grammar is Go's once its extensions are closed off: the
+constants ``NaN`` and ``Infinity`` are refused (``parse_constant``), numbers stay literal text until
+their Go type is known (``parse_int``, ``parse_float``), every key/value pair is kept in document order
+(``object_pairs_hook``), lone surrogate escapes are read as U+FFFD (Go's reading) and nesting is
+limited to Go's 10000 levels (and allowed that deep).
 """
 
 from __future__ import annotations
@@ -18,20 +21,21 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Sequence
+from itertools import accumulate
+from operator import attrgetter
 from typing import Any, Final, NoReturn
 
-from hami_core.protocol import fastpath as _fastpath
 from hami_core.protocol.errors import DecodeError, EncodeError, member_path, shorten
 from hami_core.protocol.model import (
     INT32,
-    INT64,
-    UINT32,
-    UINT64,
     DeviceInfo,
     IntRange,
     MigPlacement,
     MigProfile,
+    WireField,
+    fields_of,
 )
 from hami_core.protocol.plain import plain_int, plain_str
 from hami_core.protocol.size import check_value
@@ -40,9 +44,7 @@ __all__ = [
     "MAX_DEPTH",
     "JsonDecodeError",
     "decode_json",
-    "decode_json_strict",
     "encode_json",
-    "encode_json_strict",
     "encode_mig_profile",
     "go_bytes",
     "go_string",
@@ -105,22 +107,8 @@ def go_text(value: str) -> str:
 # ---------------------------------------------------------------------------------------------------
 
 _ESCAPES: dict[str, str] = {chr(c): f"\\u{c:04x}" for c in range(0x20)}
-_ESCAPES.update(
-    {
-        '"': '\\"',
-        "\\": "\\\\",
-        "\b": "\\b",
-        "\f": "\\f",
-        "\n": "\\n",
-        "\r": "\\r",
-        "\t": "\\t",
-        "<": "\\u003c",
-        ">": "\\u003e",
-        "&": "\\u0026",
-        "\u2028": "\\u2028",
-        "\u2029": "\\u2029",
-    }
-)
+_ESCAPES.update({'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+_ESCAPES.update({c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"})
 _NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f<>&\u2028\u2029\ud800-\udfff]')
 
 
@@ -140,71 +128,74 @@ def go_string(value: str) -> str:
     return f'"{_NEEDS_ESCAPE.sub(_escape, value)}"'
 
 
+_STR, _BOOL, _INT, _LIST = range(4)
+_RECORDS: tuple[type, ...] = (DeviceInfo, MigProfile, MigPlacement)
+
+
+def _code(field: WireField) -> int:
+    kind = field.kind
+    return _STR if kind is str else _BOOL if kind is bool else _INT if isinstance(kind, IntRange) else _LIST
+
+
+#: Per record class: one getter for every written field, and (JSON key prefix, kind code, omitempty,
+#: element class) for each, in HAMi's key order.
+_WRITERS: dict[type, tuple[attrgetter[Any], tuple[tuple[str, int, bool, Any], ...]]] = {
+    cls: (
+        attrgetter(*(f.name for f in written)),
+        tuple((f'"{f.key}":', _code(f), f.omitempty, f.kind) for f in written),
+    )
+    for cls in _RECORDS
+    if (written := [f for f in fields_of(cls) if f.written])
+}
+
+
+def _encode(record: Any, cls: type) -> str:
+    getter, specs = _WRITERS[cls]
+    parts: list[str] = []
+    for (prefix, code, omitempty, kind), value in zip(specs, getter(record), strict=True):
+        if code == _STR:
+            value = plain_str(value)
+            if omitempty and not value:
+                continue
+            text = go_string(value)
+        elif code == _INT:
+            value = plain_int(value)
+            if omitempty and not value:
+                continue
+            text = str(value)
+        elif code == _BOOL:
+            if omitempty and not value:
+                continue
+            text = "true" if value else "false"
+        elif value is None:
+            text = "null"
+        else:
+            if omitempty and not value:
+                continue
+            text = "[" + ",".join([_encode(item, kind) for item in value]) + "]"
+        parts.append(prefix + text)
+    return "{" + ",".join(parts) + "}"
+
+
 def encode_mig_profile(profile: MigProfile) -> str:
     """One MIG profile as Go writes it: every key, ``placements`` ``null`` when absent."""
-    if profile.placements is None:
-        placements = "null"
-    else:
-        placements = ",".join(
-            f'{{"start":{plain_int(p.start)},"size":{plain_int(p.size)}}}' for p in profile.placements
-        )
-        placements = f"[{placements}]"
-    return (
-        f'{{"name":{go_string(profile.name)},"memoryMB":{plain_int(profile.memory_mb)},'
-        f'"core":{plain_int(profile.core)},"sliceCount":{plain_int(profile.slice_count)},'
-        f'"placements":{placements}}}'
-    )
-
-
-def _encode_device(device: DeviceInfo) -> str:
-    parts: list[str] = []
-    # HAMi's field order; zero values omitted (Go's omitempty)
-    scalars: tuple[tuple[str, str | int], ...] = (
-        ("id", plain_str(device.id)),
-        ("index", plain_int(device.index)),
-        ("count", plain_int(device.count)),
-        ("devmem", plain_int(device.devmem)),
-        ("devcore", plain_int(device.devcore)),
-        ("type", plain_str(device.type)),
-        ("numa", plain_int(device.numa)),
-        ("mode", plain_str(device.mode)),
-    )
-    for key, value in scalars:
-        if value:
-            parts.append(f'"{key}":{go_string(value) if isinstance(value, str) else value}')
-    if device.mig_profiles:
-        profiles = ",".join(encode_mig_profile(p) for p in device.mig_profiles)
-        parts.append(f'"migProfiles":[{profiles}]')
-    if device.health:
-        parts.append('"health":true')
-    return "{" + ",".join(parts) + "}"
+    return _encode(profile, MigProfile)
 
 
 def encode_json(devices: Sequence[DeviceInfo]) -> str:
     """Encode as HAMi's ``MarshalNodeDevices``: compact, zero values omitted, no devicevendor or
     custominfo, ``[]`` for no devices. Raises ``EncodeError`` for an item that is not a DeviceInfo."""
-    fast = _fastpath.encode_json(devices)
-    return fast if fast is not None else encode_json_strict(devices)
-
-
-def encode_json_strict(devices: Sequence[DeviceInfo]) -> str:
-    """``encode_json`` without the fast path (what the fast path is checked against)."""
     parts: list[str] = []
     for position, device in enumerate(devices):
         if not isinstance(device, DeviceInfo):
             raise EncodeError(f"device {position}: expected a DeviceInfo, got {type(device).__name__}")
-        parts.append(_encode_device(device))
+        parts.append(_encode(device, DeviceInfo))
     return "[" + ",".join(parts) + "]"
 
 
 # ---------------------------------------------------------------------------------------------------
-# Parser: text -> tree of list / _Object / str / _Number / bool / None. Raises _Fail at the first
-# problem; _syntax_error then says exactly what and where.
+# Syntax: Python's json module with its extensions closed off
 # ---------------------------------------------------------------------------------------------------
-
-
-class _Fail(Exception):
-    """The parser stopped; the precise error comes from ``_syntax_error``."""
 
 
 class _Object(list[tuple[str, Any]]):
@@ -222,391 +213,134 @@ class _Number:
         self.text = text
 
 
-_WS = re.compile(r"[ \t\n\r]*")
+class _Constant(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity``: Python's extension, not JSON."""
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    raise _Constant(name)
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_Object, parse_float=_Number, parse_int=_Number, parse_constant=_refuse_constant
+)
 _BLANK = " \t\n\r"
-_PLAIN_STRING = re.compile(r'"([^"\\\x00-\x1f]*)"')
-_STRING = re.compile(r'"((?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+)"')
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
-_ESCAPE_SEQ = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))")
-_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_UTF16 = re.compile("([\ud800-\udbff][\udc00-\udfff])|[\ud800-\udfff]")
-
-
-def _unescape_one(match: re.Match[str]) -> str:
-    hex_digits = match.group(1)
-    return chr(int(hex_digits, 16)) if hex_digits is not None else _SIMPLE_ESCAPES[match.group(2)]
-
-
-def _join_utf16(match: re.Match[str]) -> str:
-    pair = match.group(1)
-    if pair is None:
-        return "\ufffd"  # a lone surrogate escape, as Go decodes it
-    return chr(0x10000 + ((ord(pair[0]) - 0xD800) << 10) + (ord(pair[1]) - 0xDC00))
-
-
-def _unescape(raw: str) -> str:
-    # go_text() left no raw surrogate in the text, so every surrogate here came from a \u escape and
-    # two adjacent ones came from adjacent escapes: exactly Go's pairing rule.
-    text = _ESCAPE_SEQ.sub(_unescape_one, raw)
-    if _SURROGATE.search(text) is not None:
-        text = _UTF16.sub(_join_utf16, text)
-    return text
-
-
-def _string_at(text: str, i: int) -> tuple[str, int]:
-    match = _PLAIN_STRING.match(text, i)
-    if match is not None:
-        return match.group(1), match.end()
-    match = _STRING.match(text, i)
-    if match is None:
-        raise _Fail
-    return _unescape(match.group(1)), match.end()
-
-
-def _skip(text: str, i: int) -> int:
-    """The first offset at or after ``i`` that is not JSON whitespace."""
-    if i < len(text) and text[i] in _BLANK:
-        match = _WS.match(text, i)
-        assert match is not None  # the pattern matches the empty string
-        return match.end()
-    return i
-
-
-def _key_at(text: str, i: int) -> tuple[str, int]:
-    """An object key and its ``:``; ``i`` is at the key's opening quote (after whitespace)."""
-    if i >= len(text) or text[i] != '"':
-        raise _Fail
-    key, i = _string_at(text, i)
-    i = _skip(text, i)
-    if i >= len(text) or text[i] != ":":
-        raise _Fail
-    return key, i + 1
-
-
-def _parse(text: str) -> Any:
-    """Parse one JSON text into a tree; iterative, so nesting depth costs no Python stack."""
-    end = len(text)
-    stack: list[list[Any]] = []  # open containers; an _Object's pending key is kept in `keys`
-    keys: list[str] = []
-    i = _skip(text, 0)
-    while True:
-        # A value starts at i (after whitespace).
-        if i >= end:
-            raise _Fail
-        c = text[i]
-        value: Any
-        if c == '"':
-            value, i = _string_at(text, i)
-        elif c == "{" or c == "[":
-            container: list[Any] = _Object() if c == "{" else []
-            stack.append(container)
-            if len(stack) > MAX_DEPTH:
-                raise _Fail
-            i = _skip(text, i + 1)
-            closer = "}" if c == "{" else "]"
-            if i < end and text[i] == closer:
-                stack.pop()
-                value, i = container, i + 1
-            elif c == "{":
-                key, i = _key_at(text, i)
-                keys.append(key)
-                i = _skip(text, i)
-                continue
-            else:
-                continue
-        elif c == "t" and text.startswith("true", i):
-            value, i = True, i + 4
-        elif c == "f" and text.startswith("false", i):
-            value, i = False, i + 5
-        elif c == "n" and text.startswith("null", i):
-            value, i = None, i + 4
-        else:
-            match = _NUMBER.match(text, i)
-            if match is None:
-                raise _Fail
-            value, i = _Number(match.group()), match.end()
-        # A value is complete: attach it, then close every container that ends here.
-        while True:
-            if not stack:
-                if _skip(text, i) != end:
-                    raise _Fail
-                return value
-            top = stack[-1]
-            is_object = type(top) is _Object
-            top.append((keys[-1], value) if is_object else value)
-            i = _skip(text, i)
-            if i >= end:
-                raise _Fail
-            c = text[i]
-            if c == ",":
-                i = _skip(text, i + 1)
-                if is_object:
-                    keys[-1], i = _key_at(text, i)
-                    i = _skip(text, i)
-                break
-            if c != ("}" if is_object else "]"):
-                raise _Fail
-            i += 1
-            value = stack.pop()
-            if is_object:
-                keys.pop()
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _Fail(name)  # NaN, Infinity, -Infinity: Python's extension, not JSON
-
-
-#: Python's C parser builds the same tree much faster. Its grammar is Go's except for the constants
-#: refused above, lone surrogate escapes (kept by Python, U+FFFD in Go: such text takes the slow path)
-#: and nesting (Python's limit is its recursion limit, Go's is MAX_DEPTH). Whatever it refuses, the
-#: strict parser decides.
-_FAST = json.JSONDecoder(
-    object_pairs_hook=_Object,
-    parse_float=_Number,
-    parse_int=_Number,
-    parse_constant=_refuse_constant,
-    strict=True,
+#: A \u escape of a lone surrogate (Go reads it as U+FFFD), found by scanning escapes left to right.
+_ESCAPE_SCAN = re.compile(
+    r"\\(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[dD][89a-fA-F][0-9a-fA-F]{2}|.)", re.S
 )
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_STRING_OR_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"?|(-?(?:NaN|Infinity))', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEEP_LOCK = threading.Lock()
 
 
-def _tree(text: str) -> Any:
-    """Parse ``text`` as Go would; raise ``_Fail`` when it is not one valid JSON value."""
-    # The C parser nests no deeper than the recursion limit; above Go's limit it could accept too much.
-    if sys.getrecursionlimit() <= MAX_DEPTH and _SURROGATE_ESCAPE.search(text) is None:
-        try:
-            return _FAST.decode(text)
-        except (ValueError, RecursionError, _Fail):
-            pass
-    return _parse(text)
+def _lone_surrogate(match: re.Match[str]) -> str:
+    return "\\ufffd" if len(match.group(1)) == 5 else match.group()  # same length: offsets hold
 
 
-# ---------------------------------------------------------------------------------------------------
-# Syntax errors: a character-level scanner over Go's grammar, run only when the parser failed.
-# ---------------------------------------------------------------------------------------------------
-
-_HEX = "0123456789abcdefABCDEF"
-_DIGITS = "0123456789"
-_LITERALS = {"t": "true", "f": "false", "n": "null"}
-
-
-def _char(c: str) -> str:
-    """A character quoted for an error message, as Go quotes it: ``'x'``, ``'\\n'``, ``'\\''``."""
-    return "'\\''" if c == "'" else f"'{repr(c)[1:-1]}'"
-
-
-def _syntax_error(text: str) -> tuple[int, str, str] | None:
-    """The first offset where ``text`` stops being a JSON prefix, with Go's wording and the error kind,
-    or ``None`` when ``text`` is one valid JSON value."""
-    stack: list[str] = []
-    state = "value"  # what the next non-blank character must be
-    in_key = False
-    literal = literal_name = ""
-    for i, c in enumerate(text):
-        # Number states end on any character that does not continue them; that character then counts
-        # as the first one after the value.
-        if state in ("num0", "num1", "numdot0", "nume0"):
-            if c in _DIGITS and state != "num0":
-                continue
-            if c == "." and state in ("num0", "num1"):
-                state = "numdot"
-                continue
-            if c in "eE" and state != "nume0":
-                state = "nume"
-                continue
-            state = "end"
-        if state == "str":
-            if c == '"':
-                state = "colon" if in_key else "end"
-            elif c == "\\":
-                state = "esc"
-            elif c < " ":
-                return i, f"invalid character {_char(c)} in string literal", "json_syntax"
-            continue
-        if state == "esc":
-            if c == "u":
-                state = "u0"
-            elif c in '"\\/bfnrt':
-                state = "str"
-            else:
-                return i, f"invalid character {_char(c)} in string escape code", "json_syntax"
-            continue
-        if state in ("u0", "u1", "u2", "u3"):
-            if c not in _HEX:
-                return i, f"invalid character {_char(c)} in \\u hexadecimal character escape", "json_syntax"
-            state = "str" if state == "u3" else f"u{int(state[1]) + 1}"
-            continue
-        if state == "lit":
-            if c != literal[0]:
-                message = f"invalid character {_char(c)} in literal {literal_name} (expecting '{literal[0]}')"
-                return i, message, "json_syntax"
-            literal = literal[1:]
-            if not literal:
-                state = "end"
-            continue
-        if state == "numneg":
-            if c == "0":
-                state = "num0"
-            elif c in _DIGITS:
-                state = "num1"
-            else:
-                return i, f"invalid character {_char(c)} in numeric literal", "json_syntax"
-            continue
-        if state == "numdot":
-            if c not in _DIGITS:
-                return (
-                    i,
-                    f"invalid character {_char(c)} after decimal point in numeric literal",
-                    ("json_syntax"),
-                )
-            state = "numdot0"
-            continue
-        if state in ("nume", "numesign"):
-            if c in _DIGITS:
-                state = "nume0"
-            elif c in "+-" and state == "nume":
-                state = "numesign"
-            else:
-                return i, f"invalid character {_char(c)} in exponent of numeric literal", "json_syntax"
-            continue
-        if c in _BLANK:
-            continue
-        if state in ("value", "value_or_close"):
-            if state == "value_or_close" and c == "]":
-                stack.pop()
-                state = "end"
-            elif c in "[{":
-                stack.append(c)
-                if len(stack) > MAX_DEPTH:
-                    return i, f"invalid character {_char(c)}: exceeded max depth {MAX_DEPTH}", "json_syntax"
-                state = "value_or_close" if c == "[" else "key_or_close"
-            elif c == '"':
-                state, in_key = "str", False
-            elif c == "-":
-                state = "numneg"
-            elif c == "0":
-                state = "num0"
-            elif c in _DIGITS:
-                state = "num1"
-            elif c in _LITERALS:
-                state, literal_name = "lit", _LITERALS[c]
-                literal = literal_name[1:]
-            else:
-                return i, f"invalid character {_char(c)} looking for beginning of value", "json_syntax"
-        elif state in ("key", "key_or_close"):
-            if state == "key_or_close" and c == "}":
-                stack.pop()
-                state = "end"
-            elif c == '"':
-                state, in_key = "str", True
-            else:
-                return (
-                    i,
-                    f"invalid character {_char(c)} looking for beginning of object key string",
-                    ("json_syntax"),
-                )
-        elif state == "colon":
-            if c != ":":
-                return i, f"invalid character {_char(c)} after object key", "json_syntax"
-            state = "value"
-        elif state == "end":
-            if not stack:
-                return i, f"invalid character {_char(c)} after top-level value", "json_syntax"
-            if c == ",":
-                state = "key" if stack[-1] == "{" else "value"
-            elif c == ("}" if stack[-1] == "{" else "]"):
-                stack.pop()
-            else:
-                where = "object key:value pair" if stack[-1] == "{" else "array element"
-                return i, f"invalid character {_char(c)} after {where}", "json_syntax"
-    complete = state == "end" or state in ("num0", "num1", "numdot0", "nume0")
-    if complete and not stack:
-        return None
-    return len(text), "unexpected end of JSON input", "json_eof"
+def _depth(text: str) -> int:
+    """How deep ``text`` nests (strings blanked out); 0 when it cannot be deeper than 500."""
+    if text.count("[") + text.count("{") <= 500:
+        return 0
+    blank = _STRING_OR_CONSTANT.sub(lambda m: " " * len(m.group()), text)
+    brackets = _NOT_BRACKET.sub("", blank)
+    depth = max(accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
+    if depth > MAX_DEPTH:
+        level = 0
+        for match in re.finditer(r"[\[\]{}]", blank):
+            level += 1 if match.group() in "[{" else -1
+            if level > MAX_DEPTH:
+                _syntax(text, match.start(), f"exceeded max depth {MAX_DEPTH}", "json_syntax")
+    return depth
 
 
-def _raise_syntax(text: str) -> NoReturn:
-    found = _syntax_error(text)
-    if found is None:  # the parser and the scanner disagree; still a refusal, never a crash
-        raise JsonDecodeError("json_syntax", f"JSON value {shorten(text)} could not be parsed")
-    offset, message, kind = found
+def _syntax(text: str, offset: int, problem: str, kind: str) -> NoReturn:
     near = text[max(0, offset - 24) : offset + 24]
     raise JsonDecodeError(
-        kind, f"JSON syntax error at character offset {offset}: {message}, near {shorten(near)}"
+        kind, f"JSON syntax error at character offset {offset}: {problem}, near {shorten(near)}"
     )
 
 
+def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
+    """Whether Go calls ``text`` cut short (``unexpected end of JSON input``): it is valid as far as it
+    goes and would still be with a blank after it. Python's parser stopped either at the end (all of the
+    text valid) or at a string it could not close; a string cut inside an escape, like a cut literal or
+    number, is a syntax error to Go."""
+    if error.msg.startswith("Unterminated string"):
+        return (len(text) - len(text.rstrip("\\"))) % 2 == 0
+    return not text[error.pos :].strip(_BLANK)
+
+
+def _tree(text: str) -> Any:
+    """Parse ``text`` as Go would, or raise ``JsonDecodeError`` naming what is wrong and where."""
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None:
+        text = _ESCAPE_SCAN.sub(_lone_surrogate, text)
+    depth = _depth(text)
+    try:
+        if depth <= 500:
+            return _DECODER.decode(text)
+        with _DEEP_LOCK:  # Python's parser recurses once per level; Go allows MAX_DEPTH of them
+            limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(limit + depth)
+            try:
+                return _DECODER.decode(text)
+            finally:
+                sys.setrecursionlimit(limit)
+    except json.JSONDecodeError as exc:
+        if _cut_short(text, exc):
+            _syntax(text, len(text), "unexpected end of JSON input", "json_eof")
+        _syntax(text, exc.pos, f"{exc.msg[0].lower()}{exc.msg[1:]}, found {text[exc.pos]!r}", "json_syntax")
+    except _Constant as exc:
+        found = next((m.start() for m in _STRING_OR_CONSTANT.finditer(text) if m.group(1)), 0)
+        _syntax(text, found, f"invalid literal {exc}", "json_syntax")
+
+
 # ---------------------------------------------------------------------------------------------------
-# Decoding the tree into Go's types
+# Decoding the tree into Go's types, field by field from the table
 # ---------------------------------------------------------------------------------------------------
 
-
-_PREVIEW_CHARS = 60
-_NOUNS: dict[type, str] = {_Object: "an object", list: "an array", str: "a string"}
+_NOUNS: dict[type, str] = {_Object: "an object", list: "an array", str: "a string", bool: "a bool"}
 
 
-def _what(value: Any) -> str:
-    """The kind of a decoded JSON value and its text, shortened, for a type error."""
+def _render(value: Any, out: list[str], room: int) -> int:
+    """Append ``value`` as compact JSON to ``out`` until ``room`` characters are spent (a huge or deep
+    value is never rendered whole); return the room left."""
     kind = type(value)
-    if kind is _Number:
-        return f"number {shorten(value.text, 40)[1:-1]}"
-    noun = _NOUNS.get(kind, "a bool")
-    parts: list[str] = []
-    _render(value, parts, _PREVIEW_CHARS)
-    text = "".join(parts)
-    if len(text) > _PREVIEW_CHARS:
-        text = text[:_PREVIEW_CHARS] + " ..."
-    return f"{noun} {text}"
-
-
-def _render(value: Any, parts: list[str], budget: int) -> int:
-    """Append ``value`` as compact JSON text to ``parts``, stopping once ``budget`` characters are spent
-    (a huge array is never rendered whole); return the budget left."""
-    if budget <= 0:
-        return budget
-    kind = type(value)
-    if kind is _Object or kind is list:
-        opening, closing = ("{", "}") if kind is _Object else ("[", "]")
-        parts.append(opening)
-        budget -= 1
-        for position, item in enumerate(value):
-            if budget <= 0:
-                return budget
-            if position:
-                parts.append(",")
-                budget -= 1
-            if kind is _Object:
-                key, item = item
-                parts.append(json.dumps(key[:budget]) + ":")
-                budget -= len(parts[-1])
-            budget = _render(item, parts, budget)
-        parts.append(closing)
-        return budget - 1
-    if kind is str:
-        text = json.dumps(value[: budget + 1])
-    elif kind is _Number:
-        text = value.text[: budget + 1]
-    else:
-        text = "null" if value is None else "true" if value else "false"
-    parts.append(text)
-    return budget - len(text)
+    if kind is not _Object and kind is not list:
+        out.append(value.text if kind is _Number else json.dumps(value))
+        return room - len(out[-1])
+    out.append("{" if kind is _Object else "[")
+    room -= 1
+    for position, item in enumerate(value):
+        if room <= 0:
+            return room
+        if position:
+            out.append(",")
+        if kind is _Object:
+            out.append(json.dumps(item[0]) + ":")
+            room -= len(out[-1])
+            item = item[1]
+        room = _render(item, out, room - 1)
+    out.append("}" if kind is _Object else "]")
+    return room - 1
 
 
 def _type_error(path: str, value: Any, go_type: str) -> JsonDecodeError:
-    return JsonDecodeError("json_type", f"{path}: cannot decode {_what(value)} into Go {go_type}")
+    out: list[str] = []
+    _render(value, out, 60)
+    text = "".join(out)
+    shown = shorten(text, 60)[1:-1] if type(value) is _Number else text[:60] + " ..." * (len(text) > 60)
+    noun = "number" if type(value) is _Number else _NOUNS[type(value)]
+    return JsonDecodeError("json_type", f"{path}: cannot decode {noun} {shown} into Go {go_type}")
 
 
-_INTEGER_LITERAL = re.compile(r"-?[0-9]+")
-
-
-def _int(value: Any, current: int, go_range: IntRange, path: str) -> int:
-    """An integer field: ``null`` keeps ``current``; only integer literals in range are accepted."""
-    if value is None:
-        return current
+def _int(value: Any, go_range: IntRange, path: str) -> int:
+    """An integer field: only integer literals in range are accepted."""
     if type(value) is not _Number:
         raise _type_error(path, value, go_range.go_type)
     text = value.text
-    if _INTEGER_LITERAL.fullmatch(text) is None:
+    if "." in text or "e" in text or "E" in text:
         problem = "is not an integer"
     elif go_range.low >= 0 and text[0] == "-":  # Go's ParseUint refuses any sign, "-0" included
         problem = "is negative"
@@ -614,69 +348,18 @@ def _int(value: Any, current: int, go_range: IntRange, path: str) -> int:
         problem = "is out of range"
     else:
         return number
-    message = f"{path}: number {shorten(text, 60)} {problem} for Go {go_range.go_type}"
-    raise JsonDecodeError("json_type", message)
-
-
-def _str(value: Any, current: str, path: str) -> str:
-    if value is None:
-        return current
-    if type(value) is not str:
-        raise _type_error(path, value, "string")
-    return value
-
-
-def _bool(value: Any, current: bool, path: str) -> bool:
-    if value is None:
-        return current
-    if value is not True and value is not False:
-        raise _type_error(path, value, "bool")
-    return value
-
-
-#: The exact JSON names of every struct field decoded here, already folded (the common case).
-_EXACT = {
-    name: name.upper()
-    for name in (
-        "id",
-        "index",
-        "count",
-        "devmem",
-        "devcore",
-        "type",
-        "numa",
-        "mode",
-        "migProfiles",
-        "migtemplate",
-        "health",
-        "devicevendor",
-        "custominfo",
-        "name",
-        "memoryMB",
-        "core",
-        "sliceCount",
-        "placements",
-        "start",
-        "size",
-        "Name",
-        "Core",
-        "Memory",
-        "Count",
+    raise JsonDecodeError(
+        "json_type", f"{path}: number {shorten(text, 60)} {problem} for Go {go_range.go_type}"
     )
-}
 
 
 def _fold(key: str) -> str:
     """Go's folded form of a key, as far as it can match an ASCII field name: ASCII upper case, and the
-    two non-ASCII letters whose simple case folding reaches ASCII (KELVIN SIGN, LONG S). A key that keeps
-    another non-ASCII character is returned unchanged: it matches no field."""
-    folded = _EXACT.get(key)
-    if folded is not None:
-        return folded
+    two non-ASCII letters whose simple case folding reaches ASCII (KELVIN SIGN, LONG S)."""
     if not key.isascii():
         key = key.replace("\u212a", "K").replace("\u017f", "S")
         if not key.isascii():
-            return key
+            return key  # matches no field (str.upper would fold more than Go: "ı" to "I")
     return key.upper()
 
 
@@ -691,90 +374,94 @@ class _Slice:
         self.length = 0
 
 
-def _slice(
-    current: _Slice | None,
-    value: Any,
-    go_type: str,
-    zero: Callable[[], Any],
-    element: Callable[[Any, Any, str], Any],
-    path: str,
-) -> _Slice | None:
-    if value is None:
-        return None
-    if type(value) is not list:
+#: The deprecated ``migtemplate`` (``[][]MigTemplate``, keys are Go field names): checked, not kept.
+_TEMPLATE_KEYS: dict[str, IntRange | type] = {"NAME": str, "CORE": INT32, "MEMORY": INT32, "COUNT": INT32}
+#: Per record class: its fields by exact and by folded JSON key, and its zero state.
+_LOOKUP: dict[type, dict[str, WireField]] = {}
+_ZERO: dict[type, dict[str, Any]] = {}
+for _cls in _RECORDS:
+    _LOOKUP[_cls] = {k: f for f in fields_of(_cls) for k in (f.key, _fold(f.key))}
+    _ZERO[_cls] = {f.name: getattr(_cls(), f.name) for f in fields_of(_cls)}
+    _ZERO[_cls].update({f.name: None for f in fields_of(_cls) if _code(f) == _LIST})
+
+
+def _templates(value: Any, path: str) -> None:
+    for position, geometry in enumerate(_checked_list(value, "[][]MigTemplate", path)):
+        for slot, template in enumerate(_checked_list(geometry, "[]MigTemplate", f"{path}[{position}]")):
+            where = f"{path}[{position}][{slot}]"
+            if template is not None and type(template) is not _Object:
+                raise _type_error(where, template, "MigTemplate")
+            for key, item in template or ():
+                kind = _TEMPLATE_KEYS.get(_fold(key))
+                if kind is not None and item is not None:
+                    _scalar(kind, item, member_path(where, key))
+
+
+def _checked_list(value: Any, go_type: str, path: str) -> list[Any]:
+    if value is not None and type(value) is not list:
         raise _type_error(path, value, go_type)
+    return value or []
+
+
+def _scalar(kind: Any, item: Any, path: str) -> Any:
+    if isinstance(kind, IntRange):
+        return _int(item, kind, path)
+    if type(item) is not kind:
+        raise _type_error(path, item, "string" if kind is str else "bool")
+    return item
+
+
+def _record(cls: type, value: Any, state: dict[str, Any] | None, path: str) -> dict[str, Any]:
+    """An object decoded into a record's state (attribute name -> value), merged into ``state``."""
+    if type(value) is not _Object:
+        raise _type_error(path, value, cls.__name__)
+    lookup = _LOOKUP[cls]
+    if state is None:
+        state = dict(_ZERO[cls])
+    for key, item in value:
+        field = lookup.get(key) or lookup.get(_fold(key))
+        if field is None:
+            if cls is DeviceInfo and _fold(key) == "MIGTEMPLATE":
+                _templates(item, f"{path}.migtemplate")
+            continue
+        name, kind = field.name, field.kind
+        if item is None:  # Go leaves a scalar as it is, and sets a slice or map to nil
+            if kind is dict or _code(field) == _LIST:
+                state[name] = None
+        elif kind is dict:
+            state[name] = _custominfo(state[name], item, f"{path}.{field.key}")
+        elif kind is str or kind is bool or isinstance(kind, IntRange):
+            state[name] = _scalar(kind, item, f"{path}.{field.key}")
+        else:
+            state[name] = _slice(state[name], item, kind, f"{path}.{field.key}")
+    return state
+
+
+def _slice(current: _Slice | None, value: Any, cls: type, path: str) -> _Slice:
+    if type(value) is not list:
+        raise _type_error(path, value, f"[]{cls.__name__}")
     if not value or current is None:
         current = _Slice()
     backing = current.backing
     for position, item in enumerate(value):
         if position >= len(backing):
-            backing.append(zero())
-        backing[position] = element(backing[position], item, f"{path}[{position}]")
+            backing.append(None)
+        if item is not None:  # null leaves a struct element as it is
+            backing[position] = _record(cls, item, backing[position], f"{path}[{position}]")
     current.length = len(value)
     return current
 
 
-def _struct_fields(value: Any, go_type: str, path: str) -> list[tuple[str, Any]] | None:
-    """The pairs of an object decoded into a struct; ``None`` for ``null`` (Go leaves the struct)."""
-    if value is None:
-        return None
-    if type(value) is not _Object:
-        raise _type_error(path, value, go_type)
-    return value
-
-
-def _placement(current: list[int], value: Any, path: str) -> list[int]:
-    pairs = _struct_fields(value, "MigPlacement", path)
-    for key, item in pairs or ():
-        name = _fold(key)
-        if name == "START":
-            current[0] = _int(item, current[0], UINT32, f"{path}.start")
-        elif name == "SIZE":
-            current[1] = _int(item, current[1], UINT32, f"{path}.size")
-    return current
-
-
-def _profile(current: list[Any], value: Any, path: str) -> list[Any]:
-    """A MigProfile as [name, memoryMB, core, sliceCount, placements slice]."""
-    pairs = _struct_fields(value, "MigProfile", path)
-    for key, item in pairs or ():
-        name = _fold(key)
-        if name == "NAME":
-            current[0] = _str(item, current[0], f"{path}.name")
-        elif name == "MEMORYMB":
-            current[1] = _int(item, current[1], INT32, f"{path}.memoryMB")
-        elif name == "CORE":
-            current[2] = _int(item, current[2], INT32, f"{path}.core")
-        elif name == "SLICECOUNT":
-            current[3] = _int(item, current[3], UINT32, f"{path}.sliceCount")
-        elif name == "PLACEMENTS":
-            current[4] = _slice(
-                current[4], item, "[]MigPlacement", lambda: [0, 0], _placement, f"{path}.placements"
-            )
-    return current
-
-
-def _template(current: None, value: Any, path: str) -> None:
-    """One entry of the deprecated ``migtemplate`` (keys are Go field names); checked, not kept."""
-    pairs = _struct_fields(value, "MigTemplate", path)
-    for key, item in pairs or ():
-        name = _fold(key)
-        if name == "NAME":
-            _str(item, "", f"{path}.Name")
-        elif name in ("CORE", "MEMORY", "COUNT"):
-            _int(item, 0, INT32, f"{path}.{name.title()}")
-
-
-def _geometry(current: _Slice | None, value: Any, path: str) -> _Slice | None:
-    return _slice(current, value, "[]MigTemplate", lambda: None, _template, path)
-
-
-def _float(value: _Number, path: str) -> float:
-    number = float(value.text)
-    if math.isinf(number):
-        message = f"{path}: number {shorten(value.text, 60)} is out of range for Go float64"
-        raise JsonDecodeError("json_type", message)
-    return number
+def _build(cls: type, state: dict[str, Any] | None) -> Any:
+    """The record a decoded state describes (the model validates it once more)."""
+    if state is None:
+        return cls()
+    for field in fields_of(cls):
+        held = state[field.name]
+        if type(held) is _Slice:
+            kind: Any = field.kind
+            state[field.name] = [_build(kind, s) for s in held.backing[: held.length]]
+    return cls(**state)
 
 
 def _plain(value: Any, path: str) -> Any:
@@ -785,9 +472,7 @@ def _plain(value: Any, path: str) -> Any:
         source, target, slot = work.pop()
         kind = type(source)
         if kind is _Object:
-            last: dict[str, Any] = {}
-            for key, item in source:
-                last[key] = item
+            last = dict(source)
             converted: dict[str, Any] = dict.fromkeys(last)
             target[slot] = converted
             work.extend((item, converted, key) for key, item in last.items())
@@ -796,15 +481,17 @@ def _plain(value: Any, path: str) -> Any:
             target[slot] = items
             work.extend((item, items, position) for position, item in enumerate(source))
         elif kind is _Number:
-            target[slot] = _float(source, path)
+            number = float(source.text)
+            if math.isinf(number):
+                message = f"{path}: number {shorten(source.text, 60)} is out of range for Go float64"
+                raise JsonDecodeError("json_type", message)
+            target[slot] = number
         else:
             target[slot] = source
     return holder[0]
 
 
-def _custominfo(current: dict[str, Any] | None, value: Any, path: str) -> dict[str, Any] | None:
-    if value is None:
-        return None
+def _custominfo(current: dict[str, Any] | None, value: Any, path: str) -> dict[str, Any]:
     if type(value) is not _Object:
         raise _type_error(path, value, "map[string]any")
     result = {} if current is None else current  # Go adds to a map that is already there
@@ -813,113 +500,25 @@ def _custominfo(current: dict[str, Any] | None, value: Any, path: str) -> dict[s
     return result
 
 
-def _device(value: Any, path: str) -> DeviceInfo:
-    pairs = _struct_fields(value, "DeviceInfo", path)
-    assert pairs is not None  # the caller handles a null device
-    id_, index, count, devmem, devcore, type_, numa, mode = "", 0, 0, 0, 0, "", 0, ""
-    health, vendor = False, ""
-    profiles: _Slice | None = None
-    templates: _Slice | None = None
-    custominfo: dict[str, Any] | None = None
-    for key, item in pairs:
-        name = _fold(key)
-        if name == "ID":
-            id_ = _str(item, id_, f"{path}.id")
-        elif name == "INDEX":
-            index = _int(item, index, UINT64, f"{path}.index")
-        elif name == "COUNT":
-            count = _int(item, count, INT32, f"{path}.count")
-        elif name == "DEVMEM":
-            devmem = _int(item, devmem, INT32, f"{path}.devmem")
-        elif name == "DEVCORE":
-            devcore = _int(item, devcore, INT32, f"{path}.devcore")
-        elif name == "TYPE":
-            type_ = _str(item, type_, f"{path}.type")
-        elif name == "NUMA":
-            numa = _int(item, numa, INT64, f"{path}.numa")
-        elif name == "MODE":
-            mode = _str(item, mode, f"{path}.mode")
-        elif name == "MIGPROFILES":
-            profiles = _slice(
-                profiles, item, "[]MigProfile", lambda: ["", 0, 0, 0, None], _profile, f"{path}.migProfiles"
-            )
-        elif name == "MIGTEMPLATE":
-            templates = _slice(
-                templates, item, "[][]MigTemplate", lambda: None, _geometry, f"{path}.migtemplate"
-            )
-        elif name == "HEALTH":
-            health = _bool(item, health, f"{path}.health")
-        elif name == "DEVICEVENDOR":
-            vendor = _str(item, vendor, f"{path}.devicevendor")
-        elif name == "CUSTOMINFO":
-            custominfo = _custominfo(custominfo, item, f"{path}.custominfo")
-    mig_profiles: tuple[MigProfile, ...] = ()
-    if profiles is not None:
-        mig_profiles = tuple(
-            MigProfile(
-                name=p[0],
-                memory_mb=p[1],
-                core=p[2],
-                slice_count=p[3],
-                placements=None
-                if p[4] is None
-                else [MigPlacement(start=s, size=z) for s, z in p[4].backing[: p[4].length]],
-            )
-            for p in profiles.backing[: profiles.length]
-        )
-    return DeviceInfo(
-        id=id_,
-        index=index,
-        count=count,
-        devmem=devmem,
-        devcore=devcore,
-        type=type_,
-        numa=numa,
-        mode=mode,
-        mig_profiles=mig_profiles,
-        health=health,
-        devicevendor=vendor,
-        custominfo=custominfo,
-    )
-
-
 def decode_json(value: str) -> list[DeviceInfo]:
     """Decode a JSON register value as HAMi's ``UnMarshalNodeDevices`` does; ``null`` is no devices.
 
     Raises ``JsonDecodeError`` (a ``DecodeError``) with a path such as ``[2].count`` for a value that
     does not fit, or a character offset for a syntax error."""
     check_value(value, "JSON")
-    fast = _fastpath.decode_json(value)
-    return fast if fast is not None else _decode_strict(value)
-
-
-def decode_json_strict(value: str) -> list[DeviceInfo]:
-    """``decode_json`` without the fast path (what the fast path is checked against)."""
-    check_value(value, "JSON")
-    return _decode_strict(value)
-
-
-def _decode_strict(value: str) -> list[DeviceInfo]:
-    text = go_text(value)
-    try:
-        tree = _tree(text)
-    except _Fail:
-        _raise_syntax(text)
+    tree = _tree(go_text(value))
     if tree is None:
         return []
     if type(tree) is not list:
         raise _type_error("top level", tree, "[]*DeviceInfo")
-    devices: list[DeviceInfo] = []
-    null_at: list[int] = []
-    for position, item in enumerate(tree):
-        if item is None:
-            null_at.append(position)
-        else:
-            devices.append(_device(item, f"[{position}]"))
+    states = [
+        None if item is None else _record(DeviceInfo, item, None, f"[{i}]") for i, item in enumerate(tree)
+    ]
+    null_at = [position for position, state in enumerate(states) if state is None]
     if null_at:  # reported after any type error, as HAMi fails on those before it touches a device
         raise JsonDecodeError(
             "null_element",
             f"[{null_at[0]}]: a device is null ({len(null_at)} in all); HAMi's scheduler crashes on this, "
             "so it is refused here",
         )
-    return devices
+    return [_build(DeviceInfo, state) for state in states]

@@ -1,107 +1,100 @@
 """The legacy colon encoding of a register annotation (spec 3.1), byte-compatible with HAMi.
 
-A value is a list of records, each ``id,count,devmem,devcore,type,numa,health,index,mode`` followed by ``:``.
-The decoder applies HAMi's rules in HAMi's order (Go ``strconv`` integers and booleans, 7 or 9 fields,
-empty segments skipped); the first failure rejects the whole value.
+A value is a list of records, each ``id,count,devmem,devcore,type,numa,health,index,mode`` followed by ``:``
+(the columns are the field table's, ``model.fields_of``). The decoder applies HAMi's rules (Go ``strconv``
+integers and booleans, 7 or 9 fields, empty segments skipped); the first failure rejects the whole value.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from operator import attrgetter, call, index
+from typing import Any
 
-from hami_core.protocol import fastpath as _fastpath
 from hami_core.protocol.errors import DecodeError, EncodeError, shorten
-from hami_core.protocol.model import INT32, INT64, DeviceInfo, IntRange
-from hami_core.protocol.plain import plain_int, plain_str
+from hami_core.protocol.model import INT64, DeviceInfo, IntRange, fields_of
+from hami_core.protocol.plain import plain_str
 from hami_core.protocol.size import check_value
 
-__all__ = ["decode_legacy", "decode_legacy_strict", "encode_legacy", "encode_legacy_strict"]
+__all__ = ["decode_legacy", "encode_legacy"]
 
+#: The legacy record's fields, by column.
+_COLUMNS = sorted((f for f in fields_of(DeviceInfo) if f.legacy is not None), key=lambda f: f.legacy or 0)
+assert [f.legacy for f in _COLUMNS] == list(range(9))
+#: HAMi reads and writes every integer through Go's signed 64-bit int: a range is cut to int64.
+_RANGES = {
+    f.name: IntRange(
+        "int64" if f.kind.high > INT64.high else f.kind.go_type,
+        max(f.kind.low, INT64.low),
+        min(f.kind.high, INT64.high),
+    )
+    for f in _COLUMNS
+    if isinstance(f.kind, IntRange)
+}
 #: Go ``strconv.ParseInt`` base 10: an optional sign, then ASCII digits only (leading zeros are fine).
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 #: Every spelling Go's ``strconv.ParseBool`` accepts.
-_GO_BOOL = {
-    "1": True,
-    "t": True,
-    "T": True,
-    "TRUE": True,
-    "true": True,
-    "True": True,
-    "0": False,
-    "f": False,
-    "F": False,
-    "FALSE": False,
-    "false": False,
-    "False": False,
-}
-#: More digits than this cannot be in range of any 64-bit type, whatever the leading zeros.
-_MAX_INT_DIGITS = 20
-#: 7 fields (HAMi before v2.5) mean index 0 and this mode.
-_DEFAULT_MODE = "hami-core"
-_INDEX_MAX = INT64.high  # HAMi writes the index through a signed Go int
+_GO_BOOL = dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True)
+_GO_BOOL.update(dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False))
+#: 7 fields (HAMi before v2.5) mean index 0 and mode ``hami-core``.
+_SEVEN_FIELD_TAIL = ["0", "hami-core"]
 
 
-def _parse_int(text: str, field: str, go_range: IntRange, where: str) -> int:
+def _parse_int(text: str, name: str, go_range: IntRange, where: str) -> int:
     if len(text) <= 9 and text.isdigit() and text.isascii():  # the common case, in range of every field
         return int(text)
     if _GO_INT.fullmatch(text) is None:
-        raise DecodeError(f"{where}: invalid {field} field {shorten(text)}: not a base-10 integer")
+        raise DecodeError(f"{where}: invalid {name} field {shorten(text)}: not a base-10 integer")
     digits = text.lstrip("+-").lstrip("0")
-    if len(digits) > _MAX_INT_DIGITS or not go_range.low <= (number := int(text)) <= go_range.high:
+    if len(digits) > 20 or not go_range.low <= (number := int(text)) <= go_range.high:
+        if go_range.low == 0 and text[0] == "-" and len(digits) <= 20:
+            raise DecodeError(f"{where}: {name} field must not be negative: {shorten(text)}")
         raise DecodeError(
-            f"{where}: invalid {field} field {shorten(text)}: out of range for {go_range.go_type}"
+            f"{where}: invalid {name} field {shorten(text)}: out of range for {go_range.go_type}"
         )
     return number
+
+
+#: (column, attribute, how it is read: ``None`` verbatim, ``bool``, or an integer range) in the order
+#: HAMi reads the columns (spec 3.1, step 5: health before numa), so a bad record fails on HAMi's field.
+_READERS: list[tuple[int, str, IntRange | type | None]] = [
+    (
+        column,
+        _COLUMNS[column].name,
+        _RANGES.get(_COLUMNS[column].name, bool if _COLUMNS[column].kind is bool else None),
+    )
+    for column in (1, 2, 3, 6, 5, 7, 0, 4, 8)
+]
 
 
 def _decode_record(segment: str, where: str) -> DeviceInfo:
     if "," not in segment:
         raise DecodeError(f"{where}: malformed segment {shorten(segment)}: no ',' in it")
     items = segment.split(",")
-    if len(items) not in (7, 9):
+    if len(items) == 7:
+        items += _SEVEN_FIELD_TAIL
+    elif len(items) != 9:
         raise DecodeError(f"{where}: unexpected field count {len(items)} (want 7 or 9) in {shorten(segment)}")
-    # HAMi's order, so that the same bad record fails on the same field.
-    count = _parse_int(items[1], "count", INT32, where)
-    devmem = _parse_int(items[2], "memory", INT32, where)
-    devcore = _parse_int(items[3], "core", INT32, where)
-    health = _GO_BOOL.get(items[6])
-    if health is None:
-        raise DecodeError(f"{where}: invalid health field {shorten(items[6])}: not a Go boolean")
-    numa = _parse_int(items[5], "numa", INT64, where)
-    index, mode = 0, _DEFAULT_MODE
-    if len(items) == 9:
-        index = _parse_int(items[7], "index", INT64, where)
-        if index < 0:
-            raise DecodeError(f"{where}: index field must not be negative: {shorten(items[7])}")
-        mode = items[8]
-    return DeviceInfo(
-        id=items[0],
-        index=index,
-        count=count,
-        devmem=devmem,
-        devcore=devcore,
-        type=items[4],
-        numa=numa,
-        mode=mode,
-        health=health,
-    )
+    values: dict[str, Any] = {}
+    for column, name, reader in _READERS:
+        text = items[column]
+        if reader is None:
+            values[name] = text
+        elif reader is bool:
+            flag = _GO_BOOL.get(text)
+            if flag is None:
+                raise DecodeError(f"{where}: invalid {name} field {shorten(text)}: not a Go boolean")
+            values[name] = flag
+        else:
+            assert isinstance(reader, IntRange)
+            values[name] = _parse_int(text, name, reader, where)
+    return DeviceInfo(**values)
 
 
 def decode_legacy(value: str) -> list[DeviceInfo]:
     """Decode a legacy colon value as HAMi's ``DecodeNodeDevices`` does; raise ``DecodeError``."""
     check_value(value, "legacy")
-    fast = _fastpath.decode_legacy(value)
-    return fast if fast is not None else _decode_strict(value)
-
-
-def decode_legacy_strict(value: str) -> list[DeviceInfo]:
-    """``decode_legacy`` without the fast path (what the fast path is checked against)."""
-    check_value(value, "legacy")
-    return _decode_strict(value)
-
-
-def _decode_strict(value: str) -> list[DeviceInfo]:
     if ":" not in value:
         raise DecodeError(f"legacy value {shorten(value)} is missing the device separator ':'")
     devices: list[DeviceInfo] = []
@@ -113,13 +106,34 @@ def _decode_strict(value: str) -> list[DeviceInfo]:
     return devices
 
 
-def _field_text(device: DeviceInfo, name: str, where: str) -> str:
-    text = plain_str(getattr(device, name))
-    if "," in text or ":" in text:
-        raise EncodeError(
-            f"{where}: {name} {shorten(text)} holds ',' or ':', which the legacy encoding cannot carry"
-        )
-    return text
+#: One record's values by column, and how each becomes its text: a str's own characters, an int's
+#: own digits (``operator.index``: a subclass cannot change them), a bool as Go writes it.
+_ROW = attrgetter(*(f.name for f in _COLUMNS))
+_TEXTS = tuple(
+    plain_str if f.kind is str else ("false", "true").__getitem__ if f.kind is bool else index
+    for f in _COLUMNS
+)
+_FORMAT = ",".join("%s" if f.kind is str or f.kind is bool else "%d" for f in _COLUMNS) + ":"
+_STRINGS = [(position, f.name) for position, f in enumerate(_COLUMNS) if f.kind is str]
+
+
+def _refuse(position: int, device: Any) -> None:
+    """Raise ``EncodeError`` when a device cannot be written in the legacy encoding."""
+    where = f"device {position}"
+    if not isinstance(device, DeviceInfo):
+        raise EncodeError(f"{where}: expected a DeviceInfo, got {type(device).__name__}")
+    values: tuple[Any, ...] = tuple(map(call, _TEXTS, _ROW(device)))
+    for column, name in _STRINGS:
+        if "," in values[column] or ":" in values[column]:
+            raise EncodeError(
+                f"{where}: {name} {shorten(values[column])} holds ',' or ':', "
+                "which the legacy encoding cannot carry"
+            )
+    for name, go_range in _RANGES.items():
+        if getattr(device, name) not in go_range:
+            raise EncodeError(
+                f"{where}: {name} {getattr(device, name)} does not fit the legacy encoding's int64"
+            )
 
 
 def encode_legacy(devices: Sequence[DeviceInfo]) -> str:
@@ -128,26 +142,13 @@ def encode_legacy(devices: Sequence[DeviceInfo]) -> str:
     Beyond HAMi: a device whose id, type or mode holds ``,`` or ``:``, or whose index does not fit Go's
     signed int, is refused with ``EncodeError`` instead of being written as a value nobody can decode.
     """
-    fast = _fastpath.encode_legacy(devices)
-    return fast if fast is not None else encode_legacy_strict(devices)
-
-
-def encode_legacy_strict(devices: Sequence[DeviceInfo]) -> str:
-    """``encode_legacy`` without the fast path (what the fast path is checked against)."""
-    parts: list[str] = []
+    records: list[str] = []
     for position, device in enumerate(devices):
-        where = f"device {position}"
-        if not isinstance(device, DeviceInfo):
-            raise EncodeError(f"{where}: expected a DeviceInfo, got {type(device).__name__}")
-        index = plain_int(device.index)
-        if index > _INDEX_MAX:
-            raise EncodeError(f"{where}: index {index} does not fit the legacy encoding's int64")
-        count, devmem, devcore, numa = map(
-            plain_int, (device.count, device.devmem, device.devcore, device.numa)
-        )
-        parts.append(
-            f"{_field_text(device, 'id', where)},{count},{devmem},{devcore},"
-            f"{_field_text(device, 'type', where)},{numa},{'true' if device.health else 'false'},"
-            f"{index},{_field_text(device, 'mode', where)}:"
-        )
-    return "".join(parts)
+        if type(device) is not DeviceInfo or device.index > INT64.high:
+            _refuse(position, device)
+        records.append(_FORMAT % tuple(map(call, _TEXTS, _ROW(device))))
+    text = "".join(records)
+    if text.count(",") != 8 * len(records) or text.count(":") != len(records):  # a separator in a string
+        for position, device in enumerate(devices):
+            _refuse(position, device)
+    return text

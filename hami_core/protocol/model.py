@@ -1,12 +1,16 @@
-"""The device record of HAMi's registration protocol (spec section 2), as attrs classes.
+"""The device record of HAMi's registration protocol (spec sections 2 and 3.3), and its field table.
 
-Integer fields carry the range of the Go type HAMi uses for them; constructing a record with a value out
-of that range raises ``ValueError``. Names follow HAMi's JSON keys, in snake case.
+Each field of ``DeviceInfo``, ``MigProfile`` and ``MigPlacement`` is declared once, here, with how it
+travels: its JSON key, its Go type (for integers the Go range: a value outside it raises ``ValueError``
+at construction), its column in a legacy record and whether the JSON encoder omits its zero value.
+The model, both codecs (``gojson``, ``legacy``) and the dict conversion (``convert``) read that table
+(``fields_of``); none of them lists the fields again. Names follow HAMi's JSON keys, in snake case.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
+from operator import attrgetter, contains, itemgetter
 from typing import Any
 
 import attrs
@@ -20,9 +24,8 @@ __all__ = [
     "IntRange",
     "MigPlacement",
     "MigProfile",
-    "trusted_device",
-    "trusted_plain_device",
-    "trusted_plain_devices",
+    "WireField",
+    "fields_of",
 ]
 
 
@@ -51,8 +54,42 @@ INT64 = IntRange("int64", -(2**63), 2**63 - 1)
 UINT32 = IntRange("uint32", 0, 2**32 - 1)
 UINT64 = IntRange("uint64", 0, 2**64 - 1)
 
-_str = attrs.validators.instance_of(str)
-_bool = attrs.validators.instance_of(bool)
+#: A field's kind: ``str``, ``bool``, an ``IntRange``, ``dict`` (Go's ``map[string]any``) or a record
+#: class (a Go slice of that struct; held as a tuple, ``None`` for a nil slice where ``nullable``).
+Kind = type | IntRange
+
+
+@attrs.frozen
+class WireField:
+    """One row of the field table: a model attribute and how it travels."""
+
+    name: str  #: the attribute
+    key: str  #: the JSON key (and the key of the dict conversion)
+    kind: Kind
+    legacy: int | None  #: the column in a legacy record, if the legacy encoding carries the field
+    omitempty: bool  #: JSON: a zero value is not written (Go's ``omitempty``)
+    written: bool  #: JSON: the encoder writes the field at all
+    nullable: bool  #: a list that keeps ``None`` (Go's nil slice) apart from an empty one
+
+    @property
+    def go_type(self) -> str:
+        kind = self.kind
+        if isinstance(kind, IntRange):
+            return kind.go_type
+        if kind is str or kind is bool:
+            return "string" if kind is str else "bool"
+        return "map[string]any" if kind is dict else f"[]{kind.__name__}"
+
+
+@attrs.frozen
+class _Check:
+    """attrs validator for a ``str`` or ``bool`` field."""
+
+    kind: type
+
+    def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, self.kind):
+            raise TypeError(f"{attribute.name}: expected {self.kind.__name__}, got {type(value).__name__}")
 
 
 @attrs.frozen
@@ -70,202 +107,131 @@ class _ItemsOf:
                 )
 
 
+def _tuple(value: Any) -> tuple[Any, ...]:
+    return () if value is None else tuple(value)
+
+
+def _tuple_or_none(value: Any) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _wire(
+    key: str,
+    kind: Kind,
+    *,
+    legacy: int | None = None,
+    omitempty: bool = True,
+    written: bool = True,
+    nullable: bool = False,
+) -> Any:
+    """An attrs field declared with its row of the table (kept in the field's metadata)."""
+    row = {"key": key, "kind": kind, "legacy": legacy, "omitempty": omitempty, "written": written}
+    metadata: dict[str, Any] = {"wire": {**row, "nullable": nullable}}
+    if isinstance(kind, IntRange):  # scalars are checked by _validate, all at once
+        return attrs.field(default=0, metadata={**metadata, "check": kind})
+    if kind is str or kind is bool:
+        return attrs.field(default=kind(), metadata={**metadata, "check": _Check(kind)})
+    if kind is dict:
+        return attrs.field(default=None, hash=False, metadata=metadata)
+    if nullable:
+        return attrs.field(
+            default=None, converter=_tuple_or_none, validator=_ItemsOf(kind), metadata=metadata
+        )
+    return attrs.field(default=(), converter=_tuple, validator=_ItemsOf(kind), metadata=metadata)
+
+
+def _validate(record: Any) -> None:
+    """Check every scalar field of a new record against its kind (attrs' ``__attrs_post_init__``).
+
+    One pass of C-level calls for the usual record (exact ``str``, ``bool`` and ``int`` values, each
+    integer inside its Go range); only a record that fails it, or holds subclasses (which the fields
+    accept), takes the field-by-field check that names what is wrong."""
+    cls = type(record)
+    getter, types, ints, ranges, slow = _CHECKS.get(cls) or _checks(cls)
+    values = getter(record)
+    if tuple(map(type, values)) == types:
+        numbers = ints(values)
+        if (min(numbers) >= 0 and max(numbers) <= _INT31) or all(map(contains, ranges, numbers)):
+            return
+    for attribute, check in slow:
+        check(record, attribute, getattr(record, attribute.name))
+
+
+#: Every integer field's range holds 0..2**31-1: the usual record is checked against that alone.
+_INT31 = 2**31 - 1
+_Checks = tuple[Callable[[Any], Any], tuple[type, ...], Callable[[Any], Any], tuple[range, ...], list[Any]]
+_CHECKS: dict[type, _Checks] = {}
+
+
+def _checks(cls: type) -> _Checks:
+    scalars = [f for f in attrs.fields(cls) if "check" in f.metadata]
+    kinds = [f.metadata["check"] for f in scalars]
+    ints = [position for position, kind in enumerate(kinds) if isinstance(kind, IntRange)]
+    found = (
+        attrgetter(*(f.name for f in scalars)),
+        tuple(int if isinstance(kind, IntRange) else kind.kind for kind in kinds),
+        itemgetter(*ints) if len(ints) > 1 else lambda values: [values[p] for p in ints] or [0],
+        tuple(range(kinds[p].low, kinds[p].high + 1) for p in ints),
+        [(f, f.metadata["check"]) for f in scalars],
+    )
+    _CHECKS[cls] = found
+    return found
+
+
 @attrs.frozen(kw_only=True)
 class MigPlacement:
     """Where a MIG instance of a profile may start, and how many slices it spans."""
 
-    start: int = attrs.field(default=0, validator=UINT32)
-    size: int = attrs.field(default=0, validator=UINT32)
-
-
-def _placements(value: Any) -> tuple[MigPlacement, ...] | None:
-    return None if value is None else tuple(value)
+    start: int = _wire("start", UINT32, omitempty=False)
+    size: int = _wire("size", UINT32, omitempty=False)
+    __attrs_post_init__ = _validate
 
 
 @attrs.frozen(kw_only=True)
 class MigProfile:
     """One MIG capability of a GPU. On the wire every key is written; ``placements=None`` is ``null``."""
 
-    name: str = attrs.field(default="", validator=_str)
-    memory_mb: int = attrs.field(default=0, validator=INT32)
-    core: int = attrs.field(default=0, validator=INT32)
-    slice_count: int = attrs.field(default=0, validator=UINT32)
-    placements: tuple[MigPlacement, ...] | None = attrs.field(
-        default=None, converter=_placements, validator=_ItemsOf(MigPlacement)
+    name: str = _wire("name", str, omitempty=False)
+    memory_mb: int = _wire("memoryMB", INT32, omitempty=False)
+    core: int = _wire("core", INT32, omitempty=False)
+    slice_count: int = _wire("sliceCount", UINT32, omitempty=False)
+    placements: tuple[MigPlacement, ...] | None = _wire(
+        "placements", MigPlacement, omitempty=False, nullable=True
     )
-
-
-def _profiles(value: Any) -> tuple[MigProfile, ...]:
-    return () if value is None else tuple(value)
+    __attrs_post_init__ = _validate
 
 
 @attrs.frozen(kw_only=True)
 class DeviceInfo:
-    """One accelerator as a node reports it. Zero values match a missing JSON key."""
+    """One accelerator as a node reports it. Zero values match a missing JSON key. The declaration
+    order is HAMi's JSON key order; ``legacy`` is the column in a legacy record (spec 3.1)."""
 
-    id: str = attrs.field(default="", validator=_str)
-    index: int = attrs.field(default=0, validator=UINT64)
-    count: int = attrs.field(default=0, validator=INT32)
-    devmem: int = attrs.field(default=0, validator=INT32)
-    devcore: int = attrs.field(default=0, validator=INT32)
-    type: str = attrs.field(default="", validator=_str)
-    numa: int = attrs.field(default=0, validator=INT64)
-    mode: str = attrs.field(default="", validator=_str)
-    mig_profiles: tuple[MigProfile, ...] = attrs.field(
-        default=(), converter=_profiles, validator=_ItemsOf(MigProfile)
-    )
-    health: bool = attrs.field(default=False, validator=_bool)
+    id: str = _wire("id", str, legacy=0)
+    index: int = _wire("index", UINT64, legacy=7)
+    count: int = _wire("count", INT32, legacy=1)
+    devmem: int = _wire("devmem", INT32, legacy=2)
+    devcore: int = _wire("devcore", INT32, legacy=3)
+    type: str = _wire("type", str, legacy=4)
+    numa: int = _wire("numa", INT64, legacy=5)
+    mode: str = _wire("mode", str, legacy=8)
+    mig_profiles: tuple[MigProfile, ...] = _wire("migProfiles", MigProfile)
+    health: bool = _wire("health", bool, legacy=6)
     #: Never trusted from the wire: the scheduler sets it to the vendor key.
-    devicevendor: str = attrs.field(default="", validator=_str)
+    devicevendor: str = _wire("devicevendor", str, written=False)
     #: Free-form; read from JSON, never written by the scheduler-side encoder.
-    custominfo: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
+    custominfo: Mapping[str, Any] | None = _wire("custominfo", dict, written=False)
+    __attrs_post_init__ = _validate
 
 
-_TrustedDevice = Callable[
-    [str, int, int, int, int, str, int, str, tuple[MigProfile, ...], bool, str, Mapping[str, Any] | None],
-    DeviceInfo,
-]
-_TrustedPlainDevice = Callable[[str, int, int, int, int, str, int, str, bool], DeviceInfo]
-_TrustedPlainDevices = Callable[
-    [
-        Iterable[str],
-        Iterable[int],
-        Iterable[int],
-        Iterable[int],
-        Iterable[int],
-        Iterable[str],
-        Iterable[int],
-        Iterable[str],
-        Iterable[bool],
-    ],
-    list[DeviceInfo],
-]
+def _table(cls: type) -> tuple[WireField, ...]:
+    return tuple(WireField(name=f.name, **f.metadata["wire"]) for f in attrs.fields(cls))
 
 
-class _DeviceDraft(DeviceInfo):
-    """A ``DeviceInfo`` while a trusted constructor fills it in, then turned into one by assigning its
-    ``__class__``. It adds no slots, so it has DeviceInfo's exact memory layout (CPython allows the
-    assignment only between layout-compatible classes and raises ``TypeError`` otherwise), and it
-    takes object's own ``__setattr__`` and ``__delattr__`` (both, or CPython keeps calling through
-    attrs' frozen ones) so that ``draft.id = ...`` stores the slot directly: a plain attribute store,
-    about a tenth of the cost of calling a slot descriptor's ``__set__``. Never seen outside this
-    module: the constructors return the object only once it is a DeviceInfo. Its ``__init__`` is
-    object's too, so that ``_DeviceDraft()`` makes an empty one (a little cheaper than
-    ``object.__new__(_DeviceDraft)``) without running attrs' validating one. CPython reports each
-    ``__class__`` assignment as the audit event ``object.__setattr__``: a process that installed an
-    audit hook (``sys.addaudithook``) sees one per device a fast path builds."""
-
-    __slots__ = ()
-    __setattr__ = object.__setattr__
-    __delattr__ = object.__delattr__
-    __init__ = object.__init__
+_TABLES: dict[type, tuple[WireField, ...]] = {
+    cls: _table(cls) for cls in (MigPlacement, MigProfile, DeviceInfo)
+}
 
 
-def _trusted_factory(
-    params: list[str], constants: dict[str, Any], *, draft: bool = True, columns: bool = False
-) -> Any:
-    """A generated function that sets the slots of a new DeviceInfo directly: ``params`` from its
-    arguments, the other fields from ``constants``. One function, no per-field loop or keyword parsing.
-    With ``draft`` it fills in a ``_DeviceDraft`` with plain attribute stores and makes it a DeviceInfo
-    at the end; without, it calls each slot descriptor's ``__set__`` on a new DeviceInfo (slower, the
-    fallback should an interpreter refuse the class assignment). With ``columns`` each argument is an
-    iterable of one field's values, and the function returns the list of the devices they make (one
-    call, one loop, for a whole decoded value)."""
-    names = [field.name for field in attrs.fields(DeviceInfo)]
-    assert sorted(params + list(constants)) == sorted(names)
-    namespace: dict[str, Any] = {"_new": object.__new__, "_DeviceInfo": DeviceInfo, "_Draft": _DeviceDraft}
-    body = ["self = _Draft()" if draft else "self = _new(_DeviceInfo)"]
-    for name in names:
-        value = name
-        if name in constants:
-            value = f"_value_{name}"
-            namespace[value] = constants[name]
-        if draft:
-            body.append(f"self.{name} = {value}")
-        else:
-            namespace[f"_set_{name}"] = getattr(DeviceInfo, name).__set__
-            body.append(f"_set_{name}(self, {value})")
-    if draft:
-        body.append("self.__class__ = _DeviceInfo")
-    arguments = ", ".join(params)
-    if columns:
-        lines = [
-            f"def trusted({arguments}):",
-            "    devices = []",
-            "    append = devices.append",
-            f"    for {arguments} in zip({arguments}):",
-            *(f"        {line}" for line in body),
-            "        append(self)",
-            "    return devices",
-        ]
-    else:
-        lines = [f"def trusted({arguments}):", *(f"    {line}" for line in body), "    return self"]
-    exec("\n".join(lines), namespace)
-    return namespace["trusted"]
-
-
-def _draft_works() -> bool:
-    """Whether this interpreter lets a ``_DeviceDraft`` become a DeviceInfo equal to one built by
-    ``DeviceInfo(...)`` (checked once, at import)."""
-    values: dict[str, Any] = {
-        "id": "a",
-        "index": 1,
-        "count": 2,
-        "devmem": 3,
-        "devcore": 4,
-        "type": "t",
-        "numa": 5,
-        "mode": "m",
-        "mig_profiles": (),
-        "health": True,
-        "devicevendor": "v",
-        "custominfo": None,
-    }
-    try:
-        built = _trusted_factory(list(values), {})(*values.values())
-    except TypeError:
-        return False
-    return type(built) is DeviceInfo and built == DeviceInfo(**values)
-
-
-_DRAFT = _draft_works()
-
-#: ``trusted_device(id, index, count, devmem, devcore, type, numa, mode, mig_profiles, health,
-#: devicevendor, custominfo)``: a ``DeviceInfo`` built without its validators and converters, equal to
-#: ``DeviceInfo(...)`` with the same values. Only for callers that already guarantee what the validators
-#: check (every value of its field's type and Go range, ``mig_profiles`` a tuple of ``MigProfile``): the
-#: codecs' fast paths, which decode into range-checked types first. Everyone else calls ``DeviceInfo``.
-trusted_device: _TrustedDevice = _trusted_factory(
-    [
-        "id",
-        "index",
-        "count",
-        "devmem",
-        "devcore",
-        "type",
-        "numa",
-        "mode",
-        "mig_profiles",
-        "health",
-        "devicevendor",
-        "custominfo",
-    ],
-    {},
-    draft=_DRAFT,
-)
-#: ``trusted_plain_device(id, index, count, devmem, devcore, type, numa, mode, health)``: the same for a
-#: device without MIG profiles, vendor or custom info (what the legacy encoding carries).
-trusted_plain_device: _TrustedPlainDevice = _trusted_factory(
-    ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health"],
-    {"mig_profiles": (), "devicevendor": "", "custominfo": None},
-    draft=_DRAFT,
-)
-#: ``trusted_plain_devices(ids, indexes, counts, devmems, devcores, types, numas, modes, healths)``:
-#: ``trusted_plain_device`` over columns (iterables of one field each, read in step as ``zip`` does),
-#: as a list: what the legacy decoder's fast path builds a whole value with.
-trusted_plain_devices: _TrustedPlainDevices = _trusted_factory(
-    ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health"],
-    {"mig_profiles": (), "devicevendor": "", "custominfo": None},
-    draft=_DRAFT,
-    columns=True,
-)
+def fields_of(cls: type) -> tuple[WireField, ...]:
+    """The field table of a record class, in declaration order (HAMi's JSON key order)."""
+    return _TABLES[cls]

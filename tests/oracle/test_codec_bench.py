@@ -47,6 +47,28 @@ def test_codec_bench_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert "HAMi v2.10.0 (Go) µs" in out and "Clock: cpu time" in out
 
 
+def test_codec_bench_rows_show_their_unrounded_figures() -> None:
+    """Each row's cells are its measured figures, rounded once each: the ratio is the quotient of the
+    unrounded times (two times of 0.12 and 0.25 µs may well have a ratio of 0.50)."""
+    bench = _bench()
+    oracle = bench.Oracle(bench.oracle_binary())
+    try:
+        python, hami = bench.PythonCodecs("cpu"), bench.HamiGo(oracle, "cpu")
+        text, figures = bench.table(python, hami, (1,), 1, 0.001)
+    finally:
+        oracle.close()
+    rows = {
+        tuple(cells[:3]): cells
+        for line in text.splitlines()[2:]
+        if (cells := [c.strip() for c in line.strip("|").split("|")])
+    }
+    assert len(figures) == len(rows) == 6
+    for (operation, encoding, count), (ours, theirs) in figures.items():
+        cells = rows[(operation, encoding, str(count))]
+        assert ours > 0 and theirs > 0
+        assert cells[3:6] == [f"{ours * 1e6:.2f}", f"{theirs * 1e6:.2f}", f"{ours / theirs:.2f}"]
+
+
 def test_codec_bench_refuses_a_bad_run_length(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         _bench().main(["--min-seconds", "0"])

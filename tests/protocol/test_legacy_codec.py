@@ -140,10 +140,10 @@ def test_id_and_type_are_verbatim_not_trimmed_and_may_be_empty() -> None:
 @pytest.mark.parametrize(
     ("fields", "reported"),
     [
-        # count is checked before memory, memory before core, core before health ...
+        # count is checked before devmem, devmem before devcore, devcore before health ...
         ({"count": "x", "devmem": "x"}, "count"),
-        ({"devmem": "x", "devcore": "x"}, "memory"),
-        ({"devcore": "x", "health": "x"}, "core"),
+        ({"devmem": "x", "devcore": "x"}, "devmem"),
+        ({"devcore": "x", "health": "x"}, "devcore"),
         # ... and health before numa (field 7 before field 6), numa before index.
         ({"health": "x", "numa": "x"}, "health"),
         ({"numa": "x", "index": "x"}, "numa"),
@@ -195,7 +195,7 @@ def test_integer_syntax_errors(text: str) -> None:
 
 @pytest.mark.parametrize("text", ["2147483648", "-2147483649", "9" * 30, "9" * 5000])
 def test_int32_out_of_range_is_an_error_not_a_clamp(text: str) -> None:
-    with pytest.raises(DecodeError, match=r"invalid memory field .*out of range for int32"):
+    with pytest.raises(DecodeError, match=r"invalid devmem field .*out of range for int32"):
         decode_legacy(record(devmem=text))
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from hami_core import DeviceInfo, MigPlacement, MigProfile
 from hami_core.protocol import model
-from hami_core.protocol.model import INT32, INT64, UINT64, IntRange
+from hami_core.protocol.model import IntRange
 
 
 def test_defaults_are_go_zero_values() -> None:
@@ -60,91 +60,84 @@ def test_mig_lists_hold_only_their_own_type() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# The trusted constructors the fast paths use: the same DeviceInfo as the validating constructor
+# The field table: every field once, and the checks it drives
 # ---------------------------------------------------------------------------------------------------
 
-_FIELDS = [field.name for field in attrs.fields(DeviceInfo)]
-_PLAIN_PARAMS = ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health"]
-_PLAIN_CONSTANTS = {"mig_profiles": (), "devicevendor": "", "custominfo": None}
+
+@pytest.mark.parametrize("cls", [DeviceInfo, MigProfile, MigPlacement])
+def test_the_table_has_one_row_per_field(cls: type) -> None:
+    table = model.fields_of(cls)
+    assert [row.name for row in table] == [field.name for field in attrs.fields(cls)]
+    assert len({row.key.lower() for row in table}) == len(table)  # no two keys fold together
 
 
-def _go_ints(go_range: IntRange) -> st.SearchStrategy[int]:
-    edges = st.sampled_from([go_range.low, go_range.high, 0])
-    return st.one_of(edges, st.integers(go_range.low, go_range.high))
+def test_the_table_says_hamis_key_order_and_the_legacy_columns() -> None:
+    table = model.fields_of(DeviceInfo)
+    written = [row.key for row in table if row.written]
+    assert written == [
+        "id",
+        "index",
+        "count",
+        "devmem",
+        "devcore",
+        "type",
+        "numa",
+        "mode",
+        "migProfiles",
+        "health",
+    ]
+    columns = sorted((row.legacy, row.key) for row in table if row.legacy is not None)
+    keys = ["id", "count", "devmem", "devcore", "type", "numa", "health", "index", "mode"]
+    assert columns == list(enumerate(keys))
 
 
-_devices = st.builds(
-    DeviceInfo,
-    id=st.text(max_size=6),
-    index=_go_ints(UINT64),
-    count=_go_ints(INT32),
-    devmem=_go_ints(INT32),
-    devcore=_go_ints(INT32),
-    type=st.text(max_size=6),
-    numa=_go_ints(INT64),
-    mode=st.text(max_size=6),
-    mig_profiles=st.lists(st.builds(MigProfile, name=st.text(max_size=3)), max_size=2),
-    health=st.booleans(),
-    devicevendor=st.text(max_size=3),
-    custominfo=st.none() | st.dictionaries(st.text(max_size=3), st.floats(allow_nan=False), max_size=2),
+class _Str(str):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+_ANY_VALUE = st.one_of(
+    st.integers(-(2**65), 2**65),
+    st.sampled_from([0, -1, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64]),
+    st.booleans(),
+    st.text(max_size=3),
+    st.builds(_Str, st.text(max_size=3)),
+    st.builds(_Int, st.integers(-(2**33), 2**33)),
+    st.none(),
+    st.floats(allow_nan=False),
 )
 
 
-def _assert_same_device(built: DeviceInfo, expected: DeviceInfo) -> None:
-    assert type(built) is DeviceInfo
-    assert built == expected and hash(built) == hash(expected)
-    for name in _FIELDS:  # the very objects, not only equal ones (so no number type changed)
-        assert getattr(built, name) is getattr(expected, name)
-    with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        built.id = "changed"  # type: ignore[misc]
-    with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        del built.id  # type: ignore[misc]
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.sampled_from(
+        [f.name for f in model.fields_of(DeviceInfo) if f.kind in (str, bool) or isinstance(f.kind, IntRange)]
+    ),
+    value=_ANY_VALUE,
+)
+def test_a_field_takes_exactly_the_values_of_its_kind(name: str, value: object) -> None:
+    """The one-pass check and the field-by-field one agree: a value is taken iff it is of the field's
+    kind (a subclass included, a bool never an int) and inside its Go range."""
+    (row,) = [f for f in model.fields_of(DeviceInfo) if f.name == name]
+    kind = row.kind
+    expected = value in kind if isinstance(kind, IntRange) else isinstance(value, kind)
+    try:
+        device = DeviceInfo(**{name: value})
+    except (TypeError, ValueError) as exc:
+        assert not expected, exc
+        assert name in str(exc) and "\n" not in str(exc)
+    else:
+        assert expected
+        assert getattr(device, name) is value
 
 
-def test_this_interpreter_builds_devices_by_draft() -> None:
-    """The fast constructors are the draft ones here (the descriptor fallback is for an interpreter
-    that refuses the class assignment)."""
-    assert model._DRAFT is True
-    for build in (model.trusted_device, model.trusted_plain_device, model.trusted_plain_devices):
-        assert "_Draft" in build.__code__.co_names
-
-
-@settings(max_examples=200, deadline=None)
-@given(device=_devices, draft=st.booleans())
-def test_trusted_device_is_the_validated_device(device: DeviceInfo, draft: bool) -> None:
-    build = model.trusted_device if draft else model._trusted_factory(_FIELDS, {}, draft=False)
-    _assert_same_device(build(*(getattr(device, name) for name in _FIELDS)), device)
-
-
-@settings(max_examples=200, deadline=None)
-@given(device=_devices, draft=st.booleans())
-def test_trusted_plain_device_is_the_validated_device(device: DeviceInfo, draft: bool) -> None:
-    plain = attrs.evolve(device, **_PLAIN_CONSTANTS)
-    build = (
-        model.trusted_plain_device
-        if draft
-        else model._trusted_factory(_PLAIN_PARAMS, _PLAIN_CONSTANTS, draft=False)
+def test_a_device_pickles_copies_and_evolves_as_a_device() -> None:
+    device = DeviceInfo(
+        id="a", index=1, count=2, devmem=3, devcore=4, type="t", numa=5, mode="m", health=True
     )
-    _assert_same_device(build(*(getattr(plain, name) for name in _PLAIN_PARAMS)), plain)
-
-
-@settings(max_examples=100, deadline=None)
-@given(devices=st.lists(_devices, max_size=5), draft=st.booleans())
-def test_trusted_plain_devices_builds_each_column_row(devices: list[DeviceInfo], draft: bool) -> None:
-    plain = [attrs.evolve(device, **_PLAIN_CONSTANTS) for device in devices]
-    build = (
-        model.trusted_plain_devices
-        if draft
-        else model._trusted_factory(_PLAIN_PARAMS, _PLAIN_CONSTANTS, draft=False, columns=True)
-    )
-    built = build(*([getattr(device, name) for device in plain] for name in _PLAIN_PARAMS))
-    assert type(built) is list and len(built) == len(plain)
-    for one, expected in zip(built, plain, strict=True):
-        _assert_same_device(one, expected)
-
-
-def test_a_trusted_device_pickles_copies_and_evolves_as_a_device() -> None:
-    device = model.trusted_plain_device("a", 1, 2, 3, 4, "t", 5, "m", True)
     assert pickle.loads(pickle.dumps(device)) == device
     assert copy.deepcopy(device) == device
     assert type(attrs.evolve(device, id="b")) is DeviceInfo

@@ -1,6 +1,0 @@
-"""The C legacy encoder (_legacy_native.c); hami_core.protocol.fastpath is its only user."""
-
-from collections.abc import Sequence
-
-def bind(device_type: type, /) -> None: ...
-def encode_legacy(devices: Sequence[object], /) -> str | None: ...
