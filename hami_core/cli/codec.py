@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 import click
 
 from hami_core.protocol.codecs import decode_any
-from hami_core.protocol.convert import device_from_dict, device_to_dict
+from hami_core.protocol.convert import DEVICE_KEYS, device_from_dict, device_to_dict
 from hami_core.protocol.errors import DecodeError, EncodeError
 from hami_core.protocol.gojson import decode_json, encode_json, go_bytes
 from hami_core.protocol.legacy import decode_legacy, encode_legacy
@@ -42,19 +42,7 @@ DECODERS: dict[str, Callable[[str], list[DeviceInfo]]] = {
 }
 ENCODERS: dict[str, Callable[[Sequence[DeviceInfo]], str]] = {"json": encode_json, "legacy": encode_legacy}
 #: The keys of each device object ``decode`` prints, in this order.
-OUTPUT_KEYS = (
-    "id",
-    "index",
-    "count",
-    "devmem",
-    "devcore",
-    "type",
-    "numa",
-    "mode",
-    "health",
-    "migProfiles",
-    "custominfo",
-)
+OUTPUT_KEYS = tuple(key for key in DEVICE_KEYS if key != "devicevendor")  # never trusted from the wire
 
 
 class _InputError(ValueError):

@@ -72,6 +72,12 @@ class WireField:
     nullable: bool  #: a list that keeps ``None`` (Go's nil slice) apart from an empty one
 
     @property
+    def record(self) -> type | None:
+        """The record class of a list field (a Go slice of that struct), else ``None``."""
+        kind = self.kind
+        return kind if isinstance(kind, type) and kind not in (str, bool, dict) else None
+
+    @property
     def go_type(self) -> str:
         kind = self.kind
         if isinstance(kind, IntRange):
