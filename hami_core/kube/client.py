@@ -24,7 +24,6 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from hami_core.kube.nodejson import node_from_json, node_list_from_json, watch_event_from_json
 from hami_core.kube.port import (
     WATCH_READ_SLACK,
     AdminCluster,
@@ -337,9 +336,8 @@ class KubeCluster:
         return _read_data(action, response)
 
     def _node(self, action: str, data: bytes) -> NodeSnapshot:
-        """A Node body as a snapshot: the kept fields only, else the strict way with its errors."""
-        fast = node_from_json(data)
-        return fast if fast is not None else _parsed(action, node_snapshot, _parse_json(action, data))
+        """A Node body as a snapshot: the kept fields only."""
+        return _parsed(action, node_snapshot, _parse_json(action, data))
 
     def _call_unvalidated(self, action: str, api: Any, method: str, /, **params: Any) -> dict[str, Any]:
         """``_call`` without the generated method's argument validation (see ``_call_unvalidated_data``)."""
@@ -386,9 +384,6 @@ class KubeCluster:
             limit=limit if limit > 0 else None,
             _continue=continue_token or None,
         )
-        fast = node_list_from_json(data)
-        if fast is not None:
-            return fast
         body = _parse_json(action, data)
         items = _items(action, body)
         meta = body.get("metadata")
@@ -599,10 +594,6 @@ class KubeWatch:
 
     def _parse(self, line: bytes) -> WatchEvent | None:
         # a bad line is a bad body (see the note at the top of the module): Unavailable
-        fast = watch_event_from_json(line)
-        if fast is not None:
-            kind, node = fast
-            return WatchEvent(type=kind, resource_version=node.resource_version, node=node)  # type: ignore[arg-type]
         action = self._action
         try:
             event = json.loads(line)

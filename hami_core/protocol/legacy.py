@@ -42,8 +42,6 @@ _SEVEN_FIELD_TAIL = ["0", "hami-core"]
 
 
 def _parse_int(text: str, name: str, go_range: IntRange, where: str) -> int:
-    if len(text) <= 9 and text.isdigit() and text.isascii():  # the common case, in range of every field
-        return int(text)
     if _GO_INT.fullmatch(text) is None:
         raise DecodeError(f"{where}: invalid {name} field {shorten(text)}: not a base-10 integer")
     digits = text.lstrip("+-").lstrip("0")
@@ -56,39 +54,33 @@ def _parse_int(text: str, name: str, go_range: IntRange, where: str) -> int:
     return number
 
 
-#: (column, attribute, how it is read: ``None`` verbatim, ``bool``, or an integer range) in the order
-#: HAMi reads the columns (spec 3.1, step 5: health before numa), so a bad record fails on HAMi's field.
-_READERS: list[tuple[int, str, IntRange | type | None]] = [
-    (
-        column,
-        _COLUMNS[column].name,
-        _RANGES.get(_COLUMNS[column].name, bool if _COLUMNS[column].kind is bool else None),
-    )
-    for column in (1, 2, 3, 6, 5, 7, 0, 4, 8)
+#: The attributes by column, and the columns read as integers or as a bool, in the order HAMi reads them
+#: (spec 3.1, step 5: health before numa), so a bad record fails on HAMi's field.
+_NAMES = [f.name for f in _COLUMNS]
+_READERS: list[tuple[str, IntRange | None]] = [
+    (_NAMES[column], _RANGES.get(_NAMES[column])) for column in (1, 2, 3, 6, 5, 7)
 ]
 
 
 def _decode_record(segment: str, where: str) -> DeviceInfo:
-    if "," not in segment:
-        raise DecodeError(f"{where}: malformed segment {shorten(segment)}: no ',' in it")
     items = segment.split(",")
     if len(items) == 7:
         items += _SEVEN_FIELD_TAIL
     elif len(items) != 9:
+        if len(items) == 1:
+            raise DecodeError(f"{where}: malformed segment {shorten(segment)}: no ',' in it")
         raise DecodeError(f"{where}: unexpected field count {len(items)} (want 7 or 9) in {shorten(segment)}")
-    values: dict[str, Any] = {}
-    for column, name, reader in _READERS:
-        text = items[column]
-        if reader is None:
-            values[name] = text
-        elif reader is bool:
-            flag = _GO_BOOL.get(text)
+    values: dict[str, Any] = dict(zip(_NAMES, items, strict=True))
+    for name, go_range in _READERS:
+        text = values[name]
+        if go_range is None:  # the bool
+            flag = values[name] = _GO_BOOL.get(text)
             if flag is None:
                 raise DecodeError(f"{where}: invalid {name} field {shorten(text)}: not a Go boolean")
-            values[name] = flag
+        elif len(text) <= 9 and text.isdigit() and text.isascii():  # in range of every field
+            values[name] = int(text)
         else:
-            assert isinstance(reader, IntRange)
-            values[name] = _parse_int(text, name, reader, where)
+            values[name] = _parse_int(text, name, go_range, where)
     return DeviceInfo(**values)
 
 
