@@ -37,7 +37,7 @@ from hami_core.protocol.model import (
     WireField,
     fields_of,
 )
-from hami_core.protocol.plain import plain_int, plain_str
+from hami_core.protocol.plain import plain_str
 from hami_core.protocol.size import check_value
 
 __all__ = [
@@ -106,91 +106,85 @@ def go_text(value: str) -> str:
 # Encoder
 # ---------------------------------------------------------------------------------------------------
 
-_ESCAPES: dict[str, str] = {chr(c): f"\\u{c:04x}" for c in range(0x20)}
-_ESCAPES.update({'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
-_ESCAPES.update({c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"})
-_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f<>&\u2028\u2029\ud800-\udfff]')
+_RECORDS: tuple[type, ...] = (DeviceInfo, MigProfile, MigPlacement)
+#: Per record class, for its written fields in HAMi's key order: a getter of their values, their JSON
+#: keys, their omitempty rules, and (key, element class) of the list fields.
+_WRITTEN: dict[type, tuple[attrgetter[Any], tuple[str, ...], tuple[bool, ...], list[tuple[str, type]]]] = {
+    cls: (
+        attrgetter(*(f.name for f in written)),
+        tuple(f.key for f in written),
+        tuple(f.omitempty for f in written),
+        [(f.key, f.record) for f in written if f.record is not None],
+    )
+    for cls in _RECORDS
+    if (written := [f for f in fields_of(cls) if f.written])
+}
+#: Python's C encoder writes what Go's does for the plain str, int and bool values records hold (same
+#: short escapes, other controls as lowercase \u00xx, non-ASCII raw), except for the HTML-safe and line
+#: separator escapes, added after (those characters can only be inside strings), and invalid UTF-8.
+#: It is called as ``json.JSONEncoder`` would call it, but built once: ``encode`` builds it anew for
+#: every call, which is a third of a one-device value's time.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_MAKE = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+_CHUNKS = (
+    None if _MAKE is None else _MAKE(None, None, json.encoder.encode_basestring, None, ":", ",", 0, 0, 1)
+)
 
 
-def _escape(match: re.Match[str]) -> str:
-    return _ESCAPES.get(match.group(), "\\ufffd")  # a lone surrogate marks one invalid byte
+def _dumps(plain: Any) -> str:
+    return _ENCODER.encode(plain) if _CHUNKS is None else "".join(_CHUNKS(plain, 0))
+
+
+_HTML_SAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+
+
+def _plain_record(record: Any, cls: type) -> dict[str, Any]:
+    """A record as the dict of what Go writes for it (omitted zero values left out)."""
+    getter, keys, omitempty, lists = _WRITTEN[cls]
+    out = {
+        key: value
+        for key, omit, value in zip(keys, omitempty, getter(record), strict=True)
+        if value or not omit
+    }
+    for key, element in lists:
+        if out.get(key) is not None:
+            out[key] = [_plain_record(item, element) for item in out[key]]
+    return out
+
+
+def _go_json(plain: Any) -> str:
+    text = _dumps(plain)
+    if not text.isascii():
+        if _SURROGATE.search(text) is not None:  # invalid UTF-8: one U+FFFD escape per invalid byte
+            text = _SURROGATE.sub("\\\\ufffd", _invalid_bytes_marked(text))
+        text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    for char, escape in _HTML_SAFE.items():
+        if char in text:
+            text = text.replace(char, escape)
+    return text
 
 
 def go_string(value: str) -> str:
     """A JSON string literal exactly as Go's ``json.Marshal`` writes ``value`` (HTML-safe escaping,
     U+2028/U+2029 escaped, ``\\b \\f \\n \\r \\t`` short, other controls ``\\u00xx``, invalid UTF-8 as
     ``\\ufffd``, everything else raw UTF-8)."""
-    value = plain_str(value)
-    if _NEEDS_ESCAPE.search(value) is None:
-        return f'"{value}"'
-    if _SURROGATE.search(value) is not None:
-        value = _invalid_bytes_marked(value)
-    return f'"{_NEEDS_ESCAPE.sub(_escape, value)}"'
-
-
-_STR, _BOOL, _INT, _LIST = range(4)
-_RECORDS: tuple[type, ...] = (DeviceInfo, MigProfile, MigPlacement)
-
-
-def _code(field: WireField) -> int:
-    kind = field.kind
-    return _STR if kind is str else _BOOL if kind is bool else _INT if isinstance(kind, IntRange) else _LIST
-
-
-#: Per record class: one getter for every written field, and (JSON key prefix, kind code, omitempty,
-#: element class) for each, in HAMi's key order.
-_WRITERS: dict[type, tuple[attrgetter[Any], tuple[tuple[str, int, bool, Any], ...]]] = {
-    cls: (
-        attrgetter(*(f.name for f in written)),
-        tuple((f'"{f.key}":', _code(f), f.omitempty, f.kind) for f in written),
-    )
-    for cls in _RECORDS
-    if (written := [f for f in fields_of(cls) if f.written])
-}
-
-
-def _encode(record: Any, cls: type) -> str:
-    getter, specs = _WRITERS[cls]
-    parts: list[str] = []
-    for (prefix, code, omitempty, kind), value in zip(specs, getter(record), strict=True):
-        if code == _STR:
-            value = plain_str(value)
-            if omitempty and not value:
-                continue
-            text = go_string(value)
-        elif code == _INT:
-            value = plain_int(value)
-            if omitempty and not value:
-                continue
-            text = str(value)
-        elif code == _BOOL:
-            if omitempty and not value:
-                continue
-            text = "true" if value else "false"
-        elif value is None:
-            text = "null"
-        else:
-            if omitempty and not value:
-                continue
-            text = "[" + ",".join([_encode(item, kind) for item in value]) + "]"
-        parts.append(prefix + text)
-    return "{" + ",".join(parts) + "}"
+    return _go_json(plain_str(value))
 
 
 def encode_mig_profile(profile: MigProfile) -> str:
     """One MIG profile as Go writes it: every key, ``placements`` ``null`` when absent."""
-    return _encode(profile, MigProfile)
+    return _go_json(_plain_record(profile, MigProfile))
 
 
 def encode_json(devices: Sequence[DeviceInfo]) -> str:
     """Encode as HAMi's ``MarshalNodeDevices``: compact, zero values omitted, no devicevendor or
     custominfo, ``[]`` for no devices. Raises ``EncodeError`` for an item that is not a DeviceInfo."""
-    parts: list[str] = []
+    plain: list[dict[str, Any]] = []
     for position, device in enumerate(devices):
         if not isinstance(device, DeviceInfo):
             raise EncodeError(f"device {position}: expected a DeviceInfo, got {type(device).__name__}")
-        parts.append(_encode(device, DeviceInfo))
-    return "[" + ",".join(parts) + "]"
+        plain.append(_plain_record(device, DeviceInfo))
+    return _go_json(plain)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -382,7 +376,7 @@ _ZERO: dict[type, dict[str, Any]] = {}
 for _cls in _RECORDS:
     _LOOKUP[_cls] = {k: f for f in fields_of(_cls) for k in (f.key, _fold(f.key))}
     _ZERO[_cls] = {f.name: getattr(_cls(), f.name) for f in fields_of(_cls)}
-    _ZERO[_cls].update({f.name: None for f in fields_of(_cls) if _code(f) == _LIST})
+    _ZERO[_cls].update({f.name: None for f in fields_of(_cls) if f.record is not None})
 
 
 def _templates(value: Any, path: str) -> None:
@@ -426,7 +420,7 @@ def _record(cls: type, value: Any, state: dict[str, Any] | None, path: str) -> d
             continue
         name, kind = field.name, field.kind
         if item is None:  # Go leaves a scalar as it is, and sets a slice or map to nil
-            if kind is dict or _code(field) == _LIST:
+            if kind is dict or field.record is not None:
                 state[name] = None
         elif kind is dict:
             state[name] = _custominfo(state[name], item, f"{path}.{field.key}")

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from operator import attrgetter, call, index
+from operator import attrgetter
 from typing import Any
 
 from hami_core.protocol.errors import DecodeError, EncodeError, shorten
 from hami_core.protocol.model import INT64, DeviceInfo, IntRange, fields_of
-from hami_core.protocol.plain import plain_str
 from hami_core.protocol.size import check_value
 
 __all__ = ["decode_legacy", "encode_legacy"]
@@ -98,15 +97,17 @@ def decode_legacy(value: str) -> list[DeviceInfo]:
     return devices
 
 
-#: One record's values by column, and how each becomes its text: a str's own characters, an int's
-#: own digits (``operator.index``: a subclass cannot change them), a bool as Go writes it.
+#: A record's values by column, and its text: a record holds exact str and int values (the model keeps
+#: a subclass's own characters and digits), written as they are; the bool as Go writes it.
 _ROW = attrgetter(*(f.name for f in _COLUMNS))
-_TEXTS = tuple(
-    plain_str if f.kind is str else ("false", "true").__getitem__ if f.kind is bool else index
-    for f in _COLUMNS
-)
-_FORMAT = ",".join("%s" if f.kind is str or f.kind is bool else "%d" for f in _COLUMNS) + ":"
+_BOOL_AT = next(position for position, f in enumerate(_COLUMNS) if f.kind is bool)
+_FORMAT = ",".join("%d" if isinstance(f.kind, IntRange) else "%s" for f in _COLUMNS) + ":"
 _STRINGS = [(position, f.name) for position, f in enumerate(_COLUMNS) if f.kind is str]
+
+
+def _record_text(device: DeviceInfo) -> str:
+    row = _ROW(device)
+    return _FORMAT % (*row[:_BOOL_AT], "true" if row[_BOOL_AT] else "false", *row[_BOOL_AT + 1 :])
 
 
 def _refuse(position: int, device: Any) -> None:
@@ -114,7 +115,7 @@ def _refuse(position: int, device: Any) -> None:
     where = f"device {position}"
     if not isinstance(device, DeviceInfo):
         raise EncodeError(f"{where}: expected a DeviceInfo, got {type(device).__name__}")
-    values: tuple[Any, ...] = tuple(map(call, _TEXTS, _ROW(device)))
+    values = _ROW(device)
     for column, name in _STRINGS:
         if "," in values[column] or ":" in values[column]:
             raise EncodeError(
@@ -138,7 +139,7 @@ def encode_legacy(devices: Sequence[DeviceInfo]) -> str:
     for position, device in enumerate(devices):
         if type(device) is not DeviceInfo or device.index > INT64.high:
             _refuse(position, device)
-        records.append(_FORMAT % tuple(map(call, _TEXTS, _ROW(device))))
+        records.append(_record_text(device))
     text = "".join(records)
     if text.count(",") != 8 * len(records) or text.count(":") != len(records):  # a separator in a string
         for position, device in enumerate(devices):

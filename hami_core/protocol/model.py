@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from operator import attrgetter, contains, itemgetter
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
+
+from hami_core.protocol.plain import plain_int, plain_str
 
 __all__ = [
     "INT32",
@@ -36,6 +38,7 @@ class IntRange:
     go_type: str
     low: int
     high: int
+    kind: ClassVar[type] = int
 
     def __contains__(self, value: object) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and self.low <= value <= self.high
@@ -150,8 +153,10 @@ def _validate(record: Any) -> None:
     """Check every scalar field of a new record against its kind (attrs' ``__attrs_post_init__``).
 
     One pass of C-level calls for the usual record (exact ``str``, ``bool`` and ``int`` values, each
-    integer inside its Go range); only a record that fails it, or holds subclasses (which the fields
-    accept), takes the field-by-field check that names what is wrong."""
+    integer inside its Go range); only a record that fails it, or holds subclasses, takes the
+    field-by-field check that names what is wrong. A subclass of ``str`` or ``int`` is taken and kept
+    as its own characters or digits (``plain``), so a record holds exact values only: what the codecs
+    write, and what no ``__str__``, ``__format__`` or ``__eq__`` of a subclass can change."""
     cls = type(record)
     getter, types, ints, ranges, slow = _CHECKS.get(cls) or _checks(cls)
     values = getter(record)
@@ -160,7 +165,12 @@ def _validate(record: Any) -> None:
         if (min(numbers) >= 0 and max(numbers) <= _INT31) or all(map(contains, ranges, numbers)):
             return
     for attribute, check in slow:
-        check(record, attribute, getattr(record, attribute.name))
+        value = getattr(record, attribute.name)
+        check(record, attribute, value)
+        if type(value) is not bool and type(value) is not check.kind:  # a subclass: keep its own value
+            object.__setattr__(
+                record, attribute.name, plain_str(value) if check.kind is str else plain_int(value)
+            )
 
 
 #: Every integer field's range holds 0..2**31-1: the usual record is checked against that alone.
