@@ -40,16 +40,18 @@ _GO_BOOL.update(dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False)
 _SEVEN_FIELD_TAIL = ["0", "hami-core"]
 
 
-def _parse_int(text: str, name: str, go_range: IntRange, where: str) -> int:
+class _BadRecord(ValueError):
+    """A record HAMi refuses; the caller says which segment it was."""
+
+
+def _parse_int(text: str, name: str, go_range: IntRange) -> int:
     if _GO_INT.fullmatch(text) is None:
-        raise DecodeError(f"{where}: invalid {name} field {shorten(text)}: not a base-10 integer")
+        raise _BadRecord(f"invalid {name} field {shorten(text)}: not a base-10 integer")
     digits = text.lstrip("+-").lstrip("0")
     if len(digits) > 20 or not go_range.low <= (number := int(text)) <= go_range.high:
         if go_range.low == 0 and text[0] == "-" and len(digits) <= 20:
-            raise DecodeError(f"{where}: {name} field must not be negative: {shorten(text)}")
-        raise DecodeError(
-            f"{where}: invalid {name} field {shorten(text)}: out of range for {go_range.go_type}"
-        )
+            raise _BadRecord(f"{name} field must not be negative: {shorten(text)}")
+        raise _BadRecord(f"invalid {name} field {shorten(text)}: out of range for {go_range.go_type}")
     return number
 
 
@@ -61,25 +63,25 @@ _READERS: list[tuple[str, IntRange | None]] = [
 ]
 
 
-def _decode_record(segment: str, where: str) -> DeviceInfo:
+def _decode_record(segment: str) -> DeviceInfo:
     items = segment.split(",")
     if len(items) == 7:
         items += _SEVEN_FIELD_TAIL
     elif len(items) != 9:
         if len(items) == 1:
-            raise DecodeError(f"{where}: malformed segment {shorten(segment)}: no ',' in it")
-        raise DecodeError(f"{where}: unexpected field count {len(items)} (want 7 or 9) in {shorten(segment)}")
+            raise _BadRecord(f"malformed segment {shorten(segment)}: no ',' in it")
+        raise _BadRecord(f"unexpected field count {len(items)} (want 7 or 9) in {shorten(segment)}")
     values: dict[str, Any] = dict(zip(_NAMES, items, strict=True))
     for name, go_range in _READERS:
         text = values[name]
         if go_range is None:  # the bool
             flag = values[name] = _GO_BOOL.get(text)
             if flag is None:
-                raise DecodeError(f"{where}: invalid {name} field {shorten(text)}: not a Go boolean")
+                raise _BadRecord(f"invalid {name} field {shorten(text)}: not a Go boolean")
         elif len(text) <= 9 and text.isdigit() and text.isascii():  # in range of every field
             values[name] = int(text)
         else:
-            values[name] = _parse_int(text, name, go_range, where)
+            values[name] = _parse_int(text, name, go_range)
     return DeviceInfo(**values)
 
 
@@ -92,7 +94,10 @@ def decode_legacy(value: str) -> list[DeviceInfo]:
     offset = 0
     for number, segment in enumerate(value.split(":"), start=1):
         if segment:
-            devices.append(_decode_record(segment, f"segment {number} (offset {offset})"))
+            try:
+                devices.append(_decode_record(segment))
+            except _BadRecord as exc:
+                raise DecodeError(f"segment {number} (offset {offset}): {exc}") from None
         offset += len(segment) + 1
     return devices
 
