@@ -110,11 +110,6 @@ _FORMAT = ",".join("%d" if isinstance(f.kind, IntRange) else "%s" for f in _COLU
 _STRINGS = [(position, f.name) for position, f in enumerate(_COLUMNS) if f.kind is str]
 
 
-def _record_text(device: DeviceInfo) -> str:
-    row = _ROW(device)
-    return _FORMAT % (*row[:_BOOL_AT], "true" if row[_BOOL_AT] else "false", *row[_BOOL_AT + 1 :])
-
-
 def _refuse(position: int, device: Any) -> None:
     """Raise ``EncodeError`` when a device cannot be written in the legacy encoding."""
     where = f"device {position}"
@@ -140,13 +135,17 @@ def encode_legacy(devices: Sequence[DeviceInfo]) -> str:
     Beyond HAMi: a device whose id, type or mode holds ``,`` or ``:``, or whose index does not fit Go's
     signed int, is refused with ``EncodeError`` instead of being written as a value nobody can decode.
     """
-    records: list[str] = []
     for position, device in enumerate(devices):
         if type(device) is not DeviceInfo or device.index > INT64.high:
             _refuse(position, device)
-        records.append(_record_text(device))
+    at = _BOOL_AT
+    records = [
+        _FORMAT % (*row[:at], "true" if row[at] else "false", *row[at + 1 :]) for row in map(_ROW, devices)
+    ]
     text = "".join(records)
-    if text.count(",") != 8 * len(records) or text.count(":") != len(records):  # a separator in a string
+    if text.count(",") != (len(_COLUMNS) - 1) * len(records) or text.count(":") != len(
+        records
+    ):  # a separator in a string
         for position, device in enumerate(devices):
             _refuse(position, device)
     return text
