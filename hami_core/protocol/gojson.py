@@ -234,9 +234,7 @@ def _lone_surrogate(match: re.Match[str]) -> str:
 
 
 def _depth(text: str) -> int:
-    """How deep ``text`` nests (strings blanked out); 0 when it cannot be deeper than 500."""
-    if text.count("[") + text.count("{") <= 500:
-        return 0
+    """How deep ``text`` nests (strings blanked out); a syntax error deeper than Go allows."""
     blank = _STRING_OR_CONSTANT.sub(lambda m: " " * len(m.group()), text)
     brackets = _NOT_BRACKET.sub("", blank)
     depth = max(accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
@@ -270,11 +268,12 @@ def _tree(text: str) -> Any:
     """Parse ``text`` as Go would, or raise ``JsonDecodeError`` naming what is wrong and where."""
     if "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None:
         text = _ESCAPE_SCAN.sub(_lone_surrogate, text)
-    depth = _depth(text)
     try:
-        if depth <= 500:
+        try:
             return _DECODER.decode(text)
-        with _DEEP_LOCK:  # Python's parser recurses once per level; Go allows MAX_DEPTH of them
+        except RecursionError:  # Python's parser recurses once per level; Go allows MAX_DEPTH of them
+            depth = _depth(text)
+        with _DEEP_LOCK:
             limit = sys.getrecursionlimit()
             sys.setrecursionlimit(limit + depth)
             try:

@@ -1,11 +1,12 @@
-"""Strings and integers as exact ``str`` and ``int``: what the encoders write, the registrar shares
-across devices, and VendorRules keeps as a driver's keys.
+"""Strings and integers as exact ``str`` and ``int``: what a record keeps of a subclass (so the
+encoders write a value's own characters and digits), the registrar shares across devices, and
+VendorRules keeps as a driver's keys.
 
-DeviceInfo's validators accept subclasses of ``str`` and ``int``, and a subclass can say anything of
-itself through ``__str__``, ``__format__``, ``__bool__``, ``__contains__`` or ``__eq__``: formatted as it
-stands, an ``int`` whose ``__format__`` says ``1,2:3`` would add fields and records to a legacy value, a
-``str`` whose ``__str__`` holds a quote would add keys to a JSON one. The encoders check and write the
-value's own characters and digits instead, which are also what a decoder gives back.
+A subclass of ``str`` or ``int`` can say anything of itself through ``__str__``, ``__format__``,
+``__bool__``, ``__contains__`` or ``__eq__``: formatted as it stands, an ``int`` whose ``__format__``
+says ``1,2:3`` would add fields and records to a legacy value, a ``str`` whose ``__str__`` holds a quote
+would add keys to a JSON one. DeviceInfo takes such a value and keeps its exact characters or digits,
+which are also what a decoder gives back.
 """
 
 from __future__ import annotations
