@@ -39,8 +39,8 @@ def deps(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def clone(tmp_path: Path, deps: Path) -> Path:
     root = tmp_path / "hami-core"
-    skip = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "tests", "*.so")
-    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "tests")
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / name, root / name)
     for name in ("hami_core", "vendors"):

@@ -136,10 +136,10 @@ def test_the_context_holds_what_the_install_needs_and_no_more(tmp_path: Path) ->
     context = build_context(tmp_path / "context")
     top = sorted(p.name for p in context.iterdir())
     expected = [".dockerignore", "Dockerfile", "LICENSE", "README.md", "examples", "hami_core",
-                "pyproject.toml", "scripts", "setup.py", "vendors"]  # fmt: skip
+                "pyproject.toml", "scripts", "vendors"]  # fmt: skip
     assert top == sorted(expected)
     assert not list(context.rglob("__pycache__")) and not list(context.rglob("*.egg-info"))
-    assert not list(context.rglob("*.so")), "the checkout's in-place build of the C encoder"
+    assert not list(context.rglob("*.so")), "compiled files from the checkout"
 
 
 # -- the install step, for real --------------------------------------------------------------------------
