@@ -5,7 +5,7 @@ The contract other tools rely on:
 * ``hami codec decode [--format auto|json|legacy] [--batch]`` reads one annotation value from stdin,
   byte for byte but for one trailing newline (``echo VALUE |`` adds it; a second one is the value's),
   and prints a JSON array of device objects with the keys ``id, index, count, devmem,
-  devcore, type, numa, mode, health, migProfiles, custominfo``.
+  devcore, type, numa, mode, migProfiles, health, custominfo`` (HAMi's order, the field table's).
 * ``hami codec encode [--format json|legacy] [--batch]`` reads a JSON array of device objects (missing
   keys are zero values) and prints the annotation value exactly, without a trailing newline.
 * An error is one ``error: <message>`` line on stderr and exit status 1.
