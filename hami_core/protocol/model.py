@@ -9,7 +9,7 @@ The model, both codecs (``gojson``, ``legacy``) and the dict conversion (``conve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from operator import attrgetter, contains, itemgetter
 from typing import Any, ClassVar
 
@@ -58,7 +58,7 @@ UINT32 = IntRange("uint32", 0, 2**32 - 1)
 UINT64 = IntRange("uint64", 0, 2**64 - 1)
 
 #: A field's kind: ``str``, ``bool``, an ``IntRange``, ``dict`` (Go's ``map[string]any``) or a record
-#: class (a Go slice of that struct; held as a tuple, ``None`` for a nil slice where ``nullable``).
+#: class (a Go slice of that struct, held as a tuple; ``MigProfile.placements`` keeps a nil one as ``None``).
 Kind = type | IntRange
 
 
@@ -72,7 +72,6 @@ class WireField:
     legacy: int | None  #: the column in a legacy record, if the legacy encoding carries the field
     omitempty: bool  #: JSON: a zero value is not written (Go's ``omitempty``)
     written: bool  #: JSON: the encoder writes the field at all
-    nullable: bool  #: a list that keeps ``None`` (Go's nil slice) apart from an empty one
 
     @property
     def record(self) -> type | None:
@@ -116,37 +115,32 @@ class _ItemsOf:
                 )
 
 
-def _tuple(value: Any) -> tuple[Any, ...]:
+def _tuple(value: Iterable[Any] | None) -> tuple[Any, ...]:
     return () if value is None else tuple(value)
 
 
-def _tuple_or_none(value: Any) -> tuple[Any, ...] | None:
+def _tuple_or_none(value: Iterable[Any] | None) -> tuple[Any, ...] | None:
+    """A nil slice (``None``) kept apart from an empty one."""
     return None if value is None else tuple(value)
 
 
-def _wire(
-    key: str,
-    kind: Kind,
-    *,
-    legacy: int | None = None,
-    omitempty: bool = True,
-    written: bool = True,
-    nullable: bool = False,
-) -> Any:
-    """An attrs field declared with its row of the table (kept in the field's metadata)."""
+def _row(
+    key: str, kind: Kind, *, legacy: int | None = None, omitempty: bool = True, written: bool = True
+) -> dict[str, Any]:
+    """A field's row of the table, as attrs metadata."""
     row = {"key": key, "kind": kind, "legacy": legacy, "omitempty": omitempty, "written": written}
-    metadata: dict[str, Any] = {"wire": {**row, "nullable": nullable}}
+    return {"wire": row}
+
+
+def _wire(key: str, kind: Kind, **row: Any) -> Any:
+    """A scalar or map field declared with its row of the table (list fields are declared with
+    ``attrs.field`` in the class, so that type checkers see their converters)."""
+    metadata = _row(key, kind, **row)
     if isinstance(kind, IntRange):  # scalars are checked by _validate, all at once
         return attrs.field(default=0, metadata={**metadata, "check": kind})
     if kind is str or kind is bool:
         return attrs.field(default=kind(), metadata={**metadata, "check": _Check(kind)})
-    if kind is dict:
-        return attrs.field(default=None, hash=False, metadata=metadata)
-    if nullable:
-        return attrs.field(
-            default=None, converter=_tuple_or_none, validator=_ItemsOf(kind), metadata=metadata
-        )
-    return attrs.field(default=(), converter=_tuple, validator=_ItemsOf(kind), metadata=metadata)
+    return attrs.field(default=None, hash=False, metadata=metadata)
 
 
 def _validate(record: Any) -> None:
@@ -211,8 +205,11 @@ class MigProfile:
     memory_mb: int = _wire("memoryMB", INT32, omitempty=False)
     core: int = _wire("core", INT32, omitempty=False)
     slice_count: int = _wire("sliceCount", UINT32, omitempty=False)
-    placements: tuple[MigPlacement, ...] | None = _wire(
-        "placements", MigPlacement, omitempty=False, nullable=True
+    placements: tuple[MigPlacement, ...] | None = attrs.field(
+        default=None,
+        converter=_tuple_or_none,
+        validator=_ItemsOf(MigPlacement),
+        metadata=_row("placements", MigPlacement, omitempty=False),
     )
     __attrs_post_init__ = _validate
 
@@ -230,7 +227,9 @@ class DeviceInfo:
     type: str = _wire("type", str, legacy=4)
     numa: int = _wire("numa", INT64, legacy=5)
     mode: str = _wire("mode", str, legacy=8)
-    mig_profiles: tuple[MigProfile, ...] = _wire("migProfiles", MigProfile)
+    mig_profiles: tuple[MigProfile, ...] = attrs.field(
+        default=(), converter=_tuple, validator=_ItemsOf(MigProfile), metadata=_row("migProfiles", MigProfile)
+    )
     health: bool = _wire("health", bool, legacy=6)
     #: Never trusted from the wire: the scheduler sets it to the vendor key.
     devicevendor: str = _wire("devicevendor", str, written=False)
