@@ -328,21 +328,23 @@ def _type_error(path: str, value: Any, go_type: str) -> JsonDecodeError:
     return JsonDecodeError("json_type", f"{path}: cannot decode {noun} {shown} into Go {go_type}")
 
 
-def _int(value: Any, go_range: IntRange, path: str) -> int:
-    """An integer field: only integer literals in range are accepted."""
+def _int(value: Any, go_range: IntRange, path: str, key: str = "") -> int:
+    """An integer field at ``path`` (member ``key`` of it, if given): only integer literals in range."""
+    if type(value) is _Number:
+        text = value.text
+        if "." in text or "e" in text or "E" in text:
+            problem = "is not an integer"
+        elif go_range.low >= 0 and text[0] == "-":  # Go's ParseUint refuses any sign, "-0" included
+            problem = "is negative"
+        elif len(text) > 21 or not go_range.low <= (number := int(text)) <= go_range.high:
+            problem = "is out of range"
+        else:
+            return number
+    where = f"{path}.{key}" if key else path  # built only for the message
     if type(value) is not _Number:
-        raise _type_error(path, value, go_range.go_type)
-    text = value.text
-    if "." in text or "e" in text or "E" in text:
-        problem = "is not an integer"
-    elif go_range.low >= 0 and text[0] == "-":  # Go's ParseUint refuses any sign, "-0" included
-        problem = "is negative"
-    elif len(text) > 21 or not go_range.low <= (number := int(text)) <= go_range.high:
-        problem = "is out of range"
-    else:
-        return number
+        raise _type_error(where, value, go_range.go_type)
     raise JsonDecodeError(
-        "json_type", f"{path}: number {shorten(text, 60)} {problem} for Go {go_range.go_type}"
+        "json_type", f"{where}: number {shorten(value.text, 60)} {problem} for Go {go_range.go_type}"
     )
 
 
@@ -421,10 +423,14 @@ def _record(cls: type, value: Any, state: dict[str, Any] | None, path: str) -> d
         if item is None:  # Go leaves a scalar as it is, and sets a slice or map to nil
             if kind is dict or field.record is not None:
                 state[name] = None
+        elif kind is str or kind is bool:
+            if type(item) is not kind:
+                raise _type_error(f"{path}.{field.key}", item, field.go_type)
+            state[name] = item
+        elif isinstance(kind, IntRange):
+            state[name] = _int(item, kind, path, field.key)
         elif kind is dict:
             state[name] = _custominfo(state[name], item, f"{path}.{field.key}")
-        elif kind is str or kind is bool or isinstance(kind, IntRange):
-            state[name] = _scalar(kind, item, f"{path}.{field.key}")
         else:
             state[name] = _slice(state[name], item, kind, f"{path}.{field.key}")
     return state
