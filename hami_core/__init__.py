@@ -13,15 +13,23 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, for type checkers; at run time __getattr__ loads them
     from hami_core.plugins.fakesource import FAKE_DEVICES_ENV, fake_devices
-    from hami_core.plugins.hookspecs import HOOKSPEC_VERSION, VendorSpec, hookimpl
+    from hami_core.plugins.hookspecs import VendorSpec, hookimpl
     from hami_core.protocol.codecs import JSON_CODEC, LEGACY_CODEC, Codec, decode_any
     from hami_core.protocol.convert import device_from_dict, device_to_dict
     from hami_core.protocol.decide import VendorRules
     from hami_core.protocol.errors import DecodeError, EncodeError
     from hami_core.protocol.gojson import decode_json, encode_json
     from hami_core.protocol.legacy import decode_legacy, encode_legacy
-    from hami_core.protocol.liveness import ALLOCATABLE, HANDSHAKE, LivenessFacts, LivenessRule
+    from hami_core.protocol.liveness import (
+        ALLOCATABLE,
+        CAPACITY,
+        DEVICES,
+        HANDSHAKE,
+        LivenessFacts,
+        LivenessRule,
+    )
     from hami_core.protocol.model import DeviceInfo, MigPlacement, MigProfile
+    from hami_core.protocol.nodesource import FromNode, NodeView
     from hami_core.protocol.size import MAX_ANNOTATION_BYTES
 
 __version__ = "0.1.0"
@@ -30,7 +38,6 @@ __version__ = "0.1.0"
 _HOMES: dict[str, str] = {
     "FAKE_DEVICES_ENV": "hami_core.plugins.fakesource",
     "fake_devices": "hami_core.plugins.fakesource",
-    "HOOKSPEC_VERSION": "hami_core.plugins.hookspecs",
     "VendorSpec": "hami_core.plugins.hookspecs",
     "hookimpl": "hami_core.plugins.hookspecs",
     "JSON_CODEC": "hami_core.protocol.codecs",
@@ -47,20 +54,25 @@ _HOMES: dict[str, str] = {
     "decode_legacy": "hami_core.protocol.legacy",
     "encode_legacy": "hami_core.protocol.legacy",
     "ALLOCATABLE": "hami_core.protocol.liveness",
+    "CAPACITY": "hami_core.protocol.liveness",
+    "DEVICES": "hami_core.protocol.liveness",
     "HANDSHAKE": "hami_core.protocol.liveness",
     "LivenessFacts": "hami_core.protocol.liveness",
     "LivenessRule": "hami_core.protocol.liveness",
     "DeviceInfo": "hami_core.protocol.model",
     "MigPlacement": "hami_core.protocol.model",
     "MigProfile": "hami_core.protocol.model",
+    "FromNode": "hami_core.protocol.nodesource",
+    "NodeView": "hami_core.protocol.nodesource",
     "MAX_ANNOTATION_BYTES": "hami_core.protocol.size",
 }
 
 __all__ = [
     "ALLOCATABLE",
+    "CAPACITY",
+    "DEVICES",
     "FAKE_DEVICES_ENV",
     "HANDSHAKE",
-    "HOOKSPEC_VERSION",
     "JSON_CODEC",
     "LEGACY_CODEC",
     "MAX_ANNOTATION_BYTES",
@@ -68,10 +80,12 @@ __all__ = [
     "DecodeError",
     "DeviceInfo",
     "EncodeError",
+    "FromNode",
     "LivenessFacts",
     "LivenessRule",
     "MigPlacement",
     "MigProfile",
+    "NodeView",
     "VendorRules",
     "VendorSpec",
     "__version__",

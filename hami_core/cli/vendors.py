@@ -126,9 +126,9 @@ def _table(drivers: Sequence[VendorDriver]) -> str:
         (
             d.name,
             d.vendor_key,
-            d.register_annotation,
+            d.register_annotation or "-",
             d.handshake_annotation or "-",
-            d.encoding,
+            d.encoding or "-",
             d.count_resource,
             d.liveness.name,
             "yes" if d.writes_reported else "no",

@@ -474,14 +474,21 @@ class KubeCluster:
         body = self._call(action, self._core.read_node, name)
         return _parsed(action, node_owners, body)
 
-    def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
+    def patch_node_status(
+        self,
+        name: str,
+        allocatable: Mapping[str, str | None],
+        *,
+        capacity: Mapping[str, str | None] | None = None,
+    ) -> NodeSnapshot:
         changes = dict(allocatable)
+        capacities = changes if capacity is None else dict(capacity)
         action = f"patch node status {name!r}"
         body = self._call(
             action,
             self._core.patch_node_status,
             name,
-            {"status": {"allocatable": changes, "capacity": changes}},
+            {"status": {"allocatable": changes, "capacity": capacities}},
             _content_type=MERGE_PATCH,
         )
         return _parsed(action, node_snapshot, body)

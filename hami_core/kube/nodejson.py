@@ -1,7 +1,7 @@
 """Node bodies from the API server straight to the port's snapshots, reading only the fields kept.
 
 A Node as the server sends it is mostly what no snapshot keeps (``managedFields``, ``spec``, conditions,
-images, capacity); ``json.loads`` builds all of it as Python objects before ``wire.node_snapshot`` keeps a
+images); ``json.loads`` builds all of it as Python objects before ``wire.node_snapshot`` keeps a
 few fields, for every Node of every list page, watch event and PATCH reply. Here msgspec decodes the
 body into structs of just the kept fields and skips the rest unbuilt (a 500-Node page: 1.5 MB of JSON,
 3.8 MiB of dicts and strings the other way). It answers only for a well-formed body of the expected
@@ -29,6 +29,7 @@ class _Meta(msgspec.Struct):
 
 class _Status(msgspec.Struct):
     allocatable: dict[str, str] | None = None
+    capacity: dict[str, str] | None = None
 
 
 class _Node(msgspec.Struct):
@@ -69,6 +70,7 @@ def _snapshot(node: _Node) -> NodeSnapshot | None:
         labels=meta.labels if meta.labels is not None else {},
         annotations=meta.annotations if meta.annotations is not None else {},
         allocatable=status.allocatable if status is not None and status.allocatable is not None else {},
+        capacity=status.capacity if status is not None and status.capacity is not None else {},
     )
 
 

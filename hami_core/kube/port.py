@@ -94,6 +94,9 @@ class NodeSnapshot:
     annotations: Mapping[str, str] = attrs.field(factory=dict, hash=False)
     #: ``status.allocatable`` as raw quantity strings.
     allocatable: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    #: ``status.capacity`` as raw quantity strings (what the kubelet's device plugins advertise; HAMi
+    #: computes the devices of several vendors from it).
+    capacity: Mapping[str, str] = attrs.field(factory=dict, hash=False)
 
 
 @attrs.frozen(kw_only=True)
@@ -235,8 +238,15 @@ class AdminCluster(Cluster, Protocol):
         changes here); ``metadata.resourceVersion`` in ``patch`` is a precondition."""
         ...
 
-    def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
-        """Merge patch of ``status.allocatable`` (and capacity) through the status subresource."""
+    def patch_node_status(
+        self,
+        name: str,
+        allocatable: Mapping[str, str | None],
+        *,
+        capacity: Mapping[str, str | None] | None = None,
+    ) -> NodeSnapshot:
+        """Merge patch of ``status.allocatable`` and ``status.capacity`` through the status subresource;
+        ``capacity=None`` patches the capacity with the same changes as the allocatable."""
         ...
 
     def node_annotation_managers(self, name: str) -> NodeOwners:

@@ -14,7 +14,7 @@ from hami_core.plugins.errors import (
     PluginError,
 )
 from hami_core.plugins.fakesource import FAKE_DEVICES_ENV, fake_devices
-from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, HOOKSPEC_VERSION, VendorSpec, hookimpl
+from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, VendorSpec, hookimpl
 from hami_core.plugins.manager import (
     DriverManager,
     LoadFailure,
@@ -28,7 +28,6 @@ from hami_core.plugins.manager import (
 __all__ = [
     "ENTRY_POINT_GROUP",
     "FAKE_DEVICES_ENV",
-    "HOOKSPEC_VERSION",
     "DriverConflictError",
     "DriverError",
     "DriverManager",

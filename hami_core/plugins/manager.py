@@ -142,7 +142,7 @@ class DriverManager:
         """Register one plugin object (a module or any object with hook implementations) under ``name``.
 
         Returns its drivers. Raises ``DriverError`` and leaves nothing registered when the plugin provides
-        no ``hami_vendor_drivers``, describes itself badly (an incompatible ``hookspec_version`` included),
+        no ``hami_vendor_drivers``, describes itself badly,
         uses an unknown hook (a typo), or implements a hook with arguments its specification lacks.
         """
         origin = origin_of(name, package, version)
@@ -153,8 +153,6 @@ class DriverManager:
         typo = f"implements unknown hook(s) {', '.join(unknown)} (a typo?)" if unknown else ""
         if "hami_vendor_drivers" not in hooks:
             raise DriverError(name, origin, typo or "provides no hami_vendor_drivers hook", kind="plugin")
-        # Describe before checking the other hooks: a driver built for another hook spec may implement
-        # hooks this core lacks or has changed, and is refused with the version it needs instead.
         drivers = self._describe(hooks["hami_vendor_drivers"], name, package, version)
         if typo:
             raise DriverError(name, origin, typo, kind="plugin")
@@ -162,6 +160,11 @@ class DriverManager:
         key = name if not self._pm.has_plugin(name) else f"{name}@{origin}"
         try:
             self._pm.register(plugin, name=key)
+        except pluggy.PluginValidationError as error:  # pluggy's own signature check, in its words
+            detail = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+            raise DriverError(
+                name, origin, f"cannot register: PluginValidationError: {detail}", kind="plugin"
+            ) from error
         except Exception as error:
             raise DriverError(name, origin, f"cannot register: {_describe(error)}", kind="plugin") from error
         self._plugins[(name, origin)] = (plugin, drivers)
@@ -234,7 +237,10 @@ class DriverManager:
                     f"count resource override for {name!r}: no such driver selected (selected: {selected})"
                 )
         chosen = [
-            attrs.evolve(d, count_resource=overrides[d.name]) if d.name in overrides else d for d in chosen
+            attrs.evolve(d, vendor=attrs.evolve(d.vendor, count_resource=overrides[d.name]))
+            if d.name in overrides
+            else d
+            for d in chosen
         ]
         check_conflicts(chosen)
         return tuple(chosen)

@@ -39,7 +39,7 @@ from hami_core.protocol.decide import (
     vendor_absent,
 )
 from hami_core.protocol.errors import shorten
-from hami_core.protocol.evaluate import evaluate, read_register
+from hami_core.protocol.evaluate import evaluate, read_node, read_register
 from hami_core.protocol.handshake import (
     DEFAULT_WINDOW,
     Handshake,
@@ -49,6 +49,7 @@ from hami_core.protocol.handshake import (
     stamp_standing,
 )
 from hami_core.protocol.states import IN_CACHE, VendorState, state_of
+from hami_core.protocol.nodesource import NodeView
 from hami_core.scheduler.observe import observe
 from hami_core.scheduler.selector import NodeSelector
 
@@ -85,9 +86,10 @@ class WriteKind(enum.Enum):
 
 @attrs.frozen(kw_only=True)
 class RegisterFacts:
-    """The vendor's register annotation on the node."""
+    """The vendor's register annotation on the node, or the inputs of its node source (spec 1b)."""
 
-    annotation: str
+    #: ``None`` when the devices come from the Node (``VendorExplanation.source`` is ``"node"``).
+    annotation: str | None
     present: bool
     #: The value's size in bytes (0 when absent).
     size: int = 0
@@ -175,6 +177,9 @@ class VendorExplanation:
     allocatable: AllocatableFacts
     #: The name of the vendor's liveness rule.
     liveness: str
+    #: Where the devices come from on this Node: ``"annotation"`` (the register annotation) or ``"node"``
+    #: (the driver's function of the Node's capacity, allocatable, annotations and labels).
+    source: str
     next: NextStep
     notes: tuple[Note, ...]
     #: The decision core's own answer, exactly as the scheduler gets it.
@@ -309,6 +314,8 @@ class _Case:
     now: datetime
     window: timedelta
     selector: NodeSelector
+    #: What the vendor's node source is shown (``None`` on the register annotation's path).
+    view: NodeView | None = None
 
     @property
     def vendor(self) -> str:
@@ -346,8 +353,9 @@ def _explain_vendor(
     window: timedelta,
 ) -> VendorExplanation:
     seen = observe(name, node, rules, selected=selected)
-    obs = seen.observation
-    decision = evaluate(obs, memory, now=now, rules=rules, window=window)  # the scheduler's own call
+    obs, rules = seen.observation, seen.rules
+    # the scheduler's own call
+    decision = evaluate(obs, memory, now=now, rules=rules, window=window, view=seen.view)
     tz = now.tzinfo
     assert tz is not None
     observed = obs.handshake if rules.handshake_annotation else None
@@ -360,7 +368,7 @@ def _explain_vendor(
         decision=decision,
         handshake=handshake,
         standing=standing,
-        register=_register_facts(obs, memory, decision, rules),
+        register=_register_facts(obs, memory, decision, rules, seen.view),
         allocatable=AllocatableFacts(
             resource=rules.count_resource,
             raw=seen.allocatable_raw,
@@ -370,6 +378,7 @@ def _explain_vendor(
         now=now,
         window=window,
         selector=selector,
+        view=seen.view,
     )
     state = _state(decision)
     notes = _notes(case, state, remembered=remembered)
@@ -391,6 +400,7 @@ def _explain_vendor(
         ),
         allocatable=case.allocatable,
         liveness=rules.liveness.name,
+        source=seen.source,
         next=_next_step(case),
         notes=notes,
         decision=decision,
@@ -398,7 +408,7 @@ def _explain_vendor(
 
 
 def _register_facts(
-    obs: Observation, memory: VendorMemory, decision: Decision, rules: VendorRules
+    obs: Observation, memory: VendorMemory, decision: Decision, rules: VendorRules, view: NodeView | None
 ) -> RegisterFacts:
     """The register value's facts, from what the scheduler already read of it where it can."""
     annotation = rules.register_annotation
@@ -414,7 +424,7 @@ def _register_facts(
         if known.degraded_value == value and known.degraded is not None:
             return RegisterFacts(annotation=annotation, present=True, size=size, error=known.degraded)
     # Not applied by the decision (not judged, or judged dead): read it as the scheduler would on readmission.
-    decoded = read_register(value, rules, obs.node)
+    decoded = read_node(view, rules) if view is not None else read_register(value, rules, obs.node)
     if isinstance(decoded, str):
         return RegisterFacts(annotation=annotation, present=True, size=size, error=decoded)
     return RegisterFacts(annotation=annotation, present=True, size=size, devices=len(decoded))
@@ -719,7 +729,10 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
         return []
     pasts: list[tuple[str, VendorMemory]] = []
     if obs.register is not None:
-        decoded = read_register(obs.register, case.rules, obs.node)
+        if case.view is not None:
+            decoded = read_node(case.view, case.rules)
+        else:
+            decoded = read_register(obs.register, case.rules, obs.node)
         if not isinstance(decoded, str) and decoded:
             pasts.append(
                 (f"has {case.vendor} registered here", VendorMemory(devices=decoded, register=obs.register))
@@ -736,7 +749,7 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
     actual = (state in _IN_CACHE, write_kind(case.decision))
     others = []
     for who, memory in pasts:
-        then = evaluate(obs, memory, now=case.now, rules=case.rules, window=case.window)
+        then = evaluate(obs, memory, now=case.now, rules=case.rules, window=case.window, view=case.view)
         if (_state(then) in _IN_CACHE, write_kind(then)) != actual:
             others.append(f"a scheduler that {who} would {_would(case, then)}")
     if not others:
@@ -789,7 +802,16 @@ def sign_of_life(obs: Observation, memory: VendorMemory, rules: VendorRules, *, 
     reported = classify(obs.handshake, tz=now.tzinfo or UTC).kind is HandshakeKind.REPORT
     if rules.handshake_annotation is not None and reported and obs.handshake != memory.handshake_at_cleanup:
         return f"the plugin's report {shorten(obs.handshake or '')}"
-    return f"a new value of {rules.register_annotation}"
+    return f"a new value of {source_words(rules)}"
+
+
+def source_words(rules: VendorRules) -> str:
+    """Where a vendor's devices come from, for messages: its register annotation, or the Node's inputs."""
+    if rules.register_annotation is not None:
+        return rules.register_annotation
+    source = rules.node_source
+    inputs = [] if source is None else [*source.capacity, *source.allocatable, *source.annotations]
+    return f"the Node ({', '.join(inputs)})"
 
 
 def _handshake_words(obs: Observation, rules: VendorRules, *, now: datetime, window: timedelta) -> str:
@@ -831,7 +853,7 @@ def readmitted_message(
 
 
 def registered_message(rules: VendorRules, count: int) -> str:
-    return f"{rules.vendor_key} registered {_devices(count)} from {rules.register_annotation}"
+    return f"{rules.vendor_key} registered {_devices(count)} from {source_words(rules)}"
 
 
 # --- JSON -------------------------------------------------------------------------------------------------
@@ -856,6 +878,7 @@ def vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
         "verdict": e.verdict.value,
         "error": e.error,
         "liveness": e.liveness,
+        "source": e.source,
         "register": {
             "annotation": e.register.annotation,
             "present": e.register.present,

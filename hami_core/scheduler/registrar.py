@@ -30,11 +30,13 @@ from hami_core.protocol.decide import (
 )
 from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import DEFAULT_WINDOW
+from hami_core.protocol.liveness import reads_capacity
+from hami_core.protocol.nodesource import FromNode
 from hami_core.protocol.states import KEPT_STATES, VendorState, state_of
 from hami_core.scheduler.cache import DeviceCache, VendorEntry
 from hami_core.scheduler.explain import cleanup_message, readmitted_message, registered_message
 from hami_core.scheduler.metrics import SchedulerMetrics
-from hami_core.scheduler.observe import observe
+from hami_core.scheduler.observe import Observed, observe, source_key
 from hami_core.scheduler.selector import NodeSelector
 
 __all__ = ["EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent", "VendorWarning"]
@@ -118,6 +120,21 @@ class Registrar:
         metrics: SchedulerMetrics | None = None,
     ) -> None:
         self._vendors = tuple(vendors)
+        #: Each vendor's node source, where it has one (read by ``relevant`` and ``_absent``).
+        self._sources = tuple(
+            path.node_source if path is not None else None for path in (v.node_path() for v in self._vendors)
+        )
+        #: The count resources whose capacity a liveness rule reads.
+        self._capacities = tuple(
+            sorted(
+                {v.count_resource for v in self._vendors if reads_capacity(v.liveness)}
+                | {
+                    v.count_resource
+                    for v in self._vendors
+                    if (p := v.node_path()) is not None and reads_capacity(p.liveness)
+                }
+            )
+        )
         self.cache = cache
         self._selector = selector or NodeSelector({})
         self._window = window
@@ -156,9 +173,11 @@ class Registrar:
         alloc = node.allocatable
         return (
             self._selector.matches(node.labels),
-            tuple(ann.get(v.register_annotation) for v in self._vendors),
+            tuple(ann.get(v.register_annotation) if v.register_annotation else None for v in self._vendors),
             tuple(ann.get(v.handshake_annotation) if v.handshake_annotation else None for v in self._vendors),
             tuple(alloc.get(v.count_resource) for v in self._vendors),
+            tuple(source_key(node, s) if s is not None else None for s in self._sources),
+            tuple(node.capacity.get(c) for c in self._capacities),
         )
 
     def evaluate(
@@ -185,17 +204,18 @@ class Registrar:
         first_states: dict[str, VendorState] = {}
         recheck: datetime | None = None
         selected = node is not None and self._selector.matches(node.labels)
-        for rules in self._vendors:
-            key = (name, rules.vendor_key)
+        for declared, node_source in zip(self._vendors, self._sources, strict=True):
+            key = (name, declared.vendor_key)
             known = self._memory.get(key)
-            if known is None and (node is None or self._absent(node, rules)):
+            if known is None and (node is None or self._absent(node, declared, node_source)):
                 self._set_state(key, None)
                 continue  # nothing of this vendor on the node and nothing remembered: nothing to decide
             memory = known or _NOTHING_KNOWN
-            observed = self._observe(name, node, rules, selected=selected)
+            seen = self._observe(name, node, declared, selected=selected)
+            observed, rules = seen.observation, seen.rules
             if not view_current:
                 observed = attrs.evolve(observed, view_current=False)
-            decision = evaluate(observed, memory, now=now, rules=rules, window=self._window)
+            decision = evaluate(observed, memory, now=now, rules=rules, window=self._window, view=seen.view)
             decisions[rules.vendor_key] = decision
             if decision.memory is not memory:
                 if decision.memory == _NOTHING_KNOWN:
@@ -316,10 +336,12 @@ class Registrar:
         return None
 
     @staticmethod
-    def _absent(node: NodeSnapshot, rules: VendorRules) -> bool:
+    def _absent(node: NodeSnapshot, rules: VendorRules, node_source: FromNode | None) -> bool:
         ann = node.annotations
-        return rules.register_annotation not in ann and (
-            rules.handshake_annotation is None or rules.handshake_annotation not in ann
+        return (
+            (rules.register_annotation is None or rules.register_annotation not in ann)
+            and (rules.handshake_annotation is None or rules.handshake_annotation not in ann)
+            and (node_source is None or source_key(node, node_source) is None)
         )
 
     def _forget_node(self, name: str) -> None:
@@ -331,7 +353,7 @@ class Registrar:
 
     def _observe(
         self, name: str, node: NodeSnapshot | None, rules: VendorRules, *, selected: bool
-    ) -> Observation:
+    ) -> Observed:
         seen = observe(name, node, rules, selected=selected)
         if seen.allocatable_invalid:
             log.warning(
@@ -340,7 +362,7 @@ class Registrar:
                 seen.allocatable_raw,
                 extra={"node": name, "vendor": rules.vendor_key},
             )
-        return seen.observation
+        return seen
 
     def _apply_cache(self, node: str, vendor_key: str, decision: Decision, now: datetime) -> None:
         if decision.cache is CacheChange.DROP:

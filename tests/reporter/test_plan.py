@@ -100,7 +100,8 @@ class _BrokenCodec:
 def test_a_codec_that_fails_or_a_legacy_separator_is_a_problem_not_a_crash(
     drivers: dict[str, VendorDriver],
 ) -> None:
-    broken = attrs.evolve(drivers["dcu"], codec=_BrokenCodec())
+    dcu = drivers["dcu"]
+    broken = attrs.evolve(dcu, vendor=attrs.evolve(dcu.rules(), codec=_BrokenCodec()))
     bad_id = [DeviceInfo(id="MLU:0", count=1)]
     found = [
         Discovery(driver=broken, devices=MLU),

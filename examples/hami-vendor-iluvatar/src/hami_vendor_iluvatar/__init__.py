@@ -29,7 +29,6 @@ def spec_for(chip: str) -> VendorSpec:
         count_resource=f"iluvatar.ai/{chip}-vgpu",
         liveness="handshake",
         writes_reported=True,
-        hookspec_version="1.0",
     )
 
 

@@ -21,7 +21,6 @@ SPEC = VendorSpec(
     count_resource="hygon.com/dcunum",
     liveness="handshake",
     writes_reported=True,
-    hookspec_version="1.0",
 )
 
 

@@ -21,7 +21,6 @@ SPEC = VendorSpec(
     count_resource="kunlunxin.com/vxpu",
     liveness="handshake",
     writes_reported=True,
-    hookspec_version="1.0",
 )
 
 

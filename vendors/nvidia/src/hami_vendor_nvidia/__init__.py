@@ -21,7 +21,6 @@ SPEC = VendorSpec(
     count_resource="nvidia.com/gpu",
     liveness="allocatable",
     writes_reported=False,
-    hookspec_version="1.0",
 )
 
 
