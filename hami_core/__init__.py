@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the same names, for type checkers; at run time __getattr__ loads them
     from hami_core.plugins.fakesource import FAKE_DEVICES_ENV, fake_devices
     from hami_core.plugins.hookspecs import VendorSpec, hookimpl
+    from hami_core.plugins.settings import DeviceConfig
     from hami_core.protocol.codecs import JSON_CODEC, LEGACY_CODEC, Codec, decode_any
     from hami_core.protocol.convert import device_from_dict, device_to_dict
     from hami_core.protocol.decide import VendorRules
@@ -40,6 +41,7 @@ _HOMES: dict[str, str] = {
     "fake_devices": "hami_core.plugins.fakesource",
     "VendorSpec": "hami_core.plugins.hookspecs",
     "hookimpl": "hami_core.plugins.hookspecs",
+    "DeviceConfig": "hami_core.plugins.settings",
     "JSON_CODEC": "hami_core.protocol.codecs",
     "LEGACY_CODEC": "hami_core.protocol.codecs",
     "Codec": "hami_core.protocol.codecs",
@@ -78,6 +80,7 @@ __all__ = [
     "MAX_ANNOTATION_BYTES",
     "Codec",
     "DecodeError",
+    "DeviceConfig",
     "DeviceInfo",
     "EncodeError",
     "FromNode",

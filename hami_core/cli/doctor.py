@@ -871,6 +871,7 @@ def node(
     context: str | None,
     vendors: str | None,
     count_resources: tuple[str, ...],
+    device_config: str | None,
     node_selector: NodeSelector | None,
     handshake_window: float | None,
     zone: tzinfo | None,
@@ -901,7 +902,7 @@ def node(
         raise click.BadParameter(
             f"{name!r} is not a Node name (a lower-case DNS subdomain)", param_hint="'NAME'"
         )
-    _, drivers = drivers_from_options(vendors, count_resources)
+    _, drivers = drivers_from_options(vendors, count_resources, device_config)
     lease: LeaseFacts | None = None
     endpoint: SchedulerEndpoint | None = None
     compare = False

@@ -24,10 +24,13 @@ from hami_core.plugins.manager import (
     parse_vendor_names,
     require_drivers,
 )
+from hami_core.plugins.settings import DeviceConfig, DeviceConfigError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "FAKE_DEVICES_ENV",
+    "DeviceConfig",
+    "DeviceConfigError",
     "DriverConflictError",
     "DriverError",
     "DriverManager",

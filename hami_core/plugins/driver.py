@@ -36,6 +36,8 @@ class VendorDriver:
     #: Distribution name and version of the package the driver came from (``""`` when registered directly).
     package: str
     version: str
+    #: The device config settings its plugin read, as ``(section, key, value, set by the file)``.
+    settings: tuple[tuple[str, str, object, bool], ...] = ()
 
     def rules(self) -> VendorRules:
         """What the decision core needs of this vendor."""

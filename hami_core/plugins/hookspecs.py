@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import attrs
 import pluggy
 
+from hami_core.plugins.settings import DeviceConfig
 from hami_core.protocol.codecs import Codec
 from hami_core.protocol.liveness import LivenessRule
 from hami_core.protocol.model import DeviceInfo
@@ -82,12 +83,14 @@ class HookSpecs:
     reaches another's."""
 
     @hookspec
-    def hami_vendor_drivers(self) -> Iterable[VendorSpec]:
+    def hami_vendor_drivers(self, device_config: DeviceConfig) -> Iterable[VendorSpec]:
         """Describe the vendors this plugin provides.
 
         Called once per process, when drivers are loaded (daemon start-up, ``hami vendors``). Return one
         ``VendorSpec`` per vendor, at least one. It must be cheap and must not touch hardware or the
-        network: it only describes. Required.
+        network: it only describes. ``device_config`` is HAMi's device config (``--device-config``):
+        ask it for your section with each setting's default, ``device_config.section("cambricon",
+        resourceCountName="cambricon.com/vmlu")``, and build the specs from what it returns. Required.
         """
         raise NotImplementedError
 

@@ -9,6 +9,7 @@ start-up errors, raised by ``select``.
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import cast
@@ -25,6 +26,7 @@ from hami_core.plugins.errors import (
     PluginError,
 )
 from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME, HookSpecs
+from hami_core.plugins.settings import DeviceConfig, DeviceConfigError
 from hami_core.plugins.validate import driver_from_spec, resource_name_problem
 from hami_core.protocol.codecs import CODECS, Codec
 from hami_core.protocol.model import DeviceInfo
@@ -98,8 +100,12 @@ class DriverManager:
     the driver and to no other.
     """
 
-    def __init__(self, codecs: Mapping[str, Codec] = CODECS) -> None:
+    def __init__(
+        self, codecs: Mapping[str, Codec] = CODECS, *, device_config: DeviceConfig | None = None
+    ) -> None:
         self._codecs = codecs
+        #: HAMi's device config, which the drivers read their settings from.
+        self.device_config = device_config if device_config is not None else DeviceConfig()
         self._pm = pluggy.PluginManager(PROJECT_NAME)
         self._pm.add_hookspecs(HookSpecs)
         #: (plugin name, origin) -> the plugin object and its drivers.
@@ -189,16 +195,25 @@ class DriverManager:
     ) -> list[VendorDriver]:
         """Call the plugin's ``hami_vendor_drivers`` and check every spec it returns."""
         origin = origin_of(name, package, version)
+        config = self.device_config
+        start = len(config.reads)
         try:
-            specs = list(cast("Iterable[object]", describe()))
+            wants_config = "device_config" in inspect.signature(describe).parameters
+            specs = list(cast("Iterable[object]", describe(config) if wants_config else describe()))
+        except DeviceConfigError:
+            raise  # the operator's file is wrong, not the driver: a start-up error
         except (Exception, SystemExit) as error:
             raise DriverError(
                 name, origin, f"hami_vendor_drivers failed: {_describe(error)}", kind="plugin"
             ) from error
         if not specs:
             raise DriverError(name, origin, "hami_vendor_drivers describes no driver", kind="plugin")
+        settings: tuple[tuple[str, str, object, bool], ...] = tuple(config.reads[start:])
         drivers = [
-            driver_from_spec(spec, plugin=name, package=package, version=version, codecs=self._codecs)
+            attrs.evolve(
+                driver_from_spec(spec, plugin=name, package=package, version=version, codecs=self._codecs),
+                settings=settings,
+            )
             for spec in specs
         ]
         names = [d.name for d in drivers]
@@ -340,16 +355,22 @@ def load_drivers(
     count_resources: Mapping[str, str] | None = None,
     *,
     group: str = ENTRY_POINT_GROUP,
+    device_config: DeviceConfig | None = None,
 ) -> tuple[DriverManager, tuple[VendorDriver, ...]]:
-    """What the daemons call at start-up: load the installed drivers, select, and insist on at least one.
+    """What the daemons call at start-up: load the installed drivers (their settings from HAMi's
+    ``device_config``), select, and insist on at least one.
 
-    Each driver that failed to load is logged as a warning.
-    Raises ``DriverSelectionError``, ``DriverConflictError`` or ``NoDriversError``.
+    Each driver that failed to load is logged as a warning, and so is each key of the device config
+    that no driver reads.
+    Raises ``DriverSelectionError``, ``DriverConflictError``, ``NoDriversError`` or ``DeviceConfigError``.
     """
-    manager = DriverManager()
+    manager = DriverManager(device_config=device_config)
     report = manager.load_entry_points(group)
     for failure in report.failures:
         log.warning("vendor driver skipped: %s", failure)
+    if device_config is not None:
+        for unknown in device_config.unknown():
+            log.warning("%s: unknown key %s, ignored", device_config.source, unknown)
     drivers = manager.select(vendors, count_resources)
     require_drivers(drivers, report)
     return manager, drivers

@@ -140,7 +140,7 @@ def test_an_exported_node_in_yaml_as_a_table(tmp_path: Path) -> None:
     )
     assert "judged at 2026-11-30 12:00:00 +0800, handshake window 1 min" in out
     assert "no memory of earlier evaluations" in out
-    rows = {line.split()[0]: line.split() for line in out.splitlines()[4:9] if line.strip()}
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[4:10] if line.strip()}
     assert rows["VENDOR"][:3] == ["VENDOR", "STATE", "REGISTER"]
     assert rows["DCU"][1:3] == ["registered", "1"] and rows["DCU"][-1] == "nothing"
     assert rows["MLU"][1] == "degraded" and rows["MLU"][-1] == "stamp"
