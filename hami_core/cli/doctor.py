@@ -593,13 +593,22 @@ def _vendor_details(e: VendorExplanation, now: datetime) -> list[str]:
     ):
         return lines
     r = e.register
-    if not r.present:
-        register = f"{r.annotation}: absent"
-    elif r.error is not None:
-        register = f"{r.annotation} ({r.size} bytes) does not decode: {r.error}"
+    if e.source == "node":
+        source = "the Node (the driver's function of its capacity, allocatable, annotations, labels)"
+        lines += _wrapped("source", source)
+        if r.error is not None:
+            lines += _wrapped("devices", f"do not compute: {r.error}")
+        elif r.present:
+            lines += _wrapped("devices", _register_cell(e))
     else:
-        register = f"{r.annotation} ({r.size} bytes): {_register_cell(e)}"
-    lines += _wrapped("register", register)
+        if not r.present:
+            register = f"{r.annotation}: absent"
+        elif r.error is not None:
+            register = f"{r.annotation} ({r.size} bytes) does not decode: {r.error}"
+        else:
+            register = f"{r.annotation} ({r.size} bytes): {_register_cell(e)}"
+        lines += _wrapped("source", "the register annotation")
+        lines += _wrapped("register", register)
     h = e.handshake
     if h.annotation is None:
         handshake = "the vendor has no handshake annotation"

@@ -24,7 +24,6 @@ from hami_core.protocol.nodesource import FromNode
 __all__ = [
     "ENTRY_POINT_GROUP",
     "PROJECT_NAME",
-    "HookSpecs",
     "VendorSpec",
     "hookimpl",
     "hookspec",
@@ -76,42 +75,47 @@ class VendorSpec:
     writes_reported: bool = False
     #: Devices computed from the Node (with the source's own liveness rule, ``"devices"`` by default).
     from_node: FromNode | None = None
+    #: Node annotation of HAMi's device pair scores (JSON ``[{"uuid", "score": {id: int}}]``), kept with
+    #: the register annotation's devices (each takes the first entry whose ``uuid`` is its id).
+    pair_scores_annotation: str | None = None
 
 
-class HookSpecs:
-    """The hooks. The core calls each driver's implementation on its own, so one driver's failure never
-    reaches another's."""
+# The hooks. The core calls each driver's implementation on its own, so one driver's failure never
+# reaches another's. pluggy checks every implementation's arguments against these (``_verify_hook``).
 
-    @hookspec
-    def hami_vendor_drivers(self, device_config: DeviceConfig) -> Iterable[VendorSpec]:
-        """Describe the vendors this plugin provides.
 
-        Called once per process, when drivers are loaded (daemon start-up, ``hami vendors``). Return one
-        ``VendorSpec`` per vendor, at least one. It must be cheap and must not touch hardware or the
-        network: it only describes. ``device_config`` is HAMi's device config (``--device-config``):
-        ask it for your section with each setting's default, ``device_config.section("cambricon",
-        resourceCountName="cambricon.com/vmlu")``, and build the specs from what it returns. Required.
-        """
-        raise NotImplementedError
+@hookspec
+def hami_vendor_drivers(device_config: DeviceConfig) -> Iterable[VendorSpec]:
+    """Describe the vendors this plugin provides.
 
-    @hookspec
-    def hami_discover_devices(self, driver_name: str, node_name: str) -> list[DeviceInfo] | None:
-        """List the devices of ``driver_name`` on this node, for the reporter.
+    Called once per process, when drivers are loaded (daemon start-up, ``hami vendors``). Return one
+    ``VendorSpec`` per vendor, at least one. It must be cheap and must not touch hardware or the
+    network: it only describes. ``device_config`` is HAMi's device config (``--device-config``):
+    ask it for your section with each setting's default, ``device_config.section("cambricon",
+    resourceCountName="cambricon.com/vmlu")``, and build the specs from what it returns. Required.
+    """
+    raise NotImplementedError
 
-        Called by the reporter on every pass (every 30 s, 5 s after a failure), only for drivers this
-        plugin provides. Return the devices in index order (an empty list means the node has none), or
-        ``None`` when the driver has no way to look (no hardware library, no simulation source). Raise
-        on a failed probe: the reporter logs it and retries. Optional: without it the reporter cannot
-        publish this vendor.
-        """
-        raise NotImplementedError
 
-    @hookspec
-    def hami_node_deleted(self, driver_name: str, node_name: str) -> None:
-        """Forget anything the driver keeps about ``node_name``.
+@hookspec
+def hami_discover_devices(driver_name: str, node_name: str) -> list[DeviceInfo] | None:
+    """List the devices of ``driver_name`` on this node, for the reporter.
 
-        Called by the scheduler when a Node object is deleted, once for every selected driver of this
-        plugin, after the core has dropped the node from its cache. The return value is ignored, and an
-        exception is logged without stopping the other drivers. Optional.
-        """
-        raise NotImplementedError
+    Called by the reporter on every pass (every 30 s, 5 s after a failure), only for drivers this
+    plugin provides. Return the devices in index order (an empty list means the node has none), or
+    ``None`` when the driver has no way to look (no hardware library, no simulation source). Raise
+    on a failed probe: the reporter logs it and retries. Optional: without it the reporter cannot
+    publish this vendor.
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def hami_node_deleted(driver_name: str, node_name: str) -> None:
+    """Forget anything the driver keeps about ``node_name``.
+
+    Called by the scheduler when a Node object is deleted, once for every selected driver of this
+    plugin, after the core has dropped the node from its cache. The return value is ignored, and an
+    exception is logged without stopping the other drivers. Optional.
+    """
+    raise NotImplementedError

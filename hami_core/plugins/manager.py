@@ -17,6 +17,7 @@ from typing import cast
 import attrs
 import pluggy
 
+from hami_core.plugins import hookspecs
 from hami_core.plugins.driver import VendorDriver, origin_of
 from hami_core.plugins.errors import (
     DriverConflictError,
@@ -25,7 +26,7 @@ from hami_core.plugins.errors import (
     NoDriversError,
     PluginError,
 )
-from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME, HookSpecs
+from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME
 from hami_core.plugins.settings import DeviceConfig, DeviceConfigError
 from hami_core.plugins.validate import driver_from_spec, resource_name_problem
 from hami_core.protocol.codecs import CODECS, Codec
@@ -107,7 +108,7 @@ class DriverManager:
         #: HAMi's device config, which the drivers read their settings from.
         self.device_config = device_config if device_config is not None else DeviceConfig()
         self._pm = pluggy.PluginManager(PROJECT_NAME)
-        self._pm.add_hookspecs(HookSpecs)
+        self._pm.add_hookspecs(hookspecs)
         #: (plugin name, origin) -> the plugin object and its drivers.
         self._plugins: dict[tuple[str, str], tuple[object, list[VendorDriver]]] = {}
         self._failures: list[LoadFailure] = []
@@ -324,6 +325,8 @@ def check_conflicts(drivers: Sequence[VendorDriver]) -> None:
     for driver in drivers:
         wanted = [("driver name", driver.name), ("vendor key", driver.vendor_key)]
         wanted += [("annotation key", key) for key in driver.annotation_keys]
+        if (scores := driver.rules().pair_scores_annotation) is not None:
+            wanted.append(("annotation key", scores))
         for what, value in wanted:
             holder = claims.setdefault((what, value), driver)
             if holder is not driver:

@@ -110,6 +110,16 @@ def _field_problem(spec: VendorSpec) -> str | None:
             return f"handshake_annotation {handshake!r} is not a valid annotation key: {problem}"
         if handshake == spec.register_annotation:
             return "handshake_annotation is the same key as register_annotation"
+    scores = spec.pair_scores_annotation
+    if scores is not None:
+        if spec.register_annotation is None:
+            return (
+                "pair_scores_annotation is given without a register_annotation (the scores are its devices')"
+            )
+        if problem := annotation_key_problem(scores):
+            return f"pair_scores_annotation {scores!r} is not a valid annotation key: {problem}"
+        if scores in (spec.register_annotation, spec.handshake_annotation):
+            return "pair_scores_annotation is the same key as the register or handshake annotation"
     if problem := resource_name_problem(spec.count_resource):
         return f"count_resource {spec.count_resource!r} is malformed: {problem}"
     if not isinstance(spec.writes_reported, bool):
@@ -196,6 +206,7 @@ def driver_from_spec(
             liveness=liveness,
             codec=codec,
             node_source=source,
+            pair_scores_annotation=spec.pair_scores_annotation,
         )
     except (TypeError, ValueError) as error:  # the checks above leave nothing for these; say it anyway
         raise DriverError(spec.name, origin, str(error).splitlines()[0]) from error

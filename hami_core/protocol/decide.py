@@ -136,6 +136,11 @@ class VendorRules:
     codec: Codec | None = attrs.field(default=None, validator=_is_codec)
     #: Devices computed from the Node (spec 1b), preferred where the Node shows its inputs.
     node_source: FromNode | None = attrs.field(default=None, validator=_has_a_source)
+    #: The annotation of HAMi's device pair scores (``hami.io/node-nvidia-score``), kept beside the
+    #: devices; not part of any decision (``protocol/pairscores.py``).
+    pair_scores_annotation: str | None = attrs.field(
+        default=None, converter=_exact_str, validator=_optional_non_empty
+    )
     _node_path: VendorRules | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:

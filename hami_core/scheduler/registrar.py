@@ -28,11 +28,13 @@ from hami_core.protocol.decide import (
     VendorRules,
     Verdict,
 )
+from hami_core.protocol.errors import DecodeError, shorten
 from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.protocol.liveness import reads_capacity
 from hami_core.protocol.nodesource import FromNode
 from hami_core.protocol.states import KEPT_STATES, VendorState, state_of
+from hami_core.protocol.pairscores import decode_pair_scores, scores_for
 from hami_core.scheduler.cache import DeviceCache, VendorEntry
 from hami_core.scheduler.explain import cleanup_message, readmitted_message, registered_message
 from hami_core.scheduler.metrics import SchedulerMetrics
@@ -48,12 +50,21 @@ _NOTHING_KNOWN = VendorMemory()
 #: Event reasons of the warnings: a register value that does not decode, a driver's liveness rule that raised.
 INVALID_REGISTER = "HamiRegisterAnnotationInvalid"
 LIVENESS_RULE_FAILED = "HamiLivenessRuleFailed"
+#: Event reason of a pair-score value that does not decode: the devices stay, without scores (spec 1b).
+PAIR_SCORES_INVALID = "HamiPairScoresInvalid"
 #: Event reasons of a vendor's registration changing on a node this replica already knew: a Warning when
 #: it is cleaned up, Normal when it registers, or comes back after a sign of life.
 CLEANED_UP = "HamiVendorCleanedUp"
 REGISTERED = "HamiVendorRegistered"
 READMITTED = "HamiVendorReadmitted"
-EVENT_REASONS = (INVALID_REGISTER, LIVENESS_RULE_FAILED, CLEANED_UP, REGISTERED, READMITTED)
+EVENT_REASONS = (
+    INVALID_REGISTER,
+    LIVENESS_RULE_FAILED,
+    PAIR_SCORES_INVALID,
+    CLEANED_UP,
+    REGISTERED,
+    READMITTED,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -63,7 +74,7 @@ class VendorWarning:
     node: str
     uid: str
     vendor_key: str
-    #: ``INVALID_REGISTER`` or ``LIVENESS_RULE_FAILED``; the Event's reason.
+    #: ``INVALID_REGISTER``, ``LIVENESS_RULE_FAILED`` or ``PAIR_SCORES_INVALID``; the Event's reason.
     reason: str
     message: str
 
@@ -139,6 +150,8 @@ class Registrar:
         self._selector = selector or NodeSelector({})
         self._window = window
         self._memory: dict[tuple[str, str], VendorMemory] = {}
+        #: (node, vendor) -> the pair-score value, devices and scores last applied to the cache entry.
+        self._scores: dict[tuple[str, str], tuple[str | None, object, object]] = {}
         #: The uid of the Node object each name's memory is about.
         self._uids: dict[str, str] = {}
         #: (node, vendor key) -> the reason of the last decision (its state is ``state_of(reason)``), for
@@ -178,6 +191,9 @@ class Registrar:
             tuple(alloc.get(v.count_resource) for v in self._vendors),
             tuple(source_key(node, s) if s is not None else None for s in self._sources),
             tuple(node.capacity.get(c) for c in self._capacities),
+            tuple(
+                ann.get(v.pair_scores_annotation) if v.pair_scores_annotation else None for v in self._vendors
+            ),
         )
 
     def evaluate(
@@ -231,7 +247,12 @@ class Registrar:
                 )
             if self._set_state(key, reason):
                 first_states[rules.vendor_key] = state_of(reason)
-            self._apply_cache(name, rules.vendor_key, decision, now)
+            self._apply_cache(name, rules.vendor_key, decision, now, seen.source)
+            if declared.pair_scores_annotation is not None:
+                warning = self._apply_pair_scores(name, node, declared)
+                if warning is not None:
+                    self.metrics.decode_errors.labels(vendor=declared.vendor_key).inc()
+                    warnings.append(warning)
             if decision.reason is Reason.CLEANED_UP:
                 self.metrics.cleanups.labels(vendor=rules.vendor_key).inc()
             elif decision.reason is Reason.CLEANUP_WITHHELD:
@@ -349,6 +370,7 @@ class Registrar:
         for rules in self._vendors:
             self._memory.pop((name, rules.vendor_key), None)
             self._set_state((name, rules.vendor_key), None)
+            self._scores.pop((name, rules.vendor_key), None)
         self.cache.remove_node(name)
 
     def _observe(
@@ -364,7 +386,52 @@ class Registrar:
             )
         return seen
 
-    def _apply_cache(self, node: str, vendor_key: str, decision: Decision, now: datetime) -> None:
+    def _apply_pair_scores(
+        self, name: str, node: NodeSnapshot | None, rules: VendorRules
+    ) -> VendorWarning | None:
+        """Keep the vendor's pair scores beside its cached devices (spec 1b); a value that does not decode
+        leaves the devices without scores and is worth one Warning per distinct value."""
+        key = (name, rules.vendor_key)
+        entry = self.cache.vendor(name, rules.vendor_key)
+        annotation = rules.pair_scores_annotation
+        if entry is None or node is None or annotation is None:
+            self._scores.pop(key, None)
+            return None
+        value = node.annotations.get(annotation)
+        last = self._scores.get(key)
+        if (
+            last is not None
+            and last[0] == value
+            and last[1] is entry.devices
+            and last[2] is entry.pair_scores
+        ):
+            return None
+        warning = None
+        scores: tuple[Mapping[str, int] | None, ...] = ()
+        if value is not None:
+            try:
+                scores = scores_for(entry.devices, decode_pair_scores(value))
+            except DecodeError as error:
+                if last is None or last[0] != value:
+                    warning = VendorWarning(
+                        node=name,
+                        uid=node.uid,
+                        vendor_key=rules.vendor_key,
+                        reason=PAIR_SCORES_INVALID,
+                        message=f"node {name}: annotation {annotation}: {error}; "
+                        "the devices stay registered without pair scores",
+                    )
+            if not any(s is not None for s in scores):
+                scores = ()
+        if scores != entry.pair_scores:
+            entry = attrs.evolve(entry, pair_scores=scores)
+            self.cache.put(name, entry)
+        self._scores[key] = (value, entry.devices, entry.pair_scores)
+        return warning
+
+    def _apply_cache(
+        self, node: str, vendor_key: str, decision: Decision, now: datetime, source: str
+    ) -> None:
         if decision.cache is CacheChange.DROP:
             self.cache.remove(node, vendor_key)
             return
@@ -382,6 +449,7 @@ class Registrar:
             or entry is None
             or entry.state != state
             or entry.error != decision.error
+            or entry.source != source
         ):
             self.cache.put(
                 node,
@@ -392,5 +460,7 @@ class Registrar:
                     reason=decision.reason.value,
                     error=decision.error if degraded else None,
                     updated_at=now,
+                    source=source,
+                    pair_scores=entry.pair_scores if entry is not None and entry.devices is devices else (),
                 ),
             )

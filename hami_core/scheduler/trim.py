@@ -78,6 +78,7 @@ class NodeTrim:
         return cls(
             register_keys=_keys(
                 [v.register_annotation for v in vendors if v.register_annotation is not None]
+                + [v.pair_scores_annotation for v in vendors if v.pair_scores_annotation is not None]
                 + [key for s in sources for key in s.annotations]
             ),
             handshake_keys=_keys(

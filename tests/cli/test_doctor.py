@@ -496,3 +496,33 @@ def test_a_bad_scheduler_service_is_one_line_and_exit_2(value: str, complaint: s
 def test_the_in_memory_cluster_runs_no_services() -> None:
     with pytest.raises(NotFound, match="services 'hami-core-scheduler' not found"):
         MemoryCluster().proxy_get("hami-system", "hami-core-scheduler:http", "/status")
+
+
+def test_an_mlu_from_capacity_says_its_source_beside_hamis_annotation_path(tmp_path: Path) -> None:
+    """Spec 1b: the MLU devices of HAMi v2.10 come from the capacity; doctor and /cache say which source."""
+    node = exported_node("mlu-1")
+    node["metadata"]["annotations"] = {MLU_REG: "MLU-1,10,23308,0,MLU-370,0,true,0,hami-core:"}
+    node["status"]["capacity"] = {
+        "cambricon.com/mlu.smlu.vcore": "200",
+        "cambricon.com/mlu.smlu.vmemory": "64",
+    }
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(node))
+    body = doctor_json("--from-file", str(path), "--at", AT, "--vendors", "mlu")
+    mlu = body["vendors"]["MLU"]
+    assert (mlu["source"], mlu["state"], mlu["register"]["devices"], mlu["register"]["annotation"]) == (
+        "node",
+        "registered",
+        2,
+        None,
+    )
+    assert mlu["handshake"]["annotation"] is None and mlu["next"]["write"] == "nothing"
+    text = hami("doctor", "node", "--from-file", str(path), "--at", AT, "--vendors", "mlu")
+    assert text.returncode == 0, text
+    assert "source      the Node" in text.stdout or "source the Node" in " ".join(text.stdout.split())
+    # Without the capacity, the seed's annotation is read, with its handshake.
+    del node["status"]["capacity"]
+    path.write_text(json.dumps(node))
+    mlu = doctor_json("--from-file", str(path), "--at", AT, "--vendors", "mlu")["vendors"]["MLU"]
+    assert (mlu["source"], mlu["register"]["annotation"]) == ("annotation", MLU_REG)
+    assert mlu["handshake"]["annotation"] == MLU_HS

@@ -1,4 +1,7 @@
-"""NVIDIA GPUs for hami-core: the `nvidia` vendor driver (spec section 1).
+"""NVIDIA GPUs for hami-core: the `nvidia` vendor driver (spec sections 1 and 1b).
+
+The devices come from ``hami.io/node-nvidia-register`` (JSON), with the topology pair scores of
+``hami.io/node-nvidia-score`` kept beside them, as HAMi's ``nvidia/device.go`` reads them.
 
 Devices come from the simulation source (``HAMI_FAKE_DEVICES``) only; probing real hardware through
 NVML is not implemented yet.
@@ -51,6 +54,7 @@ def hami_vendor_drivers(device_config: DeviceConfig) -> list[VendorSpec]:
             count_resource=str(settings["resourceCountName"]),
             liveness="allocatable",
             writes_reported=False,
+            pair_scores_annotation="hami.io/node-nvidia-score",
         )
     ]
 
