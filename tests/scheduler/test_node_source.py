@@ -85,3 +85,41 @@ def test_a_capacity_vendor_appears_changes_and_leaves_without_a_single_write(wor
     calls = replica.cluster.calls
     assert calls["patch_node_annotations"] == 0, calls  # never a stamp, never a cleanup patch
     assert calls["get_node"] == 0, calls
+
+
+MLU_REGISTER = "MLU-45013011,10,23308,0,MLU-MLU370-X4,0,true,0,hami-core:"
+MLU_HANDSHAKE = "hami.io/node-handshake-mlu"
+VCORE, VMEMORY = "cambricon.com/mlu.smlu.vcore", "cambricon.com/mlu.smlu.vmemory"
+
+
+def test_mlu_reads_hamis_capacity_where_the_node_shows_it_and_the_annotation_elsewhere(world: World) -> None:
+    """Spec 1b: HAMi v2.10's MLU devices come from the capacity (always healthy, nothing written); the seed's
+    annotation, with its handshake, is read where the Node has no such capacity. ``/cache`` says which."""
+    node = world.node("mlu", {"hami.io/node-mlu-register": MLU_REGISTER}, {"cambricon.com/mlu": "1"})
+    replica = world.scheduler("mlu")
+    world.run_until("annotation path", lambda: _mlu(replica, node) == ["MLU-45013011"])
+    world.run_until(
+        "stamped", lambda: world.annotations(node).get(MLU_HANDSHAKE, "").startswith("Requesting_")
+    )
+    shown = replica.node_json(node)
+    assert shown is not None and shown["vendors"]["MLU"]["source"] == "annotation"
+    stamps = replica.cluster.calls["patch_node_annotations"]
+    # Cambricon's plugin in dynamic-smlu mode: the capacity appears, and wins.
+    world.admin.patch_node_status(node, {}, capacity={VCORE: "200", VMEMORY: "64"})
+    world.run_until(
+        "capacity path", lambda: _mlu(replica, node) == [f"{node}-cambricon-mlu-0", f"{node}-cambricon-mlu-1"]
+    )
+    entry = replica.cache.vendor(node, "MLU")
+    assert entry is not None and entry.source == "node" and entry.to_json()["source"] == "node"
+    shown = replica.node_json(node)
+    assert shown is not None and shown["vendors"]["MLU"]["source"] == "node"
+    assert shown["vendors"]["MLU"]["handshake"]["annotation"] is None
+    world.advance(WINDOW * 2)  # the stamp on the node expires: the capacity path does not care
+    assert len(_mlu(replica, node)) == 2
+    world.settle()
+    assert replica.cluster.calls["patch_node_annotations"] == stamps, "nothing written on the capacity path"
+
+
+def _mlu(replica: Scheduler, node: str) -> list[str]:
+    entry = replica.cache.vendor(node, "MLU")
+    return [] if entry is None else [d.id for d in entry.devices]
