@@ -398,6 +398,9 @@ class Registrar:
             self._scores.pop(key, None)
             return None
         value = node.annotations.get(annotation)
+        if value is None and not entry.pair_scores:
+            self._scores.pop(key, None)  # nothing to keep: the common case costs no memory
+            return None
         last = self._scores.get(key)
         if (
             last is not None
