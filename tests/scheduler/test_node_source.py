@@ -123,3 +123,42 @@ def test_mlu_reads_hamis_capacity_where_the_node_shows_it_and_the_annotation_els
 def _mlu(replica: Scheduler, node: str) -> list[str]:
     entry = replica.cache.vendor(node, "MLU")
     return [] if entry is None else [d.id for d in entry.devices]
+
+
+def gcu_cards(node: NodeView) -> list[DeviceInfo]:
+    """HAMi's Enflame GCU: one device per unit of capacity."""
+    return [
+        DeviceInfo(
+            id=f"{node.name}-GCU-{i}", index=i, count=1, devmem=100, devcore=100, type="GCU", health=True
+        )
+        for i in range(node.capacity.get("acme.example/gcu", 0))
+    ]
+
+
+def test_a_vendor_alive_while_its_capacity_is_above_0_leaves_without_a_write(world: World) -> None:
+    """The ``capacity`` rule (HAMi's GCU and MetaX GPU): capacity 0 is death, and a dead vendor without a
+    handshake is dropped from the cache with nothing written (no stamp, no delete, no marker)."""
+    spec = VendorSpec(
+        name="gcu",
+        vendor_key="GCU",
+        count_resource="acme.example/gcu",
+        from_node=FromNode(gcu_cards, capacity="acme.example/gcu", liveness="capacity"),
+    )
+    (driver,) = DriverManager().register(Describes(spec), "gcu")
+    node = world.node("gcu", capacity={"acme.example/gcu": "2"})
+    replica = world.scheduler(rules=[driver.rules()])
+    world.run_until("registered", lambda: len(_gcu(replica, node)) == 2)
+    world.admin.patch_node_status(node, {}, capacity={"acme.example/gcu": "0"})
+    world.run_until("dead", lambda: replica.cache.vendor(node, "GCU") is None)
+    world.advance(WINDOW * 2)
+    assert replica.cache.vendor(node, "GCU") is None
+    world.admin.patch_node_status(node, {}, capacity={"acme.example/gcu": "1"})
+    world.run_until("back", lambda: len(_gcu(replica, node)) == 1)
+    world.settle()
+    assert replica.cluster.calls["patch_node_annotations"] == 0, replica.cluster.calls
+    assert world.annotations(node) == {}
+
+
+def _gcu(replica: Scheduler, node: str) -> list[str]:
+    entry = replica.cache.vendor(node, "GCU")
+    return [] if entry is None else [d.id for d in entry.devices]
