@@ -199,16 +199,12 @@ class DriverContract:
             again = [rule.alive(attrs.evolve(facts)) for facts in reversed(_FACTS)]
             assert again[::-1] == answers, "a rule must be pure: the same facts, in any order, same answers"
 
-    def test_node_source_is_pure_and_reads_only_what_it_declares(self, driver: VendorDriver) -> None:
+    def test_node_source_is_pure(self, driver: VendorDriver) -> None:
         """Its function, shown a view with none of its inputs, yields no devices (or a DecodeError); shown
-        the same view twice, the same devices; and the declared inputs are well-formed names."""
+        each of ``node_views`` twice (equal views, distinct objects), the same list of devices."""
         source = driver.node_source
         if source is None:
             pytest.skip(f"driver {driver.name!r} has no node source (its devices come from an annotation)")
-        for name in (*source.capacity, *source.allocatable):
-            assert resource_name_problem(name) is None or "/" not in name, name
-        for key in source.annotations:
-            assert annotation_key_problem(key) is None, key
         empty = NodeView(name="node-1")
         with contextlib.suppress(DecodeError):
             assert source.devices(empty) == [], "a Node without the inputs has none of the devices"

@@ -95,7 +95,9 @@ def plan_pass(annotations: Mapping[str, str], found: Sequence[Discovery], now: d
             failures.append((driver.name, discovery.error))
             continue
         register = driver.register_annotation
-        if discovery.devices is None or register is None:  # no register annotation: nothing to publish
+        if register is None:  # its devices come from the Node (spec 1b): nothing for a reporter to publish
+            continue
+        if discovery.devices is None:
             unsourced.append(driver.name)
             continue
         try:

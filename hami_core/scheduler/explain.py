@@ -454,6 +454,8 @@ def _summary(case: _Case, state: VendorState, *, remembered: bool) -> str:
             if d.memory.registered
             else "nothing to schedule on"
         )
+        if case.rules.register_annotation is None:
+            return f"degraded: the driver's function of the Node gives no devices (see devices); {keep}"
         return f"degraded: the register value does not decode (see register); {keep}"
     if state is VendorState.AWAITING_SIGN_OF_LIFE:
         if d.reason is Reason.CLEANED_UP:
