@@ -526,3 +526,26 @@ def test_an_mlu_from_capacity_says_its_source_beside_hamis_annotation_path(tmp_p
     mlu = doctor_json("--from-file", str(path), "--at", AT, "--vendors", "mlu")["vendors"]["MLU"]
     assert (mlu["source"], mlu["register"]["annotation"]) == ("annotation", MLU_REG)
     assert mlu["handshake"]["annotation"] == MLU_HS
+
+
+def test_doctor_reads_hamis_device_config_for_the_resource_names(tmp_path: Path) -> None:
+    """HAMi's chart counts MLUs as cambricon.com/vmlu: with its device config, so does the doctor."""
+    node = exported_node("mlu-2")
+    node["metadata"]["annotations"] = {MLU_REG: "MLU-1,10,23308,0,MLU-370,0,true,0,hami-core:"}
+    node["status"]["allocatable"] = {"cambricon.com/vmlu": "1"}
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(node))
+    config = tmp_path / "device-config.yaml"
+    config.write_text("cambricon:\n  resourceCountName: cambricon.com/vmlu\n")
+    mlu = doctor_json(
+        "--from-file", str(path), "--at", AT, "--vendors", "mlu", "--device-config", str(config)
+    )
+    assert mlu["vendors"]["MLU"]["allocatable"] == {
+        "resource": "cambricon.com/vmlu",
+        "value": "1",
+        "count": 1,
+        "invalid": False,
+    }
+    config.write_text("cambricon:\n  resourceCountName: [x]\n")
+    bad = hami("doctor", "node", "--from-file", str(path), "--device-config", str(config))
+    assert "cambricon.resourceCountName: expected a string" in one_error(bad, 2)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
-from hami_core import HANDSHAKE, DeviceInfo
+from hami_core import HANDSHAKE, DeviceInfo, FromNode, NodeView
 from hami_core.kube.port import NodeSnapshot
 from hami_core.protocol.codecs import LEGACY_CODEC
 from hami_core.protocol.decide import VendorRules
@@ -270,3 +270,38 @@ def test_a_raising_liveness_rule_leaves_nodes_without_its_vendor_alone() -> None
         result = registrar.evaluate(name, bare, now=T0)
         assert result.patch == {} and result.warnings == ()
     assert registrar.cache.nodes() == [] and registrar.counters["liveness_rule_errors"] == 0
+
+
+def test_a_node_source_runs_only_when_its_declared_inputs_change() -> None:
+    """Spec 5, beyond HAMi: work proportional to change. A FromNode function is called for new inputs
+    only; another annotation, another capacity, a resync of the same Node: nothing runs, nothing counts."""
+    calls: list[NodeView] = []
+
+    def cards(node: NodeView) -> list[DeviceInfo]:
+        calls.append(node)
+        return [
+            DeviceInfo(id=f"{node.name}-{i}", index=i, health=True)
+            for i in range(node.capacity["x.example/c"])
+        ]
+
+    rules = VendorRules(
+        vendor_key="CARD",
+        count_resource="x.example/c",
+        liveness=HANDSHAKE,  # replaced by the node source's own rule on its path
+        node_source=FromNode(cards, capacity="x.example/c", liveness="devices"),
+    )
+    registrar = Registrar([rules], DeviceCache())
+    node = NodeSnapshot(name="n1", uid="u1", capacity={"x.example/c": "2", "cpu": "8"})
+    registrar.evaluate("n1", node, now=T0)
+    assert [dict(v.capacity) for v in calls] == [{"x.example/c": 2}]  # the view holds the declared input only
+    other = NodeSnapshot(
+        name="n1", uid="u1", capacity={"x.example/c": "2", "cpu": "16"}, annotations={"a": "b"}
+    )
+    assert registrar.relevant(other) == registrar.relevant(node)
+    registrar.evaluate("n1", other, now=T0 + timedelta(minutes=5))
+    assert len(calls) == 1
+    registrar.evaluate("n1", NodeSnapshot(name="n1", uid="u1", capacity={"x.example/c": "3"}), now=T0)
+    assert len(calls) == 2 and len(registrar.cache.node("n1")["CARD"].devices) == 3
+    assert registrar.relevant(NodeSnapshot(name="cpu", capacity={"cpu": "8"})) != registrar.relevant(node)
+    registrar.evaluate("cpu", NodeSnapshot(name="cpu", uid="u2", capacity={"cpu": "8"}), now=T0)
+    assert len(calls) == 2 and registrar.memory("cpu", "CARD").register is None
