@@ -45,8 +45,9 @@ def _names(value: Iterable[str] | str) -> tuple[str, ...]:
 
 @attrs.frozen
 class FromNode:
-    """A source of devices: ``devices(view)`` for a Node showing any of the declared resources or
-    annotations (labels alone never put a vendor on a Node: every Node has some).
+    """A source of devices: ``devices(view)`` for a Node showing the source's main input, the first it
+    declares of ``capacity``, else ``allocatable``, else ``annotations`` (the others are read with it;
+    labels never put a vendor on a Node: every Node has some).
 
     ``devices`` must be pure (same view, same devices) and return a list of ``DeviceInfo`` in index order,
     an empty list for "no devices here", or raise ``DecodeError`` with a one-line reason (the vendor is
@@ -70,22 +71,22 @@ class FromNode:
         labels: Mapping[str, str],
     ) -> str | None:
         """The declared inputs a Node shows, as one string (the raw values: equal strings, equal inputs),
-        or ``None`` when it shows none of the declared resources and annotations: the vendor is not on
-        the Node. The decision core compares it as it compares a register value."""
-        present = False
-        parts: list[object] = []
-        for names, source, counts in (
-            (self.capacity, capacity, True),
-            (self.allocatable, allocatable, True),
-            (self.annotations, annotations, True),
-            (self.labels, labels, False),
-        ):
-            for name in names:
-                value = source.get(name)
-                if value is not None:
-                    present = present or counts
-                parts.append(value)
-        return json.dumps(parts, separators=(",", ":")) if present else None
+        or ``None`` when it does not show the source's main input (the first declared capacity, else
+        allocatable, else annotation): the vendor is not on the Node. The decision core compares it as it
+        compares a register value."""
+        parts: list[str | None] = [
+            source.get(name)
+            for names, source in (
+                (self.capacity, capacity),
+                (self.allocatable, allocatable),
+                (self.annotations, annotations),
+                (self.labels, labels),
+            )
+            for name in names
+        ]
+        if not parts or parts[0] is None:
+            return None
+        return json.dumps(parts, separators=(",", ":"))
 
     def view(
         self,

@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
+import attrs
+
 from hami_core import HANDSHAKE, DeviceInfo, FromNode, NodeView
 from hami_core.kube.port import NodeSnapshot
+from hami_core.plugins.manager import load_drivers
 from hami_core.protocol.codecs import LEGACY_CODEC
 from hami_core.protocol.decide import VendorRules
 from hami_core.scheduler.cache import DeviceCache
@@ -305,3 +308,26 @@ def test_a_node_source_runs_only_when_its_declared_inputs_change() -> None:
     assert registrar.relevant(NodeSnapshot(name="cpu", capacity={"cpu": "8"})) != registrar.relevant(node)
     registrar.evaluate("cpu", NodeSnapshot(name="cpu", uid="u2", capacity={"cpu": "8"}), now=T0)
     assert len(calls) == 2 and registrar.memory("cpu", "CARD").register is None
+
+
+def test_the_main_input_puts_a_node_source_on_a_node_and_the_annotation_serves_elsewhere() -> None:
+    """MLU's case (spec 1b): the smlu memory capacity alone is not HAMi v2.10's MLU capacity; without the
+    cores (the source's first input) the seed's annotation is read, with its handshake."""
+    _, drivers = load_drivers(["mlu"])
+    (mlu,) = drivers
+    registrar = Registrar([mlu.rules()], DeviceCache())
+    register = "MLU-1,10,23308,0,MLU-370,0,true,0,hami-core:"
+    only_memory = NodeSnapshot(
+        name="n1",
+        uid="u1",
+        annotations={"hami.io/node-mlu-register": register},
+        capacity={"cambricon.com/mlu.smlu.vmemory": "64"},
+    )
+    evaluation = registrar.evaluate("n1", only_memory, now=T0)
+    assert [d.id for d in registrar.cache.node("n1")["MLU"].devices] == ["MLU-1"]
+    assert registrar.cache.node("n1")["MLU"].source == "annotation"
+    assert set(evaluation.patch) == {"hami.io/node-handshake-mlu"}  # the seed's path stamps
+    both = attrs.evolve(only_memory, capacity={**only_memory.capacity, "cambricon.com/mlu.smlu.vcore": "100"})
+    evaluation = registrar.evaluate("n1", both, now=T0)
+    assert registrar.cache.node("n1")["MLU"].source == "node" and evaluation.patch == {}
+    assert [d.id for d in registrar.cache.node("n1")["MLU"].devices] == ["n1-cambricon-mlu-0"]
