@@ -51,7 +51,8 @@ class VendorSpec:
       annotations and labels, for a vendor whose plugin only advertises resource quantities. No
       handshake, and nothing is ever written for it.
 
-    With both, the Node's inputs are used where the Node shows them and the annotation elsewhere.
+    With both, the Node's inputs are used where the Node shows the source's main input (its first
+    declared one) and the annotation elsewhere.
     One driver package may return several of these (one per chip, for instance).
     """
 

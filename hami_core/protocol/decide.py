@@ -112,7 +112,8 @@ class VendorRules:
 
     Devices come from the register annotation (``register_annotation``, read by ``codec``), or from the
     Node itself (``node_source``, spec 1b), or from both: then the node source where the Node shows its
-    inputs and the annotation elsewhere. ``node_path()`` is the vendor as judged on the node source.
+    main input (``FromNode.key``) and the annotation elsewhere. ``node_path()`` is the vendor as judged
+    on the node source.
     ``handshake_annotation`` is ``None`` for a vendor without a handshake: then liveness rests on the
     register annotation and the allocatable count alone (see ``decide``).
     """
