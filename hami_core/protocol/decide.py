@@ -148,12 +148,17 @@ class VendorRules:
         source = self.node_source
         if source is None:
             return
-        if self.register_annotation is None:
-            object.__setattr__(self, "_node_path", self)
-            return
         rule = source.liveness
         if isinstance(rule, str):
             rule = BUILTIN_RULES[rule]  # a KeyError names it: the loader checked it already
+        if self.register_annotation is None:
+            if rule != self.liveness:
+                raise ValueError(
+                    f"VendorRules: a vendor whose devices come only from the Node is judged by its node "
+                    f"source's liveness rule {rule.name!r}, not {self.liveness.name!r}"
+                )
+            object.__setattr__(self, "_node_path", self)
+            return
         path = VendorRules(
             vendor_key=self.vendor_key,
             register_annotation=None,
@@ -201,8 +206,8 @@ class Observation:
     allocatable: int = attrs.field(default=0, validator=_count)
     #: The view this was seen in is known current (spec 5b); only then is a cleanup decided.
     view_current: bool = True
-    #: ``status.capacity[<count resource>]``, 0 when absent or unparsable; observed only for a liveness
-    #: rule that reads it (``liveness.reads_capacity``).
+    #: ``status.capacity[<count resource>]`` as HAMi reads it (``AsInt64``), 0 when absent or not an int64
+    #: integer; observed only for a liveness rule that reads it (``liveness.reads_capacity``).
     capacity: int = attrs.field(default=0, validator=_count)
 
 

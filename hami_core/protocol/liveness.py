@@ -36,8 +36,9 @@ class LivenessFacts:
     allocatable: int
     #: The allocatable count was above zero at an earlier observation of this node and vendor.
     allocatable_seen: bool
-    #: ``status.capacity[<count resource>]`` of the node, 0 when absent or unparsable. Observed only for a
-    #: rule that says it reads it (``reads_capacity``); 0 for any other.
+    #: ``status.capacity[<count resource>]`` of the node as HAMi reads it (Go's ``AsInt64``), 0 when absent
+    #: or not an integer fitting int64. Observed only for a rule that says it reads it
+    #: (``reads_capacity``); 0 for any other.
     capacity: int = 0
 
 

@@ -30,7 +30,8 @@ class NodeView:
     nothing else. A declared input the Node does not carry is absent from its mapping."""
 
     name: str
-    #: ``status.capacity`` quantities as integers (Go's ``Quantity.Value()``: a fraction rounds up).
+    #: ``status.capacity`` quantities as integers, as HAMi reads them (Go's ``Quantity.AsInt64()``): one
+    #: that is not an integer fitting int64 (``500m``, ``8Ei``, ``1e30``) is absent.
     capacity: Mapping[str, int] = attrs.field(factory=dict)
     #: ``status.allocatable`` quantities as integers, as ``capacity``.
     allocatable: Mapping[str, int] = attrs.field(factory=dict)

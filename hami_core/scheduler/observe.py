@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import attrs
 
 from hami_core.kube.port import NodeSnapshot
-from hami_core.kube.quantity import QuantityError, quantity_count
+from hami_core.kube.quantity import QuantityError, quantity_count, quantity_int64
 from hami_core.protocol.decide import Observation, VendorRules
 from hami_core.protocol.liveness import reads_capacity
 from hami_core.protocol.nodesource import FromNode, NodeView
@@ -26,6 +26,8 @@ __all__ = ["Observed", "observe", "source_key"]
 
 #: Allocatable strings repeat across nodes and resyncs: parse each distinct one once.
 _allocatable_count = functools.lru_cache(maxsize=4096)(quantity_count)
+#: The same for the capacity HAMi reads with ``AsInt64``.
+_as_int64 = functools.lru_cache(maxsize=4096)(quantity_int64)
 
 
 @attrs.frozen(kw_only=True)
@@ -61,15 +63,24 @@ def _count(raw: str | None) -> tuple[int, bool]:
         return 0, True
 
 
+def _int64(raw: str | None) -> int | None:
+    """A quantity as Go's ``AsInt64`` reads it (``None``: absent, not an int64 integer, not a quantity)."""
+    if raw is None:
+        return None
+    try:
+        return _as_int64(raw)
+    except QuantityError:
+        return None  # the API server stores only quantities
+
+
 def _counts(names: tuple[str, ...], source: Mapping[str, str]) -> dict[str, int]:
+    """The declared quantities as HAMi reads them (``AsInt64``): one that is not an integer fitting
+    int64 is absent from the view, as HAMi finds no such count."""
     counts: dict[str, int] = {}
     for name in names:
-        raw = source.get(name)
-        if raw is not None:
-            try:
-                counts[name] = _allocatable_count(raw)
-            except QuantityError:
-                continue  # the API server stores only quantities; an input that is none is absent
+        value = _int64(source.get(name))
+        if value is not None:
+            counts[name] = value
     return counts
 
 
@@ -100,8 +111,8 @@ def observe(name: str, node: NodeSnapshot | None, rules: VendorRules, *, selecte
     raw = node.allocatable.get(rules.count_resource)
     allocatable, invalid = _count(raw)
     capacity = 0
-    if reads_capacity(judged.liveness):
-        capacity = _count(node.capacity.get(rules.count_resource))[0]
+    if reads_capacity(judged.liveness):  # HAMi's AsInt64: a capacity that is not an int64 integer is 0
+        capacity = max(0, _int64(node.capacity.get(rules.count_resource)) or 0)
     observation = Observation(
         node=name,
         present=True,

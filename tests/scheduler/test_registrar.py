@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import attrs
 
-from hami_core import HANDSHAKE, DeviceInfo, FromNode, NodeView
+from hami_core import CAPACITY, DEVICES, HANDSHAKE, DeviceInfo, FromNode, NodeView
 from hami_core.kube.port import NodeSnapshot
 from hami_core.plugins.manager import load_drivers
 from hami_core.protocol.codecs import LEGACY_CODEC
@@ -290,7 +290,7 @@ def test_a_node_source_runs_only_when_its_declared_inputs_change() -> None:
     rules = VendorRules(
         vendor_key="CARD",
         count_resource="x.example/c",
-        liveness=HANDSHAKE,  # replaced by the node source's own rule on its path
+        liveness=DEVICES,  # the node source's own rule
         node_source=FromNode(cards, capacity="x.example/c", liveness="devices"),
     )
     registrar = Registrar([rules], DeviceCache())
@@ -331,3 +331,32 @@ def test_the_main_input_puts_a_node_source_on_a_node_and_the_annotation_serves_e
     evaluation = registrar.evaluate("n1", both, now=T0)
     assert registrar.cache.node("n1")["MLU"].source == "node" and evaluation.patch == {}
     assert [d.id for d in registrar.cache.node("n1")["MLU"].devices] == ["n1-cambricon-mlu-0"]
+
+
+def test_capacity_is_read_as_hami_reads_it_an_int64_integer_or_nothing() -> None:
+    """HAMi reads capacity with ``AsInt64``: ``8Ei`` (2^63) or ``500m`` is no count at all, for the view
+    and for the ``capacity`` rule alike (``Value()`` would cap or round it up)."""
+    seen: list[NodeView] = []
+
+    def gcus(node: NodeView) -> list[DeviceInfo]:
+        seen.append(node)
+        return [
+            DeviceInfo(id=f"g{i}", index=i, health=True) for i in range(node.capacity.get("x.example/g", 0))
+        ]
+
+    rules = VendorRules(
+        vendor_key="G",
+        count_resource="x.example/g",
+        liveness=CAPACITY,
+        node_source=FromNode(gcus, capacity="x.example/g", liveness="capacity"),
+    )
+    registrar = Registrar([rules], DeviceCache())
+    registrar.evaluate("n1", NodeSnapshot(name="n1", uid="u", capacity={"x.example/g": "2"}), now=T0)
+    assert len(registrar.cache.node("n1")["G"].devices) == 2
+    decision = registrar.evaluate(
+        "n1", NodeSnapshot(name="n1", uid="u", capacity={"x.example/g": "8Ei"}), now=T0
+    ).decisions["G"]
+    assert decision.reason.value == "cleaned-up" and decision.write is None
+    assert "n1" not in registrar.cache.nodes()
+    registrar.evaluate("n2", NodeSnapshot(name="n2", uid="v", capacity={"x.example/g": "500m"}), now=T0)
+    assert [dict(v.capacity) for v in seen[-1:]] == [{}] and "n2" not in registrar.cache.nodes()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib.metadata
 
 import hami_vendor_kunlun
+import pytest
 
-from hami_core import NodeView
+from hami_core import DecodeError, NodeView
 from hami_core.plugins import DriverManager, VendorDriver
 from hami_core.testing import DriverContract
 
@@ -67,3 +68,10 @@ def test_whole_cards_are_what_hami_v210_computes() -> None:
         (f"xpu-1-kunlun-{i}", i, 100, 98304, 100, "kunlun", 1 if i >= 2 else 0, True) for i in range(5)
     ]
     assert source.devices(NodeView(name="xpu-1")) == []
+
+
+def test_a_capacity_beyond_any_node_is_refused_not_built() -> None:
+    (driver,) = [d for d in DriverManager().load_entry_points().drivers if d.name == "kunlun-card"]
+    assert driver.node_source is not None
+    with pytest.raises(DecodeError, match="more than 1024 cards"):
+        driver.node_source.devices(NodeView(name="x", capacity={"kunlunxin.com/xpu": 2**63 - 1}))

@@ -79,3 +79,10 @@ def test_hamis_chart_device_config_sets_the_resource_names(tmp_path: Path) -> No
     (driver,) = [d for d in manager.load_entry_points().drivers if d.name == "mlu"]
     assert driver.count_resource == "cambricon.com/vmlu"
     assert driver.node_source is not None and driver.node_source.capacity[0] == "example.com/vcore"
+
+
+def test_a_capacity_beyond_any_node_is_refused_not_built() -> None:
+    source = _loaded().node_source
+    assert source is not None
+    with pytest.raises(DecodeError, match="more than 1024 MLUs"):
+        source.devices(NodeView(name="x", capacity={"cambricon.com/mlu.smlu.vcore": 2**63 - 1}))
