@@ -48,8 +48,8 @@ from hami_core.protocol.handshake import (
     classify,
     stamp_standing,
 )
-from hami_core.protocol.states import IN_CACHE, VendorState, state_of
 from hami_core.protocol.nodesource import NodeView
+from hami_core.protocol.states import IN_CACHE, VendorState, state_of
 from hami_core.scheduler.observe import observe
 from hami_core.scheduler.selector import NodeSelector
 

@@ -28,13 +28,13 @@ from hami_core.protocol.decide import (
     VendorRules,
     Verdict,
 )
-from hami_core.protocol.errors import DecodeError, shorten
+from hami_core.protocol.errors import DecodeError
 from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.protocol.liveness import reads_capacity
 from hami_core.protocol.nodesource import FromNode
-from hami_core.protocol.states import KEPT_STATES, VendorState, state_of
 from hami_core.protocol.pairscores import decode_pair_scores, scores_for
+from hami_core.protocol.states import KEPT_STATES, VendorState, state_of
 from hami_core.scheduler.cache import DeviceCache, VendorEntry
 from hami_core.scheduler.explain import cleanup_message, readmitted_message, registered_message
 from hami_core.scheduler.metrics import SchedulerMetrics
