@@ -1047,6 +1047,7 @@ def nodes(
     context: str | None,
     vendors: str | None,
     count_resources: tuple[str, ...],
+    device_config: str | None,
     node_selector: NodeSelector | None,
     handshake_window: float | None,
     zone: tzinfo | None,
@@ -1063,7 +1064,7 @@ def nodes(
 
     Exit status: 0 when the Nodes were listed, 1 when the cluster could not be read, 2 for bad usage.
     """
-    _, drivers = drivers_from_options(vendors, count_resources)
+    _, drivers = drivers_from_options(vendors, count_resources, device_config)
     cluster = connect(kubeconfig, context, request_timeout=REQUEST_TIMEOUT)
     judged = judging(
         cluster,
