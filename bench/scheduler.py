@@ -45,6 +45,8 @@ GPU = (
     '{"id":"GPU-%s-%d","index":%d,"count":10,"devmem":%d,"devcore":100,'
     '"type":"NVIDIA-Tesla V100-PCIE-32GB","mode":"hami-core","health":true}'
 )
+#: The vendors the Nodes carry; every installed driver is loaded (as a cluster's scheduler would run),
+#: so the ones the Nodes do not carry (MLU's capacity source, Kunlun's cards, ...) cost what they cost.
 VENDORS = ["nvidia", "dcu"]
 ALLOCATABLE = {"nvidia.com/gpu": "80", "hygon.com/dcunum": "16"}
 
@@ -59,7 +61,8 @@ def node_annotations(i: int) -> dict[str, str]:
 
 
 def _rules() -> list:  # type: ignore[type-arg]
-    _, drivers = load_drivers(VENDORS)
+    _, drivers = load_drivers()
+    assert set(VENDORS) <= {d.name for d in drivers}
     return [d.rules() for d in drivers]
 
 

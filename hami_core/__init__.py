@@ -1,77 +1,56 @@
 """hami-core: HAMi's device registration protocol as a small core plus pip-installable vendor drivers.
 
-Vendor drivers import only the names exported here, never inner modules.
+Vendor drivers import only the names exported here (``__all__``, the one list of them), never inner
+modules.
 
 Each name is loaded from its module when it is first used (PEP 562), so importing one layer, the
-protocol for instance, does not load the others (the plugin manager and pluggy).
+protocol for instance, does not load the others (the plugin manager and pluggy). ``_MODULES`` says where
+the names live, lowest layer first; type checkers read the same modules' exports below.
 """
 
+# ruff: noqa: F405  (the names of __all__ come from the star imports type checkers read)
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the same names, for type checkers; at run time __getattr__ loads them
-    from hami_core.plugins.fakesource import FAKE_DEVICES_ENV, fake_devices
-    from hami_core.plugins.hookspecs import HOOKSPEC_VERSION, VendorSpec, hookimpl
-    from hami_core.protocol.codecs import JSON_CODEC, LEGACY_CODEC, Codec, decode_any
-    from hami_core.protocol.convert import device_from_dict, device_to_dict
-    from hami_core.protocol.decide import VendorRules
-    from hami_core.protocol.errors import DecodeError, EncodeError
-    from hami_core.protocol.gojson import decode_json, encode_json
-    from hami_core.protocol.legacy import decode_legacy, encode_legacy
-    from hami_core.protocol.liveness import ALLOCATABLE, HANDSHAKE, LivenessFacts, LivenessRule
-    from hami_core.protocol.model import DeviceInfo, MigPlacement, MigProfile
-    from hami_core.protocol.size import MAX_ANNOTATION_BYTES
+if TYPE_CHECKING:  # for type checkers; ``__all__`` says which of these names are public
+    from hami_core.plugins.fakesource import *  # noqa: F403
+    from hami_core.plugins.hookspecs import *  # noqa: F403
+    from hami_core.plugins.settings import *  # noqa: F403
+    from hami_core.protocol.codecs import *  # noqa: F403
+    from hami_core.protocol.convert import *  # noqa: F403
+    from hami_core.protocol.decide import *  # noqa: F403
+    from hami_core.protocol.errors import *  # noqa: F403
+    from hami_core.protocol.gojson import *  # noqa: F403
+    from hami_core.protocol.legacy import *  # noqa: F403
+    from hami_core.protocol.liveness import *  # noqa: F403
+    from hami_core.protocol.model import *  # noqa: F403
+    from hami_core.protocol.nodesource import *  # noqa: F403
+    from hami_core.protocol.size import *  # noqa: F403
 
 __version__ = "0.1.0"
 
-#: The module each public name comes from.
-_HOMES: dict[str, str] = {
-    "FAKE_DEVICES_ENV": "hami_core.plugins.fakesource",
-    "fake_devices": "hami_core.plugins.fakesource",
-    "HOOKSPEC_VERSION": "hami_core.plugins.hookspecs",
-    "VendorSpec": "hami_core.plugins.hookspecs",
-    "hookimpl": "hami_core.plugins.hookspecs",
-    "JSON_CODEC": "hami_core.protocol.codecs",
-    "LEGACY_CODEC": "hami_core.protocol.codecs",
-    "Codec": "hami_core.protocol.codecs",
-    "decode_any": "hami_core.protocol.codecs",
-    "device_from_dict": "hami_core.protocol.convert",
-    "device_to_dict": "hami_core.protocol.convert",
-    "VendorRules": "hami_core.protocol.decide",
-    "DecodeError": "hami_core.protocol.errors",
-    "EncodeError": "hami_core.protocol.errors",
-    "decode_json": "hami_core.protocol.gojson",
-    "encode_json": "hami_core.protocol.gojson",
-    "decode_legacy": "hami_core.protocol.legacy",
-    "encode_legacy": "hami_core.protocol.legacy",
-    "ALLOCATABLE": "hami_core.protocol.liveness",
-    "HANDSHAKE": "hami_core.protocol.liveness",
-    "LivenessFacts": "hami_core.protocol.liveness",
-    "LivenessRule": "hami_core.protocol.liveness",
-    "DeviceInfo": "hami_core.protocol.model",
-    "MigPlacement": "hami_core.protocol.model",
-    "MigProfile": "hami_core.protocol.model",
-    "MAX_ANNOTATION_BYTES": "hami_core.protocol.size",
-}
-
 __all__ = [
     "ALLOCATABLE",
+    "CAPACITY",
+    "DEVICES",
     "FAKE_DEVICES_ENV",
     "HANDSHAKE",
-    "HOOKSPEC_VERSION",
     "JSON_CODEC",
     "LEGACY_CODEC",
     "MAX_ANNOTATION_BYTES",
     "Codec",
     "DecodeError",
+    "DeviceConfig",
     "DeviceInfo",
     "EncodeError",
+    "FromNode",
     "LivenessFacts",
     "LivenessRule",
     "MigPlacement",
     "MigProfile",
+    "NodeView",
     "VendorRules",
     "VendorSpec",
     "__version__",
@@ -86,13 +65,37 @@ __all__ = [
     "hookimpl",
 ]
 
+#: Where the public names live, the protocol's modules first (a name is taken from the first that has it).
+_MODULES = (
+    "hami_core.protocol.errors",
+    "hami_core.protocol.size",
+    "hami_core.protocol.model",
+    "hami_core.protocol.convert",
+    "hami_core.protocol.gojson",
+    "hami_core.protocol.legacy",
+    "hami_core.protocol.codecs",
+    "hami_core.protocol.liveness",
+    "hami_core.protocol.nodesource",
+    "hami_core.protocol.decide",
+    "hami_core.plugins.fakesource",
+    "hami_core.plugins.settings",
+    "hami_core.plugins.hookspecs",
+)
+
+
+def home_of(name: str) -> str:
+    """The module a public name is loaded from: the first of ``_MODULES`` that exports it."""
+    for module in _MODULES:
+        if name in getattr(importlib.import_module(module), "__all__", ()):
+            return module
+    raise AttributeError(f"module {__name__!r} lists {name!r} but no module of it exports it")
+
 
 def __getattr__(name: str) -> Any:
     """Load a public name from its module on first use, and keep it here for the next one."""
-    home = _HOMES.get(name)
-    if home is None:
+    if name not in __all__ or name == "__version__":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
+    value = getattr(importlib.import_module(home_of(name)), name)
     globals()[name] = value
     return value
 

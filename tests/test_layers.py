@@ -89,10 +89,14 @@ def test_the_public_names_load_on_first_use() -> None:
 
 
 def test_every_public_name_is_the_object_of_its_module() -> None:
-    homes: dict[str, str] = hami_core._HOMES
-    assert set(homes) == set(hami_core.__all__) - {"__version__"}
+    """``__all__`` is the one list of public names; each comes from the first module that exports it, and
+    every module the names come from is one of ``_MODULES`` (no module listed for nothing)."""
+    names = [name for name in hami_core.__all__ if name != "__version__"]
+    homes = {name: hami_core.home_of(name) for name in names}
     for name, home in homes.items():
         assert getattr(hami_core, name) is getattr(importlib.import_module(home), name), name
+    assert set(homes.values()) == set(hami_core._MODULES)
+    assert len(set(hami_core.__all__)) == len(hami_core.__all__)
     assert set(hami_core.__all__) <= set(dir(hami_core))
     with pytest.raises(AttributeError, match="module 'hami_core' has no attribute 'no_such_name'"):
         hami_core.no_such_name  # noqa: B018

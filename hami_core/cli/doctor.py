@@ -593,13 +593,22 @@ def _vendor_details(e: VendorExplanation, now: datetime) -> list[str]:
     ):
         return lines
     r = e.register
-    if not r.present:
-        register = f"{r.annotation}: absent"
-    elif r.error is not None:
-        register = f"{r.annotation} ({r.size} bytes) does not decode: {r.error}"
+    if e.source == "node":
+        source = "the Node (the driver's function of its capacity, allocatable, annotations, labels)"
+        lines += _wrapped("source", source)
+        if r.error is not None:
+            lines += _wrapped("devices", f"do not compute: {r.error}")
+        elif r.present:
+            lines += _wrapped("devices", _register_cell(e))
     else:
-        register = f"{r.annotation} ({r.size} bytes): {_register_cell(e)}"
-    lines += _wrapped("register", register)
+        if not r.present:
+            register = f"{r.annotation}: absent"
+        elif r.error is not None:
+            register = f"{r.annotation} ({r.size} bytes) does not decode: {r.error}"
+        else:
+            register = f"{r.annotation} ({r.size} bytes): {_register_cell(e)}"
+        lines += _wrapped("source", "the register annotation")
+        lines += _wrapped("register", register)
     h = e.handshake
     if h.annotation is None:
         handshake = "the vendor has no handshake annotation"
@@ -871,6 +880,7 @@ def node(
     context: str | None,
     vendors: str | None,
     count_resources: tuple[str, ...],
+    device_config: str | None,
     node_selector: NodeSelector | None,
     handshake_window: float | None,
     zone: tzinfo | None,
@@ -901,7 +911,7 @@ def node(
         raise click.BadParameter(
             f"{name!r} is not a Node name (a lower-case DNS subdomain)", param_hint="'NAME'"
         )
-    _, drivers = drivers_from_options(vendors, count_resources)
+    _, drivers = drivers_from_options(vendors, count_resources, device_config)
     lease: LeaseFacts | None = None
     endpoint: SchedulerEndpoint | None = None
     compare = False
@@ -1037,6 +1047,7 @@ def nodes(
     context: str | None,
     vendors: str | None,
     count_resources: tuple[str, ...],
+    device_config: str | None,
     node_selector: NodeSelector | None,
     handshake_window: float | None,
     zone: tzinfo | None,
@@ -1053,7 +1064,7 @@ def nodes(
 
     Exit status: 0 when the Nodes were listed, 1 when the cluster could not be read, 2 for bad usage.
     """
-    _, drivers = drivers_from_options(vendors, count_resources)
+    _, drivers = drivers_from_options(vendors, count_resources, device_config)
     cluster = connect(kubeconfig, context, request_timeout=REQUEST_TIMEOUT)
     judged = judging(
         cluster,

@@ -74,6 +74,7 @@ def run(
     context: str | None,
     vendors: str | None,
     count_resources: tuple[str, ...],
+    device_config: str | None,
     node_name: str,
     interval: float,
     retry_interval: float,
@@ -92,7 +93,7 @@ def run(
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     configure_logging(log_format, verbosity or log_level)
-    manager, drivers = drivers_from_options(vendors, count_resources)
+    manager, drivers = drivers_from_options(vendors, count_resources, device_config)
     cluster = connect(kubeconfig, context, request_timeout=min(30.0, max(1.0, interval)))
     # An untrusted server certificate stays untrusted: one line now, not a warning every pass. (A refusal
     # is the pass's to report: the Node may not be the reporter's to read until its Pod is bound.)

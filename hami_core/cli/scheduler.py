@@ -218,6 +218,7 @@ def run(
     context: str | None,
     vendors: str | None,
     count_resources: tuple[str, ...],
+    device_config: str | None,
     node_selector: NodeSelector,
     lease_namespace: str | None,
     lease_name: str,
@@ -246,7 +247,7 @@ def run(
     configure_logging(log_format, verbosity or log_level)
     lease_namespace = lease_namespace or default_lease_namespace()
     limit_malloc_arenas()  # before any thread starts (scheduler/allocator.py says why)
-    manager, drivers = drivers_from_options(vendors, count_resources)
+    manager, drivers = drivers_from_options(vendors, count_resources, device_config)
     try:
         config = SchedulerConfig(
             resync=resync,

@@ -40,6 +40,7 @@ def simulate(
     print_default: bool,
     vendors: str | None,
     count_resources: tuple[str, ...],
+    device_config: str | None,
     log_level: str,
 ) -> None:
     """Run a real scheduler replica against simulated nodes and device plugins, print every registration
@@ -58,7 +59,7 @@ def simulate(
         scenario = load_scenario(scenario_path) if scenario_path else DEFAULT_SCENARIO
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--scenario") from None
-    _, drivers = drivers_from_options(vendors, count_resources)
+    _, drivers = drivers_from_options(vendors, count_resources, device_config)
     try:
         result = run_scenario(scenario, {d.name: d for d in drivers}, say=click.echo)
     except (ValueError, ClusterError) as exc:

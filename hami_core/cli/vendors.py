@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 import click
 
 from hami_core.plugins import (
+    DeviceConfig,
+    DeviceConfigError,
     DriverManager,
     DriverSelectionError,
     LoadReport,
@@ -33,13 +35,24 @@ JSON_KEYS = (
     "count_resource",
     "liveness",
     "writes_reported",
+    "sources",
+    "settings",
     "package",
     "version",
 )
 
 
 def driver_options(command: F) -> F:
-    """Add ``--vendors`` (env ``HAMI_VENDORS``) and ``--count-resource`` (env ``HAMI_COUNT_RESOURCES``)."""
+    """Add ``--vendors`` (env ``HAMI_VENDORS``), ``--count-resource`` (env ``HAMI_COUNT_RESOURCES``) and
+    ``--device-config`` (env ``HAMI_DEVICE_CONFIG``)."""
+    command = click.option(
+        "--device-config",
+        "device_config",
+        envvar="HAMI_DEVICE_CONFIG",
+        metavar="FILE",
+        help="HAMi's device-config.yaml (the ConfigMap of HAMi's chart): the drivers' settings, such as "
+        "resource names, are read from it; unset: each driver's defaults. Env: HAMI_DEVICE_CONFIG.",
+    )(command)
     command = click.option(
         "--count-resource",
         "count_resources",
@@ -70,24 +83,35 @@ def _selection(
 
 
 def drivers_from_options(
-    vendors: str | None, count_resources: Sequence[str]
+    vendors: str | None, count_resources: Sequence[str], device_config: str | None = None
 ) -> tuple[DriverManager, tuple[VendorDriver, ...]]:
     """For the daemons: load and select drivers from the options of ``driver_options``.
 
-    A bad selection is a usage error (exit 2); a conflict or no driver at all is a ``ClickException``
-    (exit 1) with a one-line message.
+    A bad selection is a usage error (exit 2), and so is a device config that does not read or holds a
+    bad value (one line); a conflict or no driver at all is a ``ClickException`` (exit 1) with a one-line
+    message. The device config's unknown keys are logged as warnings.
     """
     names, overrides = _selection(vendors, count_resources)
     try:
-        return load_drivers(names, overrides)
+        config = DeviceConfig.load(device_config) if device_config else None
+        return load_drivers(names, overrides, device_config=config)
     except PluginError as error:
         raise _as_click_error(error) from None
 
 
+class _BadDeviceConfig(click.ClickException):
+    """A device config that does not read: exit 2 with its one line (no usage text: it is a file)."""
+
+    exit_code = 2
+
+
 def _as_click_error(error: PluginError) -> click.ClickException:
-    """A bad selection is a usage error (exit 2); anything else (conflict, no driver) exits 1."""
+    """A bad selection is a usage error (exit 2), a bad device config exits 2; anything else (conflict,
+    no driver) exits 1."""
     if isinstance(error, DriverSelectionError):
         return click.UsageError(str(error))
+    if isinstance(error, DeviceConfigError):
+        return _BadDeviceConfig(str(error))
     return click.ClickException(str(error))
 
 
@@ -103,6 +127,11 @@ def vendors_json(drivers: Sequence[VendorDriver]) -> list[dict[str, object]]:
             "count_resource": d.count_resource,
             "liveness": d.liveness.name,
             "writes_reported": d.writes_reported,
+            "sources": list(d.sources),
+            "settings": {
+                f"{section}.{key}": {"value": value, "from": "device config" if from_file else "default"}
+                for section, key, value, from_file in d.settings
+            },
             "package": d.package,
             "version": d.version,
         }
@@ -114,6 +143,7 @@ def _table(drivers: Sequence[VendorDriver]) -> str:
     header = (
         "NAME",
         "VENDOR KEY",
+        "SOURCE",
         "REGISTER",
         "HANDSHAKE",
         "ENCODING",
@@ -126,9 +156,10 @@ def _table(drivers: Sequence[VendorDriver]) -> str:
         (
             d.name,
             d.vendor_key,
-            d.register_annotation,
+            "+".join(d.sources),
+            d.register_annotation or "-",
             d.handshake_annotation or "-",
-            d.encoding,
+            d.encoding or "-",
             d.count_resource,
             d.liveness.name,
             "yes" if d.writes_reported else "no",
@@ -137,9 +168,16 @@ def _table(drivers: Sequence[VendorDriver]) -> str:
         for d in drivers
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    )
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    for d in drivers:
+        if d.settings:
+            lines.append("")
+            lines.append(f"{d.name} settings (device config section: value):")
+            lines.extend(
+                f"  {section}.{key} = {value!r}{'' if from_file else '  (default)'}"
+                for section, key, value, from_file in d.settings
+            )
+    return "\n".join(lines)
 
 
 def _report_failures(report: LoadReport) -> None:
@@ -150,7 +188,9 @@ def _report_failures(report: LoadReport) -> None:
 @click.command("vendors")
 @driver_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of objects instead of a table.")
-def vendors(vendors: str | None, count_resources: tuple[str, ...], as_json: bool) -> None:
+def vendors(
+    vendors: str | None, count_resources: tuple[str, ...], device_config: str | None, as_json: bool
+) -> None:
     """List the installed vendor drivers (or the selection, with --vendors / HAMI_VENDORS).
 
     Drivers that failed to load are printed on stderr, one line each: "error: NAME (PACKAGE VERSION):
@@ -158,8 +198,14 @@ def vendors(vendors: str | None, count_resources: tuple[str, ...], as_json: bool
     some driver failed to load), 1 when the selected drivers conflict, 2 for a bad selection.
     """
     names, overrides = _selection(vendors, count_resources)
-    manager = DriverManager()
-    report = manager.load_entry_points()
+    try:
+        config = DeviceConfig.load(device_config) if device_config else DeviceConfig()
+        manager = DriverManager(device_config=config)
+        report = manager.load_entry_points()
+    except PluginError as error:
+        raise _as_click_error(error) from None
+    for unknown in config.unknown():
+        click.echo(f"warning: {config.source}: unknown key {unknown}, ignored", err=True)
     try:
         selected = manager.select(names, overrides)
     except PluginError as error:

@@ -541,11 +541,18 @@ class MemoryCluster:
             self._request("get", "nodes")
             return node_owners(self._existing(name, "get"))
 
-    def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
+    def patch_node_status(
+        self,
+        name: str,
+        allocatable: Mapping[str, str | None],
+        *,
+        capacity: Mapping[str, str | None] | None = None,
+    ) -> NodeSnapshot:
         with self._cond:
             self._request("patch", "nodes/status")
             changes = dict(allocatable)
-            patch = {"status": {"allocatable": changes, "capacity": changes}}
+            capacities = changes if capacity is None else dict(capacity)
+            patch = {"status": {"allocatable": changes, "capacity": capacities}}
             return self._patch(name, patch, status_only=True)
 
     def _patch(

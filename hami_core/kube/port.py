@@ -94,6 +94,9 @@ class NodeSnapshot:
     annotations: Mapping[str, str] = attrs.field(factory=dict, hash=False)
     #: ``status.allocatable`` as raw quantity strings.
     allocatable: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    #: ``status.capacity`` as raw quantity strings (what the kubelet's device plugins advertise; HAMi
+    #: computes the devices of several vendors from it).
+    capacity: Mapping[str, str] = attrs.field(factory=dict, hash=False)
 
 
 @attrs.frozen(kw_only=True)

@@ -17,7 +17,14 @@ from fractions import Fraction
 
 from hami_core.protocol.errors import shorten
 
-__all__ = ["QuantityError", "canonical_quantity", "parse_quantity", "quantity_count", "quantity_value"]
+__all__ = [
+    "QuantityError",
+    "canonical_quantity",
+    "parse_quantity",
+    "quantity_count",
+    "quantity_int64",
+    "quantity_value",
+]
 
 _INT64_MAX = 2**63 - 1
 
@@ -144,6 +151,35 @@ def _go_parse(text: str) -> tuple[Fraction, str, str | None]:
         if 0 < value < 1:
             family = "decimal"
     return (-value if negative else value), family, None
+
+
+def quantity_int64(text: str) -> int | None:
+    """Go's ``resource.ParseQuantity(text).AsInt64()``: the value when the parser holds it as an int64
+    amount of scale >= 0 that fits int64, else ``None``. HAMi reads every capacity it derives devices or
+    liveness from this way, on the string the API server stores (``canonical_quantity``).
+
+    So ``"16"`` and ``"1k"`` read, and ``"500m"`` (a negative scale), ``"1e30"`` (beyond int64), ``"8Ei"``
+    and ``"9223372036854775807"`` (past the parser's int64 fast path: 19 digits, or a large binary
+    exponent, are held as a decimal, which ``AsInt64`` refuses) do not. Raises ``QuantityError`` when
+    ``text`` is not a quantity.
+    """
+    if text == "0":
+        return 0
+    match = _GO_QUANTITY.fullmatch(text)
+    if not text or match is None:
+        raise QuantityError(f"not a quantity: {shorten(text)} (expected a number with an optional suffix)")
+    sign, whole, fraction, suffix = match.groups()
+    num, denom = whole or "0", fraction or ""
+    _, base, power = _interpret(suffix, text)
+    value: int | None = None
+    if base == 10 and len(num) + len(denom) <= 18 and power - len(denom) >= -9:
+        scale = power - len(denom)
+        value = int(num + denom) * 10**scale if scale >= 0 else None  # AsInt64 refuses a negative scale
+    elif base == 2 and not denom and 15 - len(num) - power * 3 // 10 - 1 >= 0:
+        value = int(num) << power
+    if value is None or value > _INT64_MAX:
+        return None
+    return -value if sign == "-" else value
 
 
 def _go_string(value: Fraction, family: str) -> str:

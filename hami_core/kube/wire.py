@@ -67,6 +67,7 @@ def node_snapshot(obj: Mapping[str, Any]) -> NodeSnapshot:
         labels=_string_map(meta.get("labels"), f"{where} metadata.labels"),
         annotations=_string_map(meta.get("annotations"), f"{where} metadata.annotations"),
         allocatable=_string_map(status.get("allocatable"), f"{where} status.allocatable"),
+        capacity=_string_map(status.get("capacity"), f"{where} status.capacity"),
     )
 
 

@@ -14,7 +14,7 @@ from hami_core.plugins.errors import (
     PluginError,
 )
 from hami_core.plugins.fakesource import FAKE_DEVICES_ENV, fake_devices
-from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, HOOKSPEC_VERSION, VendorSpec, hookimpl
+from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, VendorSpec, hookimpl
 from hami_core.plugins.manager import (
     DriverManager,
     LoadFailure,
@@ -24,11 +24,13 @@ from hami_core.plugins.manager import (
     parse_vendor_names,
     require_drivers,
 )
+from hami_core.plugins.settings import DeviceConfig, DeviceConfigError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "FAKE_DEVICES_ENV",
-    "HOOKSPEC_VERSION",
+    "DeviceConfig",
+    "DeviceConfigError",
     "DriverConflictError",
     "DriverError",
     "DriverManager",

@@ -1,4 +1,4 @@
-"""The validated description of one vendor driver, as the rest of the core uses it."""
+"""One loaded driver: the vendor as the core uses it (checked once), and where it came from."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import attrs
 from hami_core.protocol.codecs import Codec
 from hami_core.protocol.decide import VendorRules
 from hami_core.protocol.liveness import LivenessRule
+from hami_core.protocol.nodesource import FromNode
 
 __all__ = ["VendorDriver", "origin_of"]
 
@@ -20,49 +21,79 @@ def origin_of(plugin: str, package: str, version: str) -> str:
 
 @attrs.frozen(kw_only=True)
 class VendorDriver:
-    """One loaded, checked driver. Built only by the manager, from a driver's ``VendorSpec``."""
+    """One loaded, checked driver. Built only by the manager, from a driver's ``VendorSpec``.
+
+    The vendor's values live once, in ``rules()`` (what the scheduler's decision core uses); the
+    properties below read them from there."""
 
     #: Driver name (``--vendors`` selects by it).
     name: str
-    #: HAMi's CommonWord, the key of the scheduler's device cache.
-    vendor_key: str
-    register_annotation: str
-    #: ``None`` for a vendor without a handshake.
-    handshake_annotation: str | None
-    #: The name of the encoding, ``codec.name``.
-    encoding: str
-    codec: Codec
-    #: Possibly overridden by the operator (``--count-resource``).
-    count_resource: str
-    liveness: LivenessRule
+    #: The vendor as the core uses it, with the operator's count resource override applied.
+    vendor: VendorRules
     writes_reported: bool
-    #: The hook specification version the driver was written against.
-    hookspec_version: str
     #: The pluggy plugin (entry-point) name that provided this driver.
     plugin: str
     #: Distribution name and version of the package the driver came from (``""`` when registered directly).
     package: str
     version: str
+    #: The device config settings its plugin read, as ``(section, key, value, set by the file)``.
+    settings: tuple[tuple[str, str, object, bool], ...] = ()
+
+    def rules(self) -> VendorRules:
+        """What the decision core needs of this vendor."""
+        return self.vendor
+
+    @property
+    def vendor_key(self) -> str:
+        """HAMi's CommonWord, the key of the scheduler's device cache."""
+        return self.vendor.vendor_key
+
+    @property
+    def register_annotation(self) -> str | None:
+        return self.vendor.register_annotation
+
+    @property
+    def handshake_annotation(self) -> str | None:
+        """``None`` for a vendor without a handshake."""
+        return self.vendor.handshake_annotation
+
+    @property
+    def count_resource(self) -> str:
+        return self.vendor.count_resource
+
+    @property
+    def codec(self) -> Codec | None:
+        """The register annotation's codec (``None`` for a vendor whose devices come only from the Node)."""
+        return self.vendor.codec
+
+    @property
+    def encoding(self) -> str | None:
+        """The name of the encoding, ``codec.name``."""
+        return None if self.vendor.codec is None else self.vendor.codec.name
+
+    @property
+    def liveness(self) -> LivenessRule:
+        """The liveness rule of the vendor's main source (the register annotation's, if it has one)."""
+        return self.vendor.liveness
+
+    @property
+    def node_source(self) -> FromNode | None:
+        return self.vendor.node_source
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Where the devices come from, in the order they are looked for: ``"node"``, ``"annotation"``."""
+        kinds = ("node",) if self.vendor.node_source is not None else ()
+        return kinds + (("annotation",) if self.vendor.register_annotation is not None else ())
 
     @property
     def annotation_keys(self) -> tuple[str, ...]:
-        """The node annotations this driver owns: register, then handshake when it has one."""
-        if self.handshake_annotation is None:
-            return (self.register_annotation,)
-        return (self.register_annotation, self.handshake_annotation)
+        """The node annotations this driver's vendor writes (its plugin or the scheduler): register, then
+        handshake when it has one. A node source's annotations are read, never written."""
+        keys = (self.register_annotation, self.handshake_annotation)
+        return tuple(key for key in keys if key is not None)
 
     @property
     def origin(self) -> str:
         """Where the driver came from, for messages."""
         return origin_of(self.plugin, self.package, self.version)
-
-    def rules(self) -> VendorRules:
-        """What the decision core needs of this vendor."""
-        return VendorRules(
-            vendor_key=self.vendor_key,
-            register_annotation=self.register_annotation,
-            handshake_annotation=self.handshake_annotation,
-            count_resource=self.count_resource,
-            liveness=self.liveness,
-            codec=self.codec,
-        )

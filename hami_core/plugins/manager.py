@@ -9,6 +9,7 @@ start-up errors, raised by ``select``.
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import cast
@@ -16,6 +17,7 @@ from typing import cast
 import attrs
 import pluggy
 
+from hami_core.plugins import hookspecs
 from hami_core.plugins.driver import VendorDriver, origin_of
 from hami_core.plugins.errors import (
     DriverConflictError,
@@ -24,7 +26,8 @@ from hami_core.plugins.errors import (
     NoDriversError,
     PluginError,
 )
-from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME, HookSpecs
+from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME
+from hami_core.plugins.settings import DeviceConfig, DeviceConfigError
 from hami_core.plugins.validate import driver_from_spec, resource_name_problem
 from hami_core.protocol.codecs import CODECS, Codec
 from hami_core.protocol.model import DeviceInfo
@@ -98,10 +101,14 @@ class DriverManager:
     the driver and to no other.
     """
 
-    def __init__(self, codecs: Mapping[str, Codec] = CODECS) -> None:
+    def __init__(
+        self, codecs: Mapping[str, Codec] = CODECS, *, device_config: DeviceConfig | None = None
+    ) -> None:
         self._codecs = codecs
+        #: HAMi's device config, which the drivers read their settings from.
+        self.device_config = device_config if device_config is not None else DeviceConfig()
         self._pm = pluggy.PluginManager(PROJECT_NAME)
-        self._pm.add_hookspecs(HookSpecs)
+        self._pm.add_hookspecs(hookspecs)
         #: (plugin name, origin) -> the plugin object and its drivers.
         self._plugins: dict[tuple[str, str], tuple[object, list[VendorDriver]]] = {}
         self._failures: list[LoadFailure] = []
@@ -142,7 +149,7 @@ class DriverManager:
         """Register one plugin object (a module or any object with hook implementations) under ``name``.
 
         Returns its drivers. Raises ``DriverError`` and leaves nothing registered when the plugin provides
-        no ``hami_vendor_drivers``, describes itself badly (an incompatible ``hookspec_version`` included),
+        no ``hami_vendor_drivers``, describes itself badly,
         uses an unknown hook (a typo), or implements a hook with arguments its specification lacks.
         """
         origin = origin_of(name, package, version)
@@ -153,8 +160,6 @@ class DriverManager:
         typo = f"implements unknown hook(s) {', '.join(unknown)} (a typo?)" if unknown else ""
         if "hami_vendor_drivers" not in hooks:
             raise DriverError(name, origin, typo or "provides no hami_vendor_drivers hook", kind="plugin")
-        # Describe before checking the other hooks: a driver built for another hook spec may implement
-        # hooks this core lacks or has changed, and is refused with the version it needs instead.
         drivers = self._describe(hooks["hami_vendor_drivers"], name, package, version)
         if typo:
             raise DriverError(name, origin, typo, kind="plugin")
@@ -162,6 +167,11 @@ class DriverManager:
         key = name if not self._pm.has_plugin(name) else f"{name}@{origin}"
         try:
             self._pm.register(plugin, name=key)
+        except pluggy.PluginValidationError as error:  # pluggy's own signature check, in its words
+            detail = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+            raise DriverError(
+                name, origin, f"cannot register: PluginValidationError: {detail}", kind="plugin"
+            ) from error
         except Exception as error:
             raise DriverError(name, origin, f"cannot register: {_describe(error)}", kind="plugin") from error
         self._plugins[(name, origin)] = (plugin, drivers)
@@ -186,16 +196,25 @@ class DriverManager:
     ) -> list[VendorDriver]:
         """Call the plugin's ``hami_vendor_drivers`` and check every spec it returns."""
         origin = origin_of(name, package, version)
+        config = self.device_config
+        start = len(config.reads)
         try:
-            specs = list(cast("Iterable[object]", describe()))
+            wants_config = "device_config" in inspect.signature(describe).parameters
+            specs = list(cast("Iterable[object]", describe(config) if wants_config else describe()))
+        except DeviceConfigError:
+            raise  # the operator's file is wrong, not the driver: a start-up error
         except (Exception, SystemExit) as error:
             raise DriverError(
                 name, origin, f"hami_vendor_drivers failed: {_describe(error)}", kind="plugin"
             ) from error
         if not specs:
             raise DriverError(name, origin, "hami_vendor_drivers describes no driver", kind="plugin")
+        settings: tuple[tuple[str, str, object, bool], ...] = tuple(config.reads[start:])
         drivers = [
-            driver_from_spec(spec, plugin=name, package=package, version=version, codecs=self._codecs)
+            attrs.evolve(
+                driver_from_spec(spec, plugin=name, package=package, version=version, codecs=self._codecs),
+                settings=settings,
+            )
             for spec in specs
         ]
         names = [d.name for d in drivers]
@@ -234,7 +253,10 @@ class DriverManager:
                     f"count resource override for {name!r}: no such driver selected (selected: {selected})"
                 )
         chosen = [
-            attrs.evolve(d, count_resource=overrides[d.name]) if d.name in overrides else d for d in chosen
+            attrs.evolve(d, vendor=attrs.evolve(d.vendor, count_resource=overrides[d.name]))
+            if d.name in overrides
+            else d
+            for d in chosen
         ]
         check_conflicts(chosen)
         return tuple(chosen)
@@ -303,6 +325,8 @@ def check_conflicts(drivers: Sequence[VendorDriver]) -> None:
     for driver in drivers:
         wanted = [("driver name", driver.name), ("vendor key", driver.vendor_key)]
         wanted += [("annotation key", key) for key in driver.annotation_keys]
+        if (scores := driver.rules().pair_scores_annotation) is not None:
+            wanted.append(("annotation key", scores))
         for what, value in wanted:
             holder = claims.setdefault((what, value), driver)
             if holder is not driver:
@@ -334,16 +358,22 @@ def load_drivers(
     count_resources: Mapping[str, str] | None = None,
     *,
     group: str = ENTRY_POINT_GROUP,
+    device_config: DeviceConfig | None = None,
 ) -> tuple[DriverManager, tuple[VendorDriver, ...]]:
-    """What the daemons call at start-up: load the installed drivers, select, and insist on at least one.
+    """What the daemons call at start-up: load the installed drivers (their settings from HAMi's
+    ``device_config``), select, and insist on at least one.
 
-    Each driver that failed to load is logged as a warning.
-    Raises ``DriverSelectionError``, ``DriverConflictError`` or ``NoDriversError``.
+    Each driver that failed to load is logged as a warning, and so is each key of the device config
+    that no driver reads.
+    Raises ``DriverSelectionError``, ``DriverConflictError``, ``NoDriversError`` or ``DeviceConfigError``.
     """
-    manager = DriverManager()
+    manager = DriverManager(device_config=device_config)
     report = manager.load_entry_points(group)
     for failure in report.failures:
         log.warning("vendor driver skipped: %s", failure)
+    if device_config is not None:
+        for unknown in device_config.unknown():
+            log.warning("%s: unknown key %s, ignored", device_config.source, unknown)
     drivers = manager.select(vendors, count_resources)
     require_drivers(drivers, report)
     return manager, drivers

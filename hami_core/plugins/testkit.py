@@ -15,6 +15,7 @@ its real entry point. Needs pytest (a test dependency, not a runtime one).
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.metadata
 import json
 import sys
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
+import attrs
 import pytest
 
 from hami_core.plugins.driver import VendorDriver
@@ -29,14 +31,15 @@ from hami_core.plugins.fakesource import FAKE_DEVICES_ENV
 from hami_core.plugins.manager import DriverManager
 from hami_core.plugins.validate import (
     annotation_key_problem,
-    check_hookspec_version,
     driver_name_problem,
     resource_name_problem,
     vendor_key_problem,
 )
+from hami_core.protocol.codecs import Codec
 from hami_core.protocol.errors import DecodeError
 from hami_core.protocol.liveness import LivenessFacts
 from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.nodesource import NodeView
 
 __all__ = ["SAMPLE_DEVICE_LISTS", "DriverContract"]
 
@@ -77,6 +80,14 @@ SAMPLE_DEVICE_LISTS: tuple[tuple[DeviceInfo, ...], ...] = (
 GARBAGE_VALUES = ("this is not a device list", "[{", "a,b:")
 
 _FRESH = LivenessFacts(stamp_expired=False, allocatable=0, allocatable_seen=False)
+#: Every combination of the facts a rule may look at, for the purity and built-in rule checks.
+_FACTS = tuple(
+    LivenessFacts(stamp_expired=expired, allocatable=allocatable, allocatable_seen=seen, capacity=capacity)
+    for expired in (False, True)
+    for allocatable in (0, 2)
+    for seen in (False, True)
+    for capacity in (0, 4)
+)
 
 
 class DriverContract:
@@ -84,12 +95,16 @@ class DriverContract:
 
     ``package``: the distribution the driver must come from (checked when set). ``uses_fake_source``:
     the driver's ``hami_discover_devices`` reads ``HAMI_FAKE_DEVICES`` (set ``False`` for a driver that
-    probes real hardware only).
+    probes real hardware only, or whose devices come only from the Node). ``node_views``: Node views
+    a node source is run on. A check that does not apply to the driver's kind of source is skipped,
+    saying why.
     """
 
     driver_name: ClassVar[str]
     package: ClassVar[str | None] = None
     uses_fake_source: ClassVar[bool] = True
+    #: Views of Nodes the driver's node source is run on (each twice: it must be pure).
+    node_views: ClassVar[tuple[NodeView, ...]] = ()
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -119,19 +134,13 @@ class DriverContract:
         again.load_entry_points()
         twin = [d for d in again.report.drivers if d.name == driver.name and d.origin == driver.origin]
         assert len(twin) == 1, "describing itself twice must give one driver of the same name"
-        for field in (
-            "vendor_key",
-            "register_annotation",
-            "handshake_annotation",
-            "encoding",
-            "count_resource",
-            "writes_reported",
-            "hookspec_version",
-        ):
-            assert getattr(twin[0], field) == getattr(driver, field), field
-        assert twin[0].liveness.name == driver.liveness.name
-        assert driver.encoding == driver.codec.name
-        assert check_hookspec_version(driver.hookspec_version) is None
+        mine, theirs = driver.rules(), twin[0].rules()
+        for field in ("vendor_key", "register_annotation", "handshake_annotation", "count_resource"):
+            assert getattr(theirs, field) == getattr(mine, field), field
+        assert twin[0].writes_reported == driver.writes_reported
+        assert twin[0].encoding == driver.encoding
+        assert theirs.liveness.name == mine.liveness.name
+        assert twin[0].sources == driver.sources
 
     def test_names_and_keys_are_well_formed(self, driver: VendorDriver) -> None:
         assert driver_name_problem(driver.name) is None
@@ -141,34 +150,68 @@ class DriverContract:
         assert len(set(driver.annotation_keys)) == len(driver.annotation_keys)
         assert resource_name_problem(driver.count_resource) is None
 
+    def _codec(self, driver: VendorDriver) -> Codec:
+        if driver.codec is None:
+            pytest.skip(f"driver {driver.name!r} has no register annotation (its devices come from the Node)")
+        return driver.codec
+
     @pytest.mark.parametrize("devices", SAMPLE_DEVICE_LISTS, ids=["full", "zero-valued", "two-devices"])
     def test_codec_round_trips(self, driver: VendorDriver, devices: tuple[DeviceInfo, ...]) -> None:
-        encoded = driver.codec.encode(devices)
+        codec = self._codec(driver)
+        encoded = codec.encode(devices)
         assert isinstance(encoded, str)
-        decoded = driver.codec.decode(encoded)
+        decoded = codec.decode(encoded)
         assert decoded == list(devices)
-        assert driver.codec.encode(decoded) == encoded, "encoding must be byte-stable across a round trip"
+        assert codec.encode(decoded) == encoded, "encoding must be byte-stable across a round trip"
 
     def test_codec_encodes_an_empty_list(self, driver: VendorDriver) -> None:
-        assert isinstance(driver.codec.encode([]), str)
+        assert isinstance(self._codec(driver).encode([]), str)
 
     @pytest.mark.parametrize("value", GARBAGE_VALUES)
     def test_codec_refuses_garbage_with_decode_error(self, driver: VendorDriver, value: str) -> None:
+        codec = self._codec(driver)
         with pytest.raises(DecodeError):
-            driver.codec.decode(value)
+            codec.decode(value)
 
     def test_liveness_answers_the_standard_scenarios(self, driver: VendorDriver) -> None:
-        rule = driver.liveness
-        expired = LivenessFacts(stamp_expired=True, allocatable=0, allocatable_seen=False)
-        assert rule.alive(_FRESH) is True, "a fresh stamp means alive"
-        assert rule.alive(expired) is False, "an expired stamp with nothing allocatable means dead"
-        for seen in (False, True):
-            facts = LivenessFacts(stamp_expired=True, allocatable=2, allocatable_seen=seen)
-            assert rule.alive(facts) is True, "devices still allocatable means alive"
-        assert rule.alive(expired) == rule.alive(expired), "a rule must be pure"
-        if rule.name == "allocatable":
-            dropped = LivenessFacts(stamp_expired=False, allocatable=0, allocatable_seen=True)
-            assert rule.alive(dropped) is False, "a count seen above zero that drops to zero means dead"
+        rules = [driver.rules()]
+        path = driver.rules().node_path()
+        if path is not None and path is not rules[0]:
+            rules.append(path)
+        for vendor in rules:
+            rule = vendor.liveness
+            answers = [rule.alive(facts) for facts in _FACTS]
+            if rule.name in ("handshake", "allocatable") and vendor.handshake_annotation is not None:
+                expired = LivenessFacts(stamp_expired=True, allocatable=0, allocatable_seen=False)
+                assert rule.alive(_FRESH) is True, "a fresh stamp means alive"
+                assert rule.alive(expired) is False, "an expired stamp with nothing allocatable means dead"
+                for seen in (False, True):
+                    facts = LivenessFacts(stamp_expired=True, allocatable=2, allocatable_seen=seen)
+                    assert rule.alive(facts) is True, "devices still allocatable means alive"
+            if rule.name == "allocatable":
+                dropped = LivenessFacts(stamp_expired=False, allocatable=0, allocatable_seen=True)
+                assert rule.alive(dropped) is False, "a count seen above zero that drops to zero means dead"
+            if rule.name == "devices":
+                assert all(answers), "the devices rule keeps a vendor while its source yields devices"
+            if rule.name == "capacity":
+                assert answers == [f.capacity > 0 for f in _FACTS], "the capacity rule is capacity > 0"
+            assert all(isinstance(a, bool) for a in answers), "alive() answers True or False"
+            again = [rule.alive(attrs.evolve(facts)) for facts in reversed(_FACTS)]
+            assert again[::-1] == answers, "a rule must be pure: the same facts, in any order, same answers"
+
+    def test_node_source_is_pure(self, driver: VendorDriver) -> None:
+        """Its function, shown a view with none of its inputs, yields no devices (or a DecodeError); shown
+        each of ``node_views`` twice (equal views, distinct objects), the same list of devices."""
+        source = driver.node_source
+        if source is None:
+            pytest.skip(f"driver {driver.name!r} has no node source (its devices come from an annotation)")
+        empty = NodeView(name="node-1")
+        with contextlib.suppress(DecodeError):
+            assert source.devices(empty) == [], "a Node without the inputs has none of the devices"
+        for view in self.node_views:
+            first, second = source.devices(view), source.devices(attrs.evolve(view))
+            assert isinstance(first, list) and all(isinstance(d, DeviceInfo) for d in first)
+            assert first == second, "the same view must give the same devices"
 
     def test_discovery_reads_the_fake_source(
         self, driver: VendorDriver, manager: DriverManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -5,26 +5,26 @@ Each refusal is a ``DriverError`` whose one-line message names the driver, its p
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
+
+import attrs
 
 from hami_core.k8snames import is_dns_label, is_label_value, qualified_name_problem
 from hami_core.plugins.driver import VendorDriver, origin_of
 from hami_core.plugins.errors import DriverError
-from hami_core.plugins.hookspecs import HOOKSPEC_VERSION, VendorSpec
+from hami_core.plugins.hookspecs import VendorSpec
 from hami_core.protocol.codecs import CODECS, Codec
+from hami_core.protocol.decide import VendorRules
 from hami_core.protocol.liveness import BUILTIN_RULES, LivenessRule
+from hami_core.protocol.nodesource import FromNode
 
 __all__ = [
     "annotation_key_problem",
-    "check_hookspec_version",
     "driver_from_spec",
     "driver_name_problem",
     "resource_name_problem",
     "vendor_key_problem",
 ]
-
-_VERSION = re.compile(r"(\d+)\.(\d+)")
 
 
 def annotation_key_problem(key: object) -> str | None:
@@ -63,24 +63,6 @@ def vendor_key_problem(key: object) -> str | None:
     return None
 
 
-def check_hookspec_version(wanted: object) -> str | None:
-    """Why a driver written for hook spec ``wanted`` cannot load here, or ``None`` when it can.
-
-    Refused: a malformed version, another major, or a later minor than the core offers.
-    """
-    offered = _VERSION.fullmatch(HOOKSPEC_VERSION)
-    assert offered is not None
-    match = _VERSION.fullmatch(wanted) if isinstance(wanted, str) else None
-    if match is None:
-        return f"hookspec_version must be 'MAJOR.MINOR', got {wanted!r}"
-    major, minor = int(match[1]), int(match[2])
-    if major != int(offered[1]):
-        return f"needs hook spec {major}.x, hami-core offers {HOOKSPEC_VERSION}"
-    if minor > int(offered[2]):
-        return f"needs hook spec {major}.{minor} or a later {major}.x, hami-core offers {HOOKSPEC_VERSION}"
-    return None
-
-
 def _codec(encoding: object, codecs: Mapping[str, Codec]) -> Codec | str:
     """The codec for ``encoding``, or why there is none."""
     if isinstance(encoding, str):
@@ -114,23 +96,71 @@ def _liveness(rule: object) -> LivenessRule | str:
 
 def _field_problem(spec: VendorSpec) -> str | None:
     """The first field of ``spec`` (its name already checked) that is wrong, as a message."""
-    if problem := check_hookspec_version(spec.hookspec_version):
-        return problem
     if problem := vendor_key_problem(spec.vendor_key):
         return f"vendor_key {spec.vendor_key!r} is malformed: {problem}"
-    if problem := annotation_key_problem(spec.register_annotation):
+    if spec.register_annotation is None and spec.from_node is None:
+        return "it names no source of devices: give a register_annotation, from_node, or both"
+    if spec.register_annotation is not None and (problem := annotation_key_problem(spec.register_annotation)):
         return f"register_annotation {spec.register_annotation!r} is not a valid annotation key: {problem}"
     handshake = spec.handshake_annotation
     if handshake is not None:
+        if spec.register_annotation is None:
+            return "handshake_annotation is given without a register_annotation (a handshake is its)"
         if problem := annotation_key_problem(handshake):
             return f"handshake_annotation {handshake!r} is not a valid annotation key: {problem}"
         if handshake == spec.register_annotation:
             return "handshake_annotation is the same key as register_annotation"
+    scores = spec.pair_scores_annotation
+    if scores is not None:
+        if spec.register_annotation is None:
+            return (
+                "pair_scores_annotation is given without a register_annotation (the scores are its devices')"
+            )
+        if problem := annotation_key_problem(scores):
+            return f"pair_scores_annotation {scores!r} is not a valid annotation key: {problem}"
+        if scores in (spec.register_annotation, spec.handshake_annotation):
+            return "pair_scores_annotation is the same key as the register or handshake annotation"
     if problem := resource_name_problem(spec.count_resource):
         return f"count_resource {spec.count_resource!r} is malformed: {problem}"
     if not isinstance(spec.writes_reported, bool):
         return f"writes_reported must be True or False, got {spec.writes_reported!r}"
+    if spec.from_node is not None:
+        return _node_source_problem(spec.from_node)
     return None
+
+
+def _node_source_problem(source: object) -> str | None:
+    """What is wrong with a ``from_node`` declaration, or ``None``."""
+    if not isinstance(source, FromNode):
+        return f"from_node must be a FromNode, got {type(source).__name__}"
+    if not callable(source.devices):
+        return f"from_node.devices must be a function of the Node view, got {source.devices!r:.60}"
+    if not (source.capacity or source.allocatable or source.annotations):
+        return "from_node reads no capacity, allocatable or annotation (labels alone are on every Node)"
+    for field in ("capacity", "allocatable"):
+        for name in getattr(source, field):
+            if problem := _resource_problem(name):
+                return f"from_node.{field} {name!r} is not a resource name: {problem}"
+    for key in source.annotations:
+        if problem := annotation_key_problem(key):
+            return f"from_node.annotations {key!r} is not a valid annotation key: {problem}"
+    for key in source.labels:
+        if problem := _label_key_problem(key):
+            return f"from_node.labels {key!r} is not a valid label key: {problem}"
+    return None
+
+
+def _resource_problem(name: object) -> str | None:
+    """Why ``name`` is no resource name (``cpu`` or ``domain/name``), or ``None``."""
+    if not isinstance(name, str):
+        return f"it must be a string, got {type(name).__name__}"
+    return qualified_name_problem(name, prefix_required=False)
+
+
+def _label_key_problem(key: object) -> str | None:
+    if not isinstance(key, str):
+        return f"it must be a string, got {type(key).__name__}"
+    return qualified_name_problem(key, prefix_required=False)
 
 
 def driver_from_spec(
@@ -150,23 +180,40 @@ def driver_from_spec(
         raise DriverError(plugin, origin, f"driver name {spec.name!r} is malformed: {problem}", kind="plugin")
     if problem := _field_problem(spec):
         raise DriverError(spec.name, origin, problem)
-    codec = _codec(spec.encoding, codecs)
-    if isinstance(codec, str):
-        raise DriverError(spec.name, origin, codec)
+    codec: Codec | None = None
     liveness = _liveness(spec.liveness)
     if isinstance(liveness, str):
         raise DriverError(spec.name, origin, liveness)
+    if spec.register_annotation is not None:
+        found = _codec(spec.encoding, codecs)
+        if isinstance(found, str):
+            raise DriverError(spec.name, origin, found)
+        codec = found
+    source = spec.from_node
+    if source is not None:
+        node_liveness = _liveness(source.liveness)
+        if isinstance(node_liveness, str):
+            raise DriverError(spec.name, origin, f"from_node: {node_liveness}")
+        source = attrs.evolve(source, liveness=node_liveness)
+        if spec.register_annotation is None:
+            liveness = node_liveness
+    try:
+        rules = VendorRules(
+            vendor_key=spec.vendor_key,
+            register_annotation=spec.register_annotation,
+            handshake_annotation=spec.handshake_annotation,
+            count_resource=spec.count_resource,
+            liveness=liveness,
+            codec=codec,
+            node_source=source,
+            pair_scores_annotation=spec.pair_scores_annotation,
+        )
+    except (TypeError, ValueError) as error:  # the checks above leave nothing for these; say it anyway
+        raise DriverError(spec.name, origin, str(error).splitlines()[0]) from error
     return VendorDriver(
         name=spec.name,
-        vendor_key=spec.vendor_key,
-        register_annotation=spec.register_annotation,
-        handshake_annotation=spec.handshake_annotation,
-        encoding=codec.name,
-        codec=codec,
-        count_resource=spec.count_resource,
-        liveness=liveness,
+        vendor=rules,
         writes_reported=spec.writes_reported,
-        hookspec_version=spec.hookspec_version,
         plugin=plugin,
         package=package,
         version=version,

@@ -70,9 +70,10 @@ from hami_core.protocol.handshake import (
     format_stamp,
     stamp_standing,
 )
-from hami_core.protocol.liveness import LivenessRule
+from hami_core.protocol.liveness import BUILTIN_RULES, LivenessRule
 from hami_core.protocol.marker import Marker, fingerprint, format_marker, marker_annotation, parse_marker
 from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.nodesource import FromNode
 from hami_core.protocol.plain import plain_str
 
 __all__ = [
@@ -113,31 +114,47 @@ def _is_liveness_rule(instance: object, attribute: attrs.Attribute[LivenessRule]
         raise TypeError(f"VendorRules.liveness must have a name and alive(facts), got {value!r}")
 
 
-def _is_codec(instance: object, attribute: attrs.Attribute[Codec], value: object) -> None:
+def _is_codec(instance: object, attribute: attrs.Attribute[Codec | None], value: object) -> None:
+    if value is None and getattr(instance, "register_annotation", None) is None:
+        return
     if not isinstance(value, Codec):
         raise TypeError(f"VendorRules.codec must have a name, decode() and encode(), got {value!r}")
+
+
+def _has_a_source(instance: VendorRules, attribute: attrs.Attribute[FromNode | None], value: object) -> None:
+    if value is not None and not isinstance(value, FromNode):
+        raise TypeError(f"VendorRules.node_source must be a FromNode or None, got {value!r}")
+    if value is None and instance.register_annotation is None:
+        raise ValueError("VendorRules: a vendor needs a register_annotation, a node_source, or both")
 
 
 @attrs.frozen(kw_only=True)
 class VendorRules:
     """What the decision core needs to know of one vendor; built from a driver's description.
 
+    Devices come from the register annotation (``register_annotation``, read by ``codec``), or from the
+    Node itself (``node_source``, spec 1b), or from both: then the node source where the Node shows its
+    main input (``FromNode.key``) and the annotation elsewhere. ``node_path()`` is the vendor as judged
+    on the node source.
     ``handshake_annotation`` is ``None`` for a vendor without a handshake: then liveness rests on the
     register annotation and the allocatable count alone (see ``decide``).
     """
 
     #: HAMi's CommonWord, e.g. ``NVIDIA``; stamped into every cached device's ``devicevendor``.
     vendor_key: str = attrs.field(converter=_exact_str, validator=_non_empty)
-    #: The node annotation carrying the encoded device list, e.g. ``hami.io/node-nvidia-register``.
-    register_annotation: str = attrs.field(converter=_exact_str, validator=_non_empty)
+    #: The node annotation carrying the encoded device list, e.g. ``hami.io/node-nvidia-register``;
+    #: ``None`` for a vendor whose devices come only from the Node (``node_source``).
+    register_annotation: str | None = attrs.field(
+        default=None, converter=_exact_str, validator=_optional_non_empty
+    )
     #: The node annotation of the handshake, e.g. ``hami.io/node-handshake``; ``None`` for no handshake.
-    handshake_annotation: str | None = attrs.field(converter=_exact_str, validator=_optional_non_empty)
+    handshake_annotation: str | None = attrs.field(
+        default=None, converter=_exact_str, validator=_optional_non_empty
+    )
     #: The ``status.allocatable`` resource counting the vendor's devices, e.g. ``nvidia.com/gpu``.
     count_resource: str = attrs.field(converter=_exact_str, validator=_non_empty)
     #: Whether the vendor is alive, given the stamp's age and the allocatable count (spec 4.1).
     liveness: LivenessRule = attrs.field(validator=_is_liveness_rule)
-    #: The vendor's encoding of the register annotation.
-    codec: Codec = attrs.field(validator=_is_codec)
     #: The vendor's "cleaned, waiting for a sign of life" marker annotation (``protocol/marker.py``).
     marker_annotation: str = attrs.field(init=False)
 
@@ -145,6 +162,48 @@ class VendorRules:
     def _marker_annotation(self) -> str:
         # computed before the validators run: a bad vendor key is theirs to report
         return marker_annotation(self.vendor_key) if isinstance(self.vendor_key, str) else ""
+
+    #: The vendor's encoding of the register annotation (``None`` without one).
+    codec: Codec | None = attrs.field(default=None, validator=_is_codec)
+    #: Devices computed from the Node (spec 1b), preferred where the Node shows its inputs.
+    node_source: FromNode | None = attrs.field(default=None, validator=_has_a_source)
+    #: The annotation of HAMi's device pair scores (``hami.io/node-nvidia-score``), kept beside the
+    #: devices; not part of any decision (``protocol/pairscores.py``).
+    pair_scores_annotation: str | None = attrs.field(
+        default=None, converter=_exact_str, validator=_optional_non_empty
+    )
+    _node_path: VendorRules | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        source = self.node_source
+        if source is None:
+            return
+        rule = source.liveness
+        if isinstance(rule, str):
+            rule = BUILTIN_RULES[rule]  # a KeyError names it: the loader checked it already
+        if self.register_annotation is None:
+            if rule != self.liveness:
+                raise ValueError(
+                    f"VendorRules: a vendor whose devices come only from the Node is judged by its node "
+                    f"source's liveness rule {rule.name!r}, not {self.liveness.name!r}"
+                )
+            object.__setattr__(self, "_node_path", self)
+            return
+        path = VendorRules(
+            vendor_key=self.vendor_key,
+            register_annotation=None,
+            handshake_annotation=None,
+            count_resource=self.count_resource,
+            liveness=rule,
+            codec=None,
+            node_source=source,
+        )
+        object.__setattr__(self, "_node_path", path)
+
+    def node_path(self) -> VendorRules | None:
+        """The vendor as judged where its devices come from the Node: no register annotation, no
+        handshake, the node source's liveness rule; ``None`` without a node source."""
+        return self._node_path
 
 
 # --- what decide() reads --------------------------------------------------------------------------------
@@ -157,7 +216,7 @@ def _node_name(instance: object, attribute: attrs.Attribute[str], value: str) ->
 
 def _count(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"Observation.allocatable must be an int, got {value!r}")
+        raise TypeError(f"Observation.{attribute.name} must be an int, got {value!r}")
 
 
 @attrs.frozen(kw_only=True)
@@ -179,6 +238,9 @@ class Observation:
     view_current: bool = True
     #: The vendor's "cleaned, waiting for a sign of life" marker annotation, ``None`` when absent.
     cleaned: str | None = None
+    #: ``status.capacity[<count resource>]`` as HAMi reads it (``AsInt64``), 0 when absent or not an int64
+    #: integer; observed only for a liveness rule that reads it (``liveness.reads_capacity``).
+    capacity: int = attrs.field(default=0, validator=_count)
 
 
 @attrs.frozen(kw_only=True)

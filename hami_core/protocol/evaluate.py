@@ -1,8 +1,9 @@
 """Asking a vendor's driver code, with its failures isolated, and then the decision core.
 
 ``decide`` runs no driver code. ``ask_driver`` calls the vendor's codec (for a register value ``decide``
-has not read before) and its liveness rule, and turns whatever they do, a ``DecodeError``, any other
-exception, a wrong return type, into a one-line error naming the node; ``evaluate`` is the two in a row,
+has not read before) or its ``FromNode`` function (for node inputs not seen before), and its liveness
+rule, and turns whatever they do, a ``DecodeError``, any other exception, a wrong return type, into a
+one-line error naming the node; ``evaluate`` is the two in a row,
 which is what the scheduler and ``hami doctor`` both run, so they cannot disagree.
 """
 
@@ -29,10 +30,11 @@ from hami_core.protocol.errors import DecodeError, shorten
 from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.protocol.liveness import LivenessFacts
 from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.nodesource import NodeView
 from hami_core.protocol.plain import plain_int, plain_str
 from hami_core.protocol.size import check_size
 
-__all__ = ["ask_driver", "evaluate", "read_register", "reader"]
+__all__ = ["ask_driver", "evaluate", "read_node", "read_register", "reader"]
 
 Reader = Callable[[str], list[DeviceInfo]]
 
@@ -49,17 +51,40 @@ def read_register(
     value: str, rules: VendorRules, node: str, decode: Reader | None = None
 ) -> tuple[DeviceInfo, ...] | str:
     """The devices of a register value with ``devicevendor`` set, or a one-line error naming the node."""
+    codec = rules.codec
+    if codec is None or rules.register_annotation is None:
+        raise ValueError(f"read_register: vendor {rules.vendor_key} has no register annotation")
     where = f"node {node}: annotation {rules.register_annotation}"
     try:
         check_size(value, "the")  # before any codec: a driver's own may not check it
-        decoded = (decode or reader(rules.codec))(value)
+        decoded = (decode or reader(codec))(value)
     except DecodeError as exc:
         return f"{where}: {exc}"
     except Exception as exc:  # a driver's codec must not take the scheduler down
-        return f"{where}: codec {rules.codec.name!r} failed: {type(exc).__name__}: {exc}"
+        return f"{where}: codec {codec.name!r} failed: {type(exc).__name__}: {exc}"
+    return _devices(decoded, rules, f"{where}: codec {codec.name!r}")
+
+
+def read_node(view: NodeView, rules: VendorRules) -> tuple[DeviceInfo, ...] | str:
+    """The devices a vendor's ``FromNode`` function computes from ``view`` with ``devicevendor`` set, or a
+    one-line error naming the node: validated as a decoded register value is."""
+    source = rules.node_source
+    if source is None:
+        raise ValueError(f"read_node: vendor {rules.vendor_key} has no node source")
+    where = f"node {view.name}: {rules.vendor_key} devices from the Node"
+    try:
+        computed = source.devices(view)
+    except DecodeError as exc:
+        return f"{where}: {exc}"
+    except Exception as exc:  # a driver's function must not take the scheduler down
+        detail = shorten(" ".join(f"{type(exc).__name__}: {exc}".split()), 160)[1:-1]
+        return f"{where}: the driver's function failed: {detail}"
+    return _devices(computed, rules, f"{where}: the driver's function")
+
+
+def _devices(decoded: object, rules: VendorRules, what: str) -> tuple[DeviceInfo, ...] | str:
     if not isinstance(decoded, list) or not all(isinstance(d, DeviceInfo) for d in decoded):
-        kind = type(decoded).__name__
-        return f"{where}: codec {rules.codec.name!r} returned {kind}, not a list of DeviceInfo"
+        return f"{what} returned {type(decoded).__name__}, not a list of DeviceInfo"
     vendor = rules.vendor_key
     return tuple(_kept(d, vendor) for d in decoded)
 
@@ -106,30 +131,37 @@ def _alive(rules: VendorRules, facts: LivenessFacts, node: str) -> bool | str:
 
 
 def ask_driver(
-    obs: Observation, memory: VendorMemory, rules: VendorRules, *, decode: Reader | None = None
+    obs: Observation,
+    memory: VendorMemory,
+    rules: VendorRules,
+    *,
+    decode: Reader | None = None,
+    view: NodeView | None = None,
 ) -> DriverAnswers:
-    """Everything ``decide`` needs from the driver for this observation, as plain values."""
+    """Everything ``decide`` needs from the driver for this observation, as plain values.
+
+    For a vendor judged on its node source (``rules.register_annotation`` is ``None``), ``obs.register``
+    is the source's key (``FromNode.key``) and ``view`` what its function is shown."""
     value = register_to_decode(obs, memory)
-    decoded = read_register(value, rules, obs.node, decode) if value is not None else None
+    decoded: tuple[DeviceInfo, ...] | str | None = None
+    if value is not None:
+        if rules.register_annotation is not None:
+            decoded = read_register(value, rules, obs.node, decode)
+        elif view is None:
+            raise ValueError(f"ask_driver: node {obs.node}: the {rules.vendor_key} node source needs a view")
+        else:
+            decoded = read_node(view, rules)
     seen = memory.allocatable_seen
-    fresh = _alive(
-        rules,
-        LivenessFacts(stamp_expired=False, allocatable=obs.allocatable, allocatable_seen=seen),
-        obs.node,
-    )
-    expired = _alive(
-        rules, LivenessFacts(stamp_expired=True, allocatable=obs.allocatable, allocatable_seen=seen), obs.node
-    )
-    seen_after = seen or obs.allocatable > 0
-    at_expiry = (
-        expired
-        if seen_after == seen
-        else _alive(
-            rules,
-            LivenessFacts(stamp_expired=True, allocatable=obs.allocatable, allocatable_seen=seen_after),
-            obs.node,
+
+    def facts(expired: bool, seen: bool) -> LivenessFacts:
+        return LivenessFacts(
+            stamp_expired=expired, allocatable=obs.allocatable, allocatable_seen=seen, capacity=obs.capacity
         )
-    )
+
+    fresh = _alive(rules, facts(False, seen), obs.node)
+    expired = _alive(rules, facts(True, seen), obs.node)
+    seen_after = seen or obs.allocatable > 0
+    at_expiry = expired if seen_after == seen else _alive(rules, facts(True, seen_after), obs.node)
     return DriverAnswers(decoded=decoded, alive_fresh=fresh, alive_expired=expired, alive_at_expiry=at_expiry)
 
 
@@ -143,10 +175,17 @@ def evaluate(
     decode: Reader | None = None,
     mono: float | None = None,
     wall_step_at: float | None = None,
+    view: NodeView | None = None,
 ) -> Decision:
-    """Ask the driver, then decide: one vendor on one node, as the scheduler judges it."""
+    """Ask the driver, then decide: one vendor on one node, as the scheduler judges it.
+
+    ``rules`` is the vendor as judged on this observation: for a Node showing the inputs of the vendor's
+    node source, ``rules.node_path()`` with ``view`` (see ``scheduler/observe.py``)."""
     # Nothing of the vendor on the node: no driver code runs (decide says so without asking).
-    answers = DriverAnswers() if vendor_absent(obs, memory) else ask_driver(obs, memory, rules, decode=decode)
+    if vendor_absent(obs, memory):
+        answers = DriverAnswers()
+    else:
+        answers = ask_driver(obs, memory, rules, decode=decode, view=view)
     return decide(
         obs, memory, answers, now=now, rules=rules, window=window, mono=mono, wall_step_at=wall_step_at
     )

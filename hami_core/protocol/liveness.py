@@ -1,7 +1,11 @@
 """Liveness rules: given what is known of one vendor on one node, is the vendor alive?
 
 A rule only answers the question; the decision core (``decide``) turns the answer into writes and cache
-changes. The core ships two rules (spec 4.1); a vendor driver may supply its own object with the same shape.
+changes. The core ships four rules (spec 1b, 4.1); a vendor driver may supply its own object with the same
+shape. ``handshake`` and ``allocatable`` are the handshake vendors'; ``devices`` and ``capacity`` are HAMi's
+rules for the vendors without a handshake: "healthy while it has devices" (nothing to judge: the vendor is
+in the cache while its source yields devices) and "healthy while ``status.capacity`` of the count resource
+is above 0".
 """
 
 from __future__ import annotations
@@ -10,7 +14,16 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-__all__ = ["ALLOCATABLE", "BUILTIN_RULES", "HANDSHAKE", "LivenessFacts", "LivenessRule"]
+__all__ = [
+    "ALLOCATABLE",
+    "BUILTIN_RULES",
+    "CAPACITY",
+    "DEVICES",
+    "HANDSHAKE",
+    "LivenessFacts",
+    "LivenessRule",
+    "reads_capacity",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -23,6 +36,10 @@ class LivenessFacts:
     allocatable: int
     #: The allocatable count was above zero at an earlier observation of this node and vendor.
     allocatable_seen: bool
+    #: ``status.capacity[<count resource>]`` of the node as HAMi reads it (Go's ``AsInt64``), 0 when absent
+    #: or not an integer fitting int64. Observed only for a rule that says it reads it
+    #: (``reads_capacity``); 0 for any other.
+    capacity: int = 0
 
 
 @runtime_checkable
@@ -33,6 +50,12 @@ class LivenessRule(Protocol):
     def name(self) -> str: ...
 
     def alive(self, facts: LivenessFacts) -> bool: ...
+
+
+def reads_capacity(rule: object) -> bool:
+    """Whether ``rule`` looks at ``facts.capacity``: it says so with ``reads_capacity = True``. The
+    scheduler keeps and parses a count resource's capacity only for such a rule."""
+    return getattr(rule, "reads_capacity", False) is True
 
 
 @attrs.frozen
@@ -57,6 +80,30 @@ class _AllocatableRule:
         return HANDSHAKE.alive(facts)
 
 
+@attrs.frozen
+class _DevicesRule:
+    """HAMi's "always healthy" of a vendor without a handshake (MLU, Kunlun, Moore Threads, AWS Neuron,
+    Enflame): it is registered while its source yields devices, and leaves when it yields none."""
+
+    name: str = "devices"
+
+    def alive(self, facts: LivenessFacts) -> bool:
+        return True
+
+
+@attrs.frozen
+class _CapacityRule:
+    """HAMi's GCU, MetaX GPU and AMD rule: alive while ``status.capacity`` of the count resource is > 0."""
+
+    name: str = "capacity"
+    reads_capacity: bool = True
+
+    def alive(self, facts: LivenessFacts) -> bool:
+        return facts.capacity > 0
+
+
 HANDSHAKE: LivenessRule = _HandshakeRule()
 ALLOCATABLE: LivenessRule = _AllocatableRule()
-BUILTIN_RULES: dict[str, LivenessRule] = {HANDSHAKE.name: HANDSHAKE, ALLOCATABLE.name: ALLOCATABLE}
+DEVICES: LivenessRule = _DevicesRule()
+CAPACITY: LivenessRule = _CapacityRule()
+BUILTIN_RULES: dict[str, LivenessRule] = {r.name: r for r in (HANDSHAKE, ALLOCATABLE, DEVICES, CAPACITY)}

@@ -67,10 +67,15 @@ class PassPlan:
 
 def register_value(driver: VendorDriver, devices: Sequence[DeviceInfo]) -> str:
     """The register annotation value of ``devices`` in the driver's encoding; raises ``EncodeError``."""
-    value = driver.codec.encode(devices)
+    codec = driver.codec
+    if codec is None:
+        raise EncodeError(
+            f"driver {driver.name!r} has no register annotation: its devices come from the Node"
+        )
+    value = codec.encode(devices)
     if not isinstance(value, str):
-        raise EncodeError(f"codec {driver.codec.name!r} returned {type(value).__name__}, not a str")
-    if not devices and value == "" and driver.codec is LEGACY_CODEC:
+        raise EncodeError(f"codec {codec.name!r} returned {type(value).__name__}, not a str")
+    if not devices and value == "" and codec is LEGACY_CODEC:
         return EMPTY_LEGACY
     return value
 
@@ -89,6 +94,9 @@ def plan_pass(annotations: Mapping[str, str], found: Sequence[Discovery], now: d
         if discovery.error is not None:
             failures.append((driver.name, discovery.error))
             continue
+        register = driver.register_annotation
+        if register is None:  # its devices come from the Node (spec 1b): nothing for a reporter to publish
+            continue
         if discovery.devices is None:
             unsourced.append(driver.name)
             continue
@@ -97,8 +105,8 @@ def plan_pass(annotations: Mapping[str, str], found: Sequence[Discovery], now: d
         except Exception as exc:  # a driver's own codec must not stop the other drivers
             failures.append((driver.name, f"cannot encode its devices: {type(exc).__name__}: {exc}"))
             continue
-        if annotations.get(driver.register_annotation) != value:
-            patch[driver.register_annotation] = value
+        if annotations.get(register) != value:
+            patch[register] = value
             published.append(driver.name)
         current.append(driver.name)
         if driver.writes_reported and driver.handshake_annotation is not None:

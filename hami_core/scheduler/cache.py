@@ -33,6 +33,10 @@ class VendorEntry:
     #: The decode error while degraded.
     error: str | None = None
     updated_at: datetime | None = None
+    #: Where the devices came from: ``"annotation"`` (the register annotation) or ``"node"`` (spec 1b).
+    source: str = "annotation"
+    #: Each device's pair scores (``protocol/pairscores.py``), beside ``devices``; ``()``: none.
+    pair_scores: tuple[Mapping[str, int] | None, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,7 +45,13 @@ class VendorEntry:
             "reason": self.reason,
             "error": self.error,
             "updated_at": self.updated_at.isoformat() if self.updated_at else None,
+            "source": self.source,
             "devices": [device_to_dict(d) for d in self.devices],
+            "pair_scores": {
+                d.id: dict(scores)
+                for d, scores in zip(self.devices, self.pair_scores, strict=False)
+                if scores is not None
+            },
         }
 
 

@@ -46,6 +46,7 @@ from hami_core.scheduler.registrar import (
     EVENT_REASONS,
     INVALID_REGISTER,
     LIVENESS_RULE_FAILED,
+    PAIR_SCORES_INVALID,
     Evaluation,
     Registrar,
     VendorEvent,
@@ -68,7 +69,11 @@ _RESYNC = ""
 _TERM = " term"
 _PEER = " peer"
 #: The log records' ``reason`` of a warning (its Event has the longer reason).
-_WARNING_CODES = {INVALID_REGISTER: "decode-error", LIVENESS_RULE_FAILED: "liveness-rule-failed"}
+_WARNING_CODES = {
+    INVALID_REGISTER: "decode-error",
+    LIVENESS_RULE_FAILED: "liveness-rule-failed",
+    PAIR_SCORES_INVALID: "pair-scores-invalid",
+}
 
 
 class Scheduler:
@@ -574,7 +579,11 @@ class Scheduler:
         pending, self._unposted = self._unposted, {}
         for warning in pending.values():
             entry = self.cache.vendor(warning.node, warning.vendor_key)
-            if entry is not None and entry.state is VendorState.DEGRADED and entry.error == warning.message:
+            if entry is None:
+                continue
+            degraded = entry.state is VendorState.DEGRADED and entry.error == warning.message
+            unscored = warning.reason == PAIR_SCORES_INVALID and not entry.pair_scores
+            if degraded or unscored:
                 self._post(warning, _about(warning.node, warning.message))
 
     def _note_evaluated(self, name: str | None) -> None:
@@ -777,6 +786,7 @@ class Scheduler:
             vendor["in_cache"] = shown is not None
             vendor["devices"] = shown["devices"] if shown is not None else []
             vendor["updated_at"] = shown["updated_at"] if shown is not None else None
+            vendor["pair_scores"] = shown["pair_scores"] if shown is not None else {}
         body["identity"] = self.config.identity
         body["leader"] = self.elector.is_leader()
         body["this_replica_writes"] = self._may_write()

@@ -40,7 +40,7 @@ from hami_core.protocol.decide import (
 )
 from hami_core.protocol.decide import sign_of_life as decide_sign_of_life
 from hami_core.protocol.errors import shorten
-from hami_core.protocol.evaluate import evaluate, read_register
+from hami_core.protocol.evaluate import evaluate, read_node, read_register
 from hami_core.protocol.handshake import (
     DEFAULT_WINDOW,
     Handshake,
@@ -50,6 +50,7 @@ from hami_core.protocol.handshake import (
     stamp_standing,
 )
 from hami_core.protocol.marker import fingerprint
+from hami_core.protocol.nodesource import NodeView
 from hami_core.protocol.states import IN_CACHE, VendorState, state_of
 from hami_core.scheduler.observe import observe
 from hami_core.scheduler.selector import NodeSelector
@@ -87,9 +88,10 @@ class WriteKind(enum.Enum):
 
 @attrs.frozen(kw_only=True)
 class RegisterFacts:
-    """The vendor's register annotation on the node."""
+    """The vendor's register annotation on the node, or the inputs of its node source (spec 1b)."""
 
-    annotation: str
+    #: ``None`` when the devices come from the Node (``VendorExplanation.source`` is ``"node"``).
+    annotation: str | None
     present: bool
     #: The value's size in bytes (0 when absent).
     size: int = 0
@@ -177,6 +179,9 @@ class VendorExplanation:
     allocatable: AllocatableFacts
     #: The name of the vendor's liveness rule.
     liveness: str
+    #: Where the devices come from on this Node: ``"annotation"`` (the register annotation) or ``"node"``
+    #: (the driver's function of the Node's capacity, allocatable, annotations and labels).
+    source: str
     next: NextStep
     notes: tuple[Note, ...]
     #: The decision core's own answer, exactly as the scheduler gets it.
@@ -317,6 +322,8 @@ class _Case:
     now: datetime
     window: timedelta
     selector: NodeSelector
+    #: What the vendor's node source is shown (``None`` on the register annotation's path).
+    view: NodeView | None = None
 
     @property
     def vendor(self) -> str:
@@ -356,9 +363,17 @@ def _explain_vendor(
     wall_step_at: float | None = None,
 ) -> VendorExplanation:
     seen = observe(name, node, rules, selected=selected)
-    obs = seen.observation
-    decision = evaluate(  # the scheduler's own call
-        obs, memory, now=now, rules=rules, window=window, mono=mono, wall_step_at=wall_step_at
+    obs, rules = seen.observation, seen.rules
+    # the scheduler's own call
+    decision = evaluate(
+        obs,
+        memory,
+        now=now,
+        rules=rules,
+        window=window,
+        mono=mono,
+        wall_step_at=wall_step_at,
+        view=seen.view,
     )
     tz = now.tzinfo
     assert tz is not None
@@ -372,7 +387,7 @@ def _explain_vendor(
         decision=decision,
         handshake=handshake,
         standing=standing,
-        register=_register_facts(obs, memory, decision, rules),
+        register=_register_facts(obs, memory, decision, rules, seen.view),
         allocatable=AllocatableFacts(
             resource=rules.count_resource,
             raw=seen.allocatable_raw,
@@ -382,6 +397,7 @@ def _explain_vendor(
         now=now,
         window=window,
         selector=selector,
+        view=seen.view,
     )
     state = _state(decision)
     notes = _notes(case, state, remembered=remembered)
@@ -403,6 +419,7 @@ def _explain_vendor(
         ),
         allocatable=case.allocatable,
         liveness=rules.liveness.name,
+        source=seen.source,
         next=_next_step(case),
         notes=notes,
         decision=decision,
@@ -410,7 +427,7 @@ def _explain_vendor(
 
 
 def _register_facts(
-    obs: Observation, memory: VendorMemory, decision: Decision, rules: VendorRules
+    obs: Observation, memory: VendorMemory, decision: Decision, rules: VendorRules, view: NodeView | None
 ) -> RegisterFacts:
     """The register value's facts, from what the scheduler already read of it where it can."""
     annotation = rules.register_annotation
@@ -426,7 +443,7 @@ def _register_facts(
         if known.degraded_value == value and known.degraded is not None:
             return RegisterFacts(annotation=annotation, present=True, size=size, error=known.degraded)
     # Not applied by the decision (not judged, or judged dead): read it as the scheduler would on readmission.
-    decoded = read_register(value, rules, obs.node)
+    decoded = read_node(view, rules) if view is not None else read_register(value, rules, obs.node)
     if isinstance(decoded, str):
         return RegisterFacts(annotation=annotation, present=True, size=size, error=decoded)
     return RegisterFacts(annotation=annotation, present=True, size=size, devices=len(decoded))
@@ -456,6 +473,8 @@ def _summary(case: _Case, state: VendorState, *, remembered: bool) -> str:
             if d.memory.registered
             else "nothing to schedule on"
         )
+        if case.rules.register_annotation is None:
+            return f"degraded: the driver's function of the Node gives no devices (see devices); {keep}"
         return f"degraded: the register value does not decode (see register); {keep}"
     if state is VendorState.AWAITING_SIGN_OF_LIFE:
         if d.reason is Reason.CLEANED_UP:
@@ -731,7 +750,10 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
         return []
     pasts: list[tuple[str, VendorMemory]] = []
     if obs.register is not None:
-        decoded = read_register(obs.register, case.rules, obs.node)
+        if case.view is not None:
+            decoded = read_node(case.view, case.rules)
+        else:
+            decoded = read_register(obs.register, case.rules, obs.node)
         if not isinstance(decoded, str) and decoded:
             pasts.append(
                 (f"has {case.vendor} registered here", VendorMemory(devices=decoded, register=obs.register))
@@ -750,7 +772,7 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
     actual = (state in _IN_CACHE, write_kind(case.decision))
     others = []
     for who, memory in pasts:
-        then = evaluate(obs, memory, now=case.now, rules=case.rules, window=case.window)
+        then = evaluate(obs, memory, now=case.now, rules=case.rules, window=case.window, view=case.view)
         if (_state(then) in _IN_CACHE, write_kind(then)) != actual:
             others.append(f"a scheduler that {who} would {_would(case, then)}")
     if not others:
@@ -807,7 +829,16 @@ def sign_of_life(obs: Observation, memory: VendorMemory, rules: VendorRules, *, 
         return f"allocatable {rules.count_resource} is {obs.allocatable}"
     if sign == "report":
         return f"the plugin's report {shorten(obs.handshake or '')}"
-    return f"a new value of {rules.register_annotation}"
+    return f"a new value of {source_words(rules)}"
+
+
+def source_words(rules: VendorRules) -> str:
+    """Where a vendor's devices come from, for messages: its register annotation, or the Node's inputs."""
+    if rules.register_annotation is not None:
+        return rules.register_annotation
+    source = rules.node_source
+    inputs = [] if source is None else [*source.capacity, *source.allocatable, *source.annotations]
+    return f"the Node ({', '.join(inputs)})"
 
 
 def _handshake_words(obs: Observation, rules: VendorRules, *, now: datetime, window: timedelta) -> str:
@@ -849,7 +880,7 @@ def readmitted_message(
 
 
 def registered_message(rules: VendorRules, count: int) -> str:
-    return f"{rules.vendor_key} registered {_devices(count)} from {rules.register_annotation}"
+    return f"{rules.vendor_key} registered {_devices(count)} from {source_words(rules)}"
 
 
 # --- JSON -------------------------------------------------------------------------------------------------
@@ -874,6 +905,7 @@ def vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
         "verdict": e.verdict.value,
         "error": e.error,
         "liveness": e.liveness,
+        "source": e.source,
         "register": {
             "annotation": e.register.annotation,
             "present": e.register.present,

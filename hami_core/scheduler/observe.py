@@ -2,53 +2,127 @@
 
 The registrar and the explanation (``scheduler/explain.py``, behind ``/cache/<node>`` and ``hami doctor``)
 both build their observations here, so what they show the decision core cannot differ.
+
+A vendor with a node source (spec 1b) is judged on it where the Node shows its inputs: the observation's
+register value is then the source's key (``FromNode.key``: the declared inputs as one string, so the
+decision core re-reads them only when they change), there is no handshake, and ``view`` is what the
+driver's function is shown. Elsewhere it is judged on its register annotation, if it has one.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 import attrs
 
 from hami_core.kube.port import NodeSnapshot
-from hami_core.kube.quantity import QuantityError, quantity_count
+from hami_core.kube.quantity import QuantityError, quantity_count, quantity_int64
 from hami_core.protocol.decide import Observation, VendorRules
+from hami_core.protocol.liveness import reads_capacity
+from hami_core.protocol.nodesource import FromNode, NodeView
 
-__all__ = ["Observed", "observe"]
+__all__ = ["Observed", "observe", "source_key"]
 
 #: Allocatable strings repeat across nodes and resyncs: parse each distinct one once.
 _allocatable_count = functools.lru_cache(maxsize=4096)(quantity_count)
+#: The same for the capacity HAMi reads with ``AsInt64``.
+_as_int64 = functools.lru_cache(maxsize=4096)(quantity_int64)
 
 
 @attrs.frozen(kw_only=True)
 class Observed:
-    """An observation, with what it made of the allocatable value."""
+    """An observation, with what it made of the allocatable value and how the vendor is judged."""
 
     observation: Observation
+    #: The vendor as judged on this observation: ``rules`` itself, or ``rules.node_path()``.
+    rules: VendorRules
+    #: What the vendor's ``FromNode`` function is shown (``None`` on the register annotation's path).
+    view: NodeView | None = None
     #: ``status.allocatable[<count resource>]`` as the Node holds it (``None``: absent).
     allocatable_raw: str | None = None
     #: The raw allocatable value is not a quantity: it was counted as 0.
     allocatable_invalid: bool = False
 
+    @property
+    def source(self) -> str:
+        """Where the vendor's devices come from on this Node: ``"node"`` or ``"annotation"``."""
+        return "node" if self.rules.register_annotation is None else "annotation"
+
+
+def source_key(node: NodeSnapshot, source: FromNode) -> str | None:
+    """The node source's key on ``node`` (``None``: the Node shows none of its inputs)."""
+    return source.key(node.capacity, node.allocatable, node.annotations, node.labels)
+
+
+def _count(raw: str | None) -> tuple[int, bool]:
+    """A quantity as a count (absent: 0) and whether it was not a quantity (then 0)."""
+    try:
+        return max(0, _allocatable_count(raw)), False
+    except QuantityError:
+        return 0, True
+
+
+def _int64(raw: str | None) -> int | None:
+    """A quantity as Go's ``AsInt64`` reads it (``None``: absent, not an int64 integer, not a quantity)."""
+    if raw is None:
+        return None
+    try:
+        return _as_int64(raw)
+    except QuantityError:
+        return None  # the API server stores only quantities
+
+
+def _counts(names: tuple[str, ...], source: Mapping[str, str]) -> dict[str, int]:
+    """The declared quantities as HAMi reads them (``AsInt64``): one that is not an integer fitting
+    int64 is absent from the view, as HAMi finds no such count."""
+    counts: dict[str, int] = {}
+    for name in names:
+        value = _int64(source.get(name))
+        if value is not None:
+            counts[name] = value
+    return counts
+
 
 def observe(name: str, node: NodeSnapshot | None, rules: VendorRules, *, selected: bool) -> Observed:
     """What the decision core reads of ``node`` for one vendor (``node=None``: the Node was deleted)."""
     if node is None:
-        return Observed(observation=Observation(node=name, present=False, selected=False))
-    handshake = node.annotations.get(rules.handshake_annotation) if rules.handshake_annotation else None
+        return Observed(observation=Observation(node=name, present=False, selected=False), rules=rules)
+    judged, register, view = rules, None, None
+    path = rules.node_path()
+    if path is not None and path.node_source is not None:
+        source = path.node_source
+        key = source_key(node, source)
+        if key is not None or rules.register_annotation is None:
+            judged, register = path, key
+            if key is not None:
+                view = source.view(
+                    name,
+                    _counts(source.capacity, node.capacity),
+                    _counts(source.allocatable, node.allocatable),
+                    node.annotations,
+                    node.labels,
+                )
+    handshake = None
+    if judged.register_annotation is not None:
+        register = node.annotations.get(judged.register_annotation)
+        if judged.handshake_annotation:
+            handshake = node.annotations.get(judged.handshake_annotation)
     raw = node.allocatable.get(rules.count_resource)
-    invalid = False
-    try:
-        allocatable = max(0, _allocatable_count(raw))
-    except QuantityError:
-        allocatable, invalid = 0, True
+    allocatable, invalid = _count(raw)
+    capacity = 0
+    if reads_capacity(judged.liveness):  # HAMi's AsInt64: a capacity that is not an int64 integer is 0
+        capacity = max(0, _int64(node.capacity.get(rules.count_resource)) or 0)
     observation = Observation(
         node=name,
         present=True,
         selected=selected,
-        register=node.annotations.get(rules.register_annotation),
+        register=register,
         handshake=handshake,
         allocatable=allocatable,
         cleaned=node.annotations.get(rules.marker_annotation),
+        capacity=capacity,
     )
-    return Observed(observation=observation, allocatable_raw=raw, allocatable_invalid=invalid)
+    return Observed(
+        observation=observation, rules=judged, view=view, allocatable_raw=raw, allocatable_invalid=invalid
+    )

@@ -28,13 +28,17 @@ from hami_core.protocol.decide import (
     VendorRules,
     Verdict,
 )
+from hami_core.protocol.errors import DecodeError
 from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import DEFAULT_WINDOW
+from hami_core.protocol.liveness import reads_capacity
+from hami_core.protocol.nodesource import FromNode
+from hami_core.protocol.pairscores import decode_pair_scores, scores_for
 from hami_core.protocol.states import KEPT_STATES, VendorState, state_of
 from hami_core.scheduler.cache import DeviceCache, VendorEntry
 from hami_core.scheduler.explain import cleanup_message, readmitted_message, registered_message
 from hami_core.scheduler.metrics import SchedulerMetrics
-from hami_core.scheduler.observe import observe
+from hami_core.scheduler.observe import Observed, observe, source_key
 from hami_core.scheduler.selector import NodeSelector
 
 __all__ = ["EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent", "VendorWarning"]
@@ -46,12 +50,21 @@ _NOTHING_KNOWN = VendorMemory()
 #: Event reasons of the warnings: a register value that does not decode, a driver's liveness rule that raised.
 INVALID_REGISTER = "HamiRegisterAnnotationInvalid"
 LIVENESS_RULE_FAILED = "HamiLivenessRuleFailed"
+#: Event reason of a pair-score value that does not decode: the devices stay, without scores (spec 1b).
+PAIR_SCORES_INVALID = "HamiPairScoresInvalid"
 #: Event reasons of a vendor's registration changing on a node this replica already knew: a Warning when
 #: it is cleaned up, Normal when it registers, or comes back after a sign of life.
 CLEANED_UP = "HamiVendorCleanedUp"
 REGISTERED = "HamiVendorRegistered"
 READMITTED = "HamiVendorReadmitted"
-EVENT_REASONS = (INVALID_REGISTER, LIVENESS_RULE_FAILED, CLEANED_UP, REGISTERED, READMITTED)
+EVENT_REASONS = (
+    INVALID_REGISTER,
+    LIVENESS_RULE_FAILED,
+    PAIR_SCORES_INVALID,
+    CLEANED_UP,
+    REGISTERED,
+    READMITTED,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -61,7 +74,7 @@ class VendorWarning:
     node: str
     uid: str
     vendor_key: str
-    #: ``INVALID_REGISTER`` or ``LIVENESS_RULE_FAILED``; the Event's reason.
+    #: ``INVALID_REGISTER``, ``LIVENESS_RULE_FAILED`` or ``PAIR_SCORES_INVALID``; the Event's reason.
     reason: str
     message: str
 
@@ -121,10 +134,27 @@ class Registrar:
         metrics: SchedulerMetrics | None = None,
     ) -> None:
         self._vendors = tuple(vendors)
+        #: Each vendor's node source, where it has one (read by ``relevant`` and ``_absent``).
+        self._sources = tuple(
+            path.node_source if path is not None else None for path in (v.node_path() for v in self._vendors)
+        )
+        #: The count resources whose capacity a liveness rule reads.
+        self._capacities = tuple(
+            sorted(
+                {v.count_resource for v in self._vendors if reads_capacity(v.liveness)}
+                | {
+                    v.count_resource
+                    for v in self._vendors
+                    if (p := v.node_path()) is not None and reads_capacity(p.liveness)
+                }
+            )
+        )
         self.cache = cache
         self._selector = selector or NodeSelector({})
         self._window = window
         self._memory: dict[tuple[str, str], VendorMemory] = {}
+        #: (node, vendor) -> the pair-score value, devices and scores last applied to the cache entry.
+        self._scores: dict[tuple[str, str], tuple[str | None, object, object]] = {}
         #: The uid of the Node object each name's memory is about.
         self._uids: dict[str, str] = {}
         #: (node, vendor key) -> the reason of the last decision (its state is ``state_of(reason)``), for
@@ -159,10 +189,15 @@ class Registrar:
         alloc = node.allocatable
         return (
             self._selector.matches(node.labels),
-            tuple(ann.get(v.register_annotation) for v in self._vendors),
+            tuple(ann.get(v.register_annotation) if v.register_annotation else None for v in self._vendors),
             tuple(ann.get(v.handshake_annotation) if v.handshake_annotation else None for v in self._vendors),
             tuple(alloc.get(v.count_resource) for v in self._vendors),
             tuple(ann.get(v.marker_annotation) for v in self._vendors),
+            tuple(source_key(node, s) if s is not None else None for s in self._sources),
+            tuple(node.capacity.get(c) for c in self._capacities),
+            tuple(
+                ann.get(v.pair_scores_annotation) if v.pair_scores_annotation else None for v in self._vendors
+            ),
         )
 
     def evaluate(
@@ -198,14 +233,15 @@ class Registrar:
         first_states: dict[str, VendorState] = {}
         recheck: datetime | None = None
         selected = node is not None and self._selector.matches(node.labels)
-        for rules in self._vendors:
-            key = (name, rules.vendor_key)
+        for declared, node_source in zip(self._vendors, self._sources, strict=True):
+            key = (name, declared.vendor_key)
             known = self._memory.get(key)
-            if known is None and (node is None or self._absent(node, rules)):
+            if known is None and (node is None or self._absent(node, declared, node_source)):
                 self._set_state(key, None)
                 continue  # nothing of this vendor on the node and nothing remembered: nothing to decide
             memory = known or _NOTHING_KNOWN
-            observed = self._observe(name, node, rules, selected=selected)
+            seen = self._observe(name, node, declared, selected=selected)
+            observed, rules = seen.observation, seen.rules
             if not view_current:
                 observed = attrs.evolve(observed, view_current=False)
             decision = evaluate(
@@ -216,6 +252,7 @@ class Registrar:
                 window=self._window,
                 mono=mono,
                 wall_step_at=wall_step_at,
+                view=seen.view,
             )
             decisions[rules.vendor_key] = decision
             if decision.memory is not memory:
@@ -235,7 +272,12 @@ class Registrar:
                 )
             if self._set_state(key, reason):
                 first_states[rules.vendor_key] = state_of(reason)
-            self._apply_cache(name, rules.vendor_key, decision, now)
+            self._apply_cache(name, rules.vendor_key, decision, now, seen.source)
+            if declared.pair_scores_annotation is not None:
+                warning = self._apply_pair_scores(name, node, declared)
+                if warning is not None:
+                    self.metrics.decode_errors.labels(vendor=declared.vendor_key).inc()
+                    warnings.append(warning)
             if decision.reason is Reason.CLEANED_UP:
                 self.metrics.cleanups.labels(vendor=rules.vendor_key).inc()
             elif decision.reason is Reason.CLEANUP_WITHHELD:
@@ -343,12 +385,13 @@ class Registrar:
         return None
 
     @staticmethod
-    def _absent(node: NodeSnapshot, rules: VendorRules) -> bool:
+    def _absent(node: NodeSnapshot, rules: VendorRules, node_source: FromNode | None) -> bool:
         ann = node.annotations
         return (
-            rules.register_annotation not in ann
+            (rules.register_annotation is None or rules.register_annotation not in ann)
             and (rules.handshake_annotation is None or rules.handshake_annotation not in ann)
             and rules.marker_annotation not in ann
+            and (node_source is None or source_key(node, node_source) is None)
         )
 
     def _forget_node(self, name: str) -> None:
@@ -356,11 +399,12 @@ class Registrar:
         for rules in self._vendors:
             self._memory.pop((name, rules.vendor_key), None)
             self._set_state((name, rules.vendor_key), None)
+            self._scores.pop((name, rules.vendor_key), None)
         self.cache.remove_node(name)
 
     def _observe(
         self, name: str, node: NodeSnapshot | None, rules: VendorRules, *, selected: bool
-    ) -> Observation:
+    ) -> Observed:
         seen = observe(name, node, rules, selected=selected)
         if seen.allocatable_invalid:
             log.warning(
@@ -369,9 +413,57 @@ class Registrar:
                 seen.allocatable_raw,
                 extra={"node": name, "vendor": rules.vendor_key},
             )
-        return seen.observation
+        return seen
 
-    def _apply_cache(self, node: str, vendor_key: str, decision: Decision, now: datetime) -> None:
+    def _apply_pair_scores(
+        self, name: str, node: NodeSnapshot | None, rules: VendorRules
+    ) -> VendorWarning | None:
+        """Keep the vendor's pair scores beside its cached devices (spec 1b); a value that does not decode
+        leaves the devices without scores and is worth one Warning per distinct value."""
+        key = (name, rules.vendor_key)
+        entry = self.cache.vendor(name, rules.vendor_key)
+        annotation = rules.pair_scores_annotation
+        if entry is None or node is None or annotation is None:
+            self._scores.pop(key, None)
+            return None
+        value = node.annotations.get(annotation)
+        if value is None and not entry.pair_scores:
+            self._scores.pop(key, None)  # nothing to keep: the common case costs no memory
+            return None
+        last = self._scores.get(key)
+        if (
+            last is not None
+            and last[0] == value
+            and last[1] is entry.devices
+            and last[2] is entry.pair_scores
+        ):
+            return None
+        warning = None
+        scores: tuple[Mapping[str, int] | None, ...] = ()
+        if value is not None:
+            try:
+                scores = scores_for(entry.devices, decode_pair_scores(value))
+            except DecodeError as error:
+                if last is None or last[0] != value:
+                    warning = VendorWarning(
+                        node=name,
+                        uid=node.uid,
+                        vendor_key=rules.vendor_key,
+                        reason=PAIR_SCORES_INVALID,
+                        message=f"node {name}: annotation {annotation}: {error}; "
+                        "the devices stay registered without pair scores",
+                    )
+            if not any(s is not None for s in scores):
+                scores = ()
+        if scores != entry.pair_scores:
+            entry = attrs.evolve(entry, pair_scores=scores)
+            self.cache.put(name, entry)
+        self._scores[key] = (value, entry.devices, entry.pair_scores)
+        return warning
+
+    def _apply_cache(
+        self, node: str, vendor_key: str, decision: Decision, now: datetime, source: str
+    ) -> None:
         if decision.cache is CacheChange.DROP:
             self.cache.remove(node, vendor_key)
             return
@@ -389,6 +481,7 @@ class Registrar:
             or entry is None
             or entry.state != state
             or entry.error != decision.error
+            or entry.source != source
         ):
             self.cache.put(
                 node,
@@ -399,5 +492,7 @@ class Registrar:
                     reason=decision.reason.value,
                     error=decision.error if degraded else None,
                     updated_at=now,
+                    source=source,
+                    pair_scores=entry.pair_scores if entry is not None and entry.devices is devices else (),
                 ),
             )

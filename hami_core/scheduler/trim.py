@@ -4,7 +4,9 @@ The scheduler's store holds every watched Node for as long as it runs. A Node ca
 the protocol reads (other components' annotations and labels, every allocatable resource), so the
 store keeps, per Node, the register, handshake and "cleaned" marker annotations of the loaded vendors
 (the marker: ``protocol/marker.py``), the allocatable
-count resource of each, and the labels the node selector names; everything it shows (the registrar's
+count resource of each, the labels the node selector names, and whatever the vendors' node sources
+declare (capacity and allocatable resources, annotations, labels; spec 1b), with the capacity of a
+count resource whose liveness rule reads it; everything it shows (the registrar's
 decisions, ``/cache/<node>`` and its explanation, ``hami doctor``'s comparison, read-only mode's
 would-be writes) reads nothing else. The key strings kept are the vendors' own (one object for every
 Node, not one per watch event), and the short values that repeat across Nodes (an allocatable count,
@@ -21,6 +23,7 @@ import attrs
 
 from hami_core.kube.port import NodeSnapshot
 from hami_core.protocol.decide import VendorRules
+from hami_core.protocol.liveness import reads_capacity
 from hami_core.scheduler.selector import NodeSelector
 
 __all__ = ["NodeTrim", "shared_short"]
@@ -65,18 +68,33 @@ class NodeTrim:
     allocatable_keys: tuple[str, ...]
     label_keys: tuple[str, ...]
     marker_keys: tuple[str, ...] = ()
+    #: The capacity a node source reads, and a count resource's capacity for a rule that reads it.
+    capacity_keys: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, vendors: Iterable[VendorRules], selector: NodeSelector) -> NodeTrim:
         vendors = tuple(vendors)
+        paths = [p for p in (v.node_path() for v in vendors) if p is not None]
+        sources = [p.node_source for p in paths if p.node_source is not None]
+        judged = [*vendors, *paths]
         return cls(
-            register_keys=_keys(v.register_annotation for v in vendors),
+            register_keys=_keys(
+                [v.register_annotation for v in vendors if v.register_annotation is not None]
+                + [v.pair_scores_annotation for v in vendors if v.pair_scores_annotation is not None]
+                + [key for s in sources for key in s.annotations]
+            ),
             handshake_keys=_keys(
                 v.handshake_annotation for v in vendors if v.handshake_annotation is not None
             ),
-            allocatable_keys=_keys(v.count_resource for v in vendors),
-            label_keys=_keys(selector.required),
             marker_keys=_keys(v.marker_annotation for v in vendors),
+            allocatable_keys=_keys(
+                [v.count_resource for v in vendors] + [name for s in sources for name in s.allocatable]
+            ),
+            label_keys=_keys([*selector.required, *(label for s in sources for label in s.labels)]),
+            capacity_keys=_keys(
+                [name for s in sources for name in s.capacity]
+                + [v.count_resource for v in judged if reads_capacity(v.liveness)]
+            ),
         )
 
     def __call__(self, node: NodeSnapshot) -> NodeSnapshot:
@@ -97,4 +115,5 @@ class NodeTrim:
             labels=_kept(node.labels, self.label_keys, intern=True),
             annotations=annotations,
             allocatable=_kept(node.allocatable, self.allocatable_keys, intern=True),
+            capacity=_kept(node.capacity, self.capacity_keys, intern=True),
         )

@@ -62,11 +62,16 @@ def run_scenario(
     missing = sorted({p.driver for n in scenario.nodes for p in n.plugins} - set(drivers))
     if missing:
         raise ValueError(f"scenario needs drivers that are not selected or installed: {', '.join(missing)}")
+    unwritten = sorted(
+        {p.driver for n in scenario.nodes for p in n.plugins if not _register(drivers[p.driver])}
+    )
+    if unwritten:
+        raise ValueError(f"scenario plugins write register annotations; these drivers have none: {unwritten}")
     cluster = MemoryCluster()
     writes = NodeWrites()
     plugins: dict[tuple[str, str], _PluginState] = {}
     for node in scenario.nodes:
-        annotations = {drivers[p.driver].register_annotation: p.register for p in node.plugins}
+        annotations = {_register(drivers[p.driver]): p.register for p in node.plugins}
         writes.saw(cluster.create_node(node.name, labels=dict(node.labels), annotations=annotations))
         allocatable = {drivers[p.driver].count_resource: str(p.allocatable) for p in node.plugins}
         if allocatable:
@@ -202,7 +207,7 @@ def _apply(
         writes.saw(cluster.patch_node_status(action.node, revived))
     elif action.do == "set-register":
         state.register = action.value
-        changed = {state.driver.register_annotation: action.value}
+        changed: dict[str, str | None] = {_register(state.driver): action.value}
         writes.saw(cluster.patch_node_annotations(action.node, changed))
 
 
@@ -249,3 +254,8 @@ def _check(
             if stamped:
                 problems.append(f"{sim.name}: has no accelerator but was stamped ({', '.join(stamped)})")
     return problems
+
+
+def _register(driver: VendorDriver) -> str:
+    """The driver's register annotation (``""`` for a driver whose devices come from the Node)."""
+    return driver.register_annotation or ""

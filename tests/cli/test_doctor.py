@@ -140,7 +140,7 @@ def test_an_exported_node_in_yaml_as_a_table(tmp_path: Path) -> None:
     )
     assert "judged at 2026-11-30 12:00:00 +0800, handshake window 1 min" in out
     assert "no memory of earlier evaluations" in out
-    rows = {line.split()[0]: line.split() for line in out.splitlines()[4:9] if line.strip()}
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[4:10] if line.strip()}
     assert rows["VENDOR"][:3] == ["VENDOR", "STATE", "REGISTER"]
     assert rows["DCU"][1:3] == ["registered", "1"] and rows["DCU"][-1] == "nothing"
     assert rows["MLU"][1] == "degraded" and rows["MLU"][-1] == "stamp"
@@ -494,3 +494,56 @@ def test_a_bad_scheduler_service_is_one_line_and_exit_2(value: str, complaint: s
 def test_the_in_memory_cluster_runs_no_services() -> None:
     with pytest.raises(NotFound, match="services 'hami-core-scheduler' not found"):
         MemoryCluster().proxy_get("hami-system", "hami-core-scheduler:http", "/status")
+
+
+def test_an_mlu_from_capacity_says_its_source_beside_hamis_annotation_path(tmp_path: Path) -> None:
+    """Spec 1b: the MLU devices of HAMi v2.10 come from the capacity; doctor and /cache say which source."""
+    node = exported_node("mlu-1")
+    node["metadata"]["annotations"] = {MLU_REG: "MLU-1,10,23308,0,MLU-370,0,true,0,hami-core:"}
+    node["status"]["capacity"] = {
+        "cambricon.com/mlu.smlu.vcore": "200",
+        "cambricon.com/mlu.smlu.vmemory": "64",
+    }
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(node))
+    body = doctor_json("--from-file", str(path), "--at", AT, "--vendors", "mlu")
+    mlu = body["vendors"]["MLU"]
+    assert (mlu["source"], mlu["state"], mlu["register"]["devices"], mlu["register"]["annotation"]) == (
+        "node",
+        "registered",
+        2,
+        None,
+    )
+    assert mlu["handshake"]["annotation"] is None and mlu["next"]["write"] == "nothing"
+    text = hami("doctor", "node", "--from-file", str(path), "--at", AT, "--vendors", "mlu")
+    assert text.returncode == 0, text
+    assert "source      the Node" in text.stdout or "source the Node" in " ".join(text.stdout.split())
+    # Without the capacity, the seed's annotation is read, with its handshake.
+    del node["status"]["capacity"]
+    path.write_text(json.dumps(node))
+    mlu = doctor_json("--from-file", str(path), "--at", AT, "--vendors", "mlu")["vendors"]["MLU"]
+    assert (mlu["source"], mlu["register"]["annotation"]) == ("annotation", MLU_REG)
+    assert mlu["handshake"]["annotation"] == MLU_HS
+
+
+def test_doctor_reads_hamis_device_config_for_the_resource_names(tmp_path: Path) -> None:
+    """HAMi's chart counts MLUs as cambricon.com/vmlu: with its device config, so does the doctor."""
+    node = exported_node("mlu-2")
+    node["metadata"]["annotations"] = {MLU_REG: "MLU-1,10,23308,0,MLU-370,0,true,0,hami-core:"}
+    node["status"]["allocatable"] = {"cambricon.com/vmlu": "1"}
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(node))
+    config = tmp_path / "device-config.yaml"
+    config.write_text("cambricon:\n  resourceCountName: cambricon.com/vmlu\n")
+    mlu = doctor_json(
+        "--from-file", str(path), "--at", AT, "--vendors", "mlu", "--device-config", str(config)
+    )
+    assert mlu["vendors"]["MLU"]["allocatable"] == {
+        "resource": "cambricon.com/vmlu",
+        "value": "1",
+        "count": 1,
+        "invalid": False,
+    }
+    config.write_text("cambricon:\n  resourceCountName: [x]\n")
+    bad = hami("doctor", "node", "--from-file", str(path), "--device-config", str(config))
+    assert "cambricon.resourceCountName: expected a string" in one_error(bad, 2)

@@ -40,8 +40,15 @@ class Admin(AdminCluster, Protocol):
         changes here); ``metadata.resourceVersion`` in ``patch`` is a precondition."""
         ...
 
-    def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
-        """Merge patch of ``status.allocatable`` (and capacity) through the status subresource."""
+    def patch_node_status(
+        self,
+        name: str,
+        allocatable: Mapping[str, str | None],
+        *,
+        capacity: Mapping[str, str | None] | None = None,
+    ) -> NodeSnapshot:
+        """Merge patch of ``status.allocatable`` and ``status.capacity`` through the status subresource;
+        ``capacity=None`` patches the capacity with the same changes as the allocatable."""
         ...
 
     def create_namespace(self, name: str) -> None:
@@ -74,9 +81,17 @@ class AdminKubeCluster(KubeCluster):
     def delete_node(self, name: str) -> None:
         self._call(f"delete node {name!r}", self._core.delete_node, name)
 
-    def patch_node_status(self, name: str, allocatable: Mapping[str, str | None]) -> NodeSnapshot:
+    def patch_node_status(
+        self,
+        name: str,
+        allocatable: Mapping[str, str | None],
+        *,
+        capacity: Mapping[str, str | None] | None = None,
+    ) -> NodeSnapshot:
         changes = dict(allocatable)
-        patch = {"status": {"allocatable": changes, "capacity": changes}}
+        patch = {
+            "status": {"allocatable": changes, "capacity": changes if capacity is None else dict(capacity)}
+        }
         action = f"patch node status {name!r}"
         return node_snapshot(
             self._call(action, self._core.patch_node_status, name, patch, _content_type=MERGE_PATCH)

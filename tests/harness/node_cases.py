@@ -505,7 +505,7 @@ def annotated_vendors(s: Settings) -> list[_Annotated]:
 
 
 _QUANTITY_COUNTS = ("0", "1", "2", "4", "8", "1e1", "16000m", "8Ei", "1e30")
-_QUANTITY_MEMORY = (None, "0", "16", "64", "96", "1Ki", "20000000", "9223372036854775807", "8Ei")
+_QUANTITY_MEMORY = (None, "0", "16", "64", "96", "1Ki", "20000000", "100000000", "9223372036854775807", "8Ei")
 
 
 def _capacity(family: str, s: Settings, rng: random.Random) -> tuple[dict[str, str], dict[str, str], str]:

@@ -17,7 +17,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -95,8 +95,8 @@ class TrackingAdmin:
     def patch_node_annotations(self, name: str, changes: Any, **kw: Any) -> Any:
         return self.writes.saw(self._inner.patch_node_annotations(name, changes, **kw))
 
-    def patch_node_status(self, name: str, allocatable: Any) -> Any:
-        return self.writes.saw(self._inner.patch_node_status(name, allocatable))
+    def patch_node_status(self, name: str, allocatable: Any, **kw: Any) -> Any:
+        return self.writes.saw(self._inner.patch_node_status(name, allocatable, **kw))
 
     def merge_patch_node(self, name: str, patch: Any) -> Any:
         return self.writes.saw(self._inner.merge_patch_node(name, patch))
@@ -142,11 +142,16 @@ class World:
         suffix: str,
         annotations: Mapping[str, str] | None = None,
         allocatable: Mapping[str, str] | None = None,
+        *,
+        capacity: Mapping[str, str] | None = None,
     ) -> str:
+        """A Node of the world; ``capacity`` (when given) differs from the allocatable, else is the same."""
         name = f"{suffix}-{uuid.uuid4().hex[:8]}"
         self.admin.create_node(name, labels=self.label, annotations=dict(annotations or {}))
-        if allocatable:
-            self.admin.patch_node_status(name, dict(allocatable))
+        if allocatable or capacity:
+            self.admin.patch_node_status(
+                name, dict(allocatable or {}), capacity=None if capacity is None else dict(capacity)
+            )
         return name
 
     def annotations(self, name: str) -> Mapping[str, str]:
@@ -161,6 +166,7 @@ class World:
         cluster: Any = None,
         start: bool = True,
         wall_skew: float = 0.0,
+        rules: Sequence[VendorRules] | None = None,
         **overrides: Any,
     ) -> Scheduler:
         """A replica on the world's clock (``wall_skew``: its wall clock that many seconds ahead, or
@@ -174,7 +180,7 @@ class World:
         clock: Any = SkewedClock(self.clock, wall_skew) if wall_skew else self.clock
         replica = Scheduler(
             cluster if cluster is not None else self.cluster(),
-            self.rules(*vendors),
+            list(rules) if rules is not None else self.rules(*vendors),
             SchedulerConfig(**options),
             clock=clock,
         )

@@ -79,7 +79,13 @@ def test_the_first_run_says_what_it_installs_and_nothing_of_pip(clone: Path) -> 
     first = hami(clone, "vendors", "--json")
     assert first.returncode == 0, first.stderr
     assert FIRST.fullmatch(first.stderr), first.stderr
-    assert sorted(d["name"] for d in json.loads(first.stdout)) == ["dcu", "kunlun", "mlu", "nvidia"]
+    assert sorted(d["name"] for d in json.loads(first.stdout)) == [
+        "dcu",
+        "kunlun",
+        "kunlun-card",
+        "mlu",
+        "nvidia",
+    ]
     again = hami(clone, "vendors", "--json")
     assert (again.returncode, again.stderr) == (0, "")
     logs = [p for p in clone.parent.iterdir() if p.name.startswith("hami-bootstrap.")]

@@ -407,3 +407,20 @@ def test_chart_versions_and_links_match_the_package() -> None:
     assert chart["home"] == project["urls"]["Homepage"]
     assert chart["sources"] == [project["urls"]["Source"]]
     assert chart["annotations"]["licenses"] == project["license"]
+
+
+def test_hamis_device_config_map_is_mounted_and_read(helm: Path) -> None:
+    objects = template(
+        helm, "--set", "scheduler.deviceConfigMap=hami-scheduler-device", namespace="gpu-system"
+    )
+    deployment = find(objects, "Deployment", "hami-core-scheduler")
+    main = container(deployment)
+    assert "--device-config=/etc/hami-device-config/device-config.yaml" in main["args"]
+    assert main["volumeMounts"] == [
+        {"name": "device-config", "mountPath": "/etc/hami-device-config", "readOnly": True}
+    ]
+    assert deployment["spec"]["template"]["spec"]["volumes"] == [
+        {"name": "device-config", "configMap": {"name": "hami-scheduler-device"}}
+    ]
+    plain = container(find(template(helm, namespace="gpu-system"), "Deployment", "hami-core-scheduler"))
+    assert "volumeMounts" not in plain and not any(a.startswith("--device-config") for a in plain["args"])

@@ -26,7 +26,7 @@ from install.kit import dependencies_only
 import hami_core
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
-IN_TREE = ["dcu", "kunlun", "mlu", "nvidia"]
+IN_TREE = ["dcu", "kunlun", "kunlun-card", "mlu", "nvidia"]
 ILUVATAR = ["iluvatar-bi-v100", "iluvatar-bi-v150", "iluvatar-mr-v100", "iluvatar-mr-v50"]
 
 

@@ -243,6 +243,30 @@ def test_allocatable_lives_in_status_and_changes_only_through_the_status_subreso
     cluster.delete_node(name)
 
 
+def test_capacity_lives_in_status_beside_allocatable_and_is_read_back(cluster: Any) -> None:
+    """HAMi computes several vendors' devices from ``status.capacity``, which may differ from the
+    allocatable; both are read from every Node the cluster returns (get, list, watch, patch replies)."""
+    name = node_name()
+    cluster.create_node(name)
+    node = cluster.patch_node_status(
+        name, {"example.com/gpu": "2"}, capacity={"example.com/gpu": "4", "example.com/vcore": "400"}
+    )
+    assert (node.allocatable, node.capacity) == (
+        {"example.com/gpu": "2"},
+        {"example.com/gpu": "4", "example.com/vcore": "400"},
+    )
+    assert cluster.get_node(name).capacity == node.capacity
+    listed = [n for n in cluster.list_nodes(limit=500).items if n.name == name]
+    assert [n.capacity for n in listed] == [node.capacity]
+    annotated = cluster.patch_node_annotations(name, {"a": "1"})
+    assert annotated.capacity == node.capacity
+    same = cluster.patch_node_status(name, {"example.com/gpu": "1"})
+    assert same.capacity == {"example.com/gpu": "1", "example.com/vcore": "400"}, "capacity=None: the same"
+    gone = cluster.patch_node_status(name, {}, capacity={"example.com/vcore": None})
+    assert gone.capacity == {"example.com/gpu": "1"}
+    cluster.delete_node(name)
+
+
 def test_quantities_are_stored_in_canonical_form(cluster: Any) -> None:
     name = node_name()
     cluster.create_node(name)

@@ -13,6 +13,7 @@ from hami_core.kube.quantity import (
     canonical_quantity,
     parse_quantity,
     quantity_count,
+    quantity_int64,
     quantity_value,
 )
 
@@ -165,3 +166,32 @@ def test_canonical_form_keeps_the_value_and_rounds_up_like_value(number: int, su
 def test_parse_is_exact() -> None:
     assert parse_quantity("1.5") == Fraction(3, 2)
     assert parse_quantity("-2.5m") == Fraction(-1, 400)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("4", 4),
+        ("0", 0),
+        ("1k", 1000),
+        ("1e3", 1000),
+        ("1Ki", 1024),
+        ("999999999999999999", 10**18 - 1),
+        ("-3", -3),
+        ("16000m", None),  # a negative scale, though it is 16: the API server stores it as "16"
+        ("500m", None),
+        ("1.5", None),
+        ("8Ei", None),  # a binary exponent past the parser's fast path: held as a decimal
+        ("9223372036854775807", None),  # 19 digits: held as a decimal too
+        ("1e30", None),  # beyond int64
+    ],
+)
+def test_as_int64_is_gos(text: str, value: int | None) -> None:
+    """Go's ``ParseQuantity(text).AsInt64()``, as HAMi reads capacity: nothing rounded, nothing capped."""
+    assert quantity_int64(text) == value
+
+
+def test_as_int64_on_the_stored_forms() -> None:
+    """What HAMi's lister sees is the API server's stored string: 16000m arrives as 16, 8Ei as 2^63-1."""
+    assert quantity_int64(canonical_quantity("16000m")) == 16
+    assert quantity_int64(canonical_quantity("8Ei")) is None

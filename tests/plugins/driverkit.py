@@ -26,7 +26,6 @@ def make_spec(**changes: Any) -> VendorSpec:
         count_resource="acme.example/gpu",
         liveness="handshake",
         writes_reported=True,
-        hookspec_version="1.0",
     )
     return attrs.evolve(base, **changes)
 
@@ -69,7 +68,6 @@ def hami_vendor_drivers():
     return [VendorSpec(
         name="{name}", vendor_key="{key}", register_annotation="hami.io/node-{name}-register",
         handshake_annotation={handshake}, encoding="legacy", count_resource="{name}.example/gpu",
-        liveness="handshake", writes_reported=True, hookspec_version="1.0",
     )]
 """
 

@@ -25,9 +25,17 @@ NVIDIA = {
     "count_resource": "nvidia.com/gpu",
     "liveness": "allocatable",
     "writes_reported": False,
+    "sources": ["annotation"],
     "package": "hami-vendor-nvidia",
     "version": "0.1.0",
 }
+
+
+def without_settings(entry: dict[str, object]) -> dict[str, object]:
+    """An entry of ``hami vendors --json`` without its settings (those are tested with the device config)."""
+    settings = entry.pop("settings")
+    assert isinstance(settings, dict)
+    return entry
 
 
 @pytest.fixture
@@ -43,31 +51,39 @@ def test_json_lists_every_installed_driver_with_exactly_the_documented_keys(runn
     listed = json.loads(result.stdout)
     assert all(tuple(entry) == JSON_KEYS for entry in listed)
     assert set(IN_TREE) <= {entry["name"] for entry in listed}
-    assert next(e for e in listed if e["name"] == "nvidia") == NVIDIA
+    nvidia = next(e for e in listed if e["name"] == "nvidia")
+    assert nvidia["settings"]["nvidia.resourceCountName"] == {"value": "nvidia.com/gpu", "from": "default"}
+    assert without_settings(nvidia) == NVIDIA
     assert result.stderr == ""
 
 
 def test_the_table_shows_one_row_per_driver(runner: CliRunner) -> None:
     result = runner.invoke(main, ["vendors", "--vendors", "nvidia,kunlun"])
     assert result.exit_code == 0, result.output
-    header, *rows = result.stdout.splitlines()
+    header, *rows = result.stdout.split("\n\n")[0].splitlines()
     assert header.split() == [
-        "NAME", "VENDOR", "KEY", "REGISTER", "HANDSHAKE", "ENCODING", "COUNT", "RESOURCE", "LIVENESS",
-        "REPORTED_", "PACKAGE",
+        "NAME", "VENDOR", "KEY", "SOURCE", "REGISTER", "HANDSHAKE", "ENCODING", "COUNT", "RESOURCE",
+        "LIVENESS", "REPORTED_", "PACKAGE",
     ]  # fmt: skip
     assert [row.split() for row in rows] == [
-        ["nvidia", "NVIDIA", "hami.io/node-nvidia-register", "hami.io/node-handshake", "json",
+        ["nvidia", "NVIDIA", "annotation", "hami.io/node-nvidia-register", "hami.io/node-handshake", "json",
          "nvidia.com/gpu", "allocatable", "no", "hami-vendor-nvidia", "0.1.0"],
-        ["kunlun", "XPU", "hami.io/node-register-xpu", "hami.io/node-handshake-xpu", "json",
+        ["kunlun", "XPU", "annotation", "hami.io/node-register-xpu", "hami.io/node-handshake-xpu", "json",
          "kunlunxin.com/vxpu", "handshake", "yes", "hami-vendor-kunlun", "0.1.0"],
+        ["kunlun-card", "kunlun", "node", "-", "-", "-", "kunlunxin.com/xpu", "devices", "no",
+         "hami-vendor-kunlun", "0.1.0"],
     ]  # fmt: skip
+    assert "kunlun settings (device config section: value):" in result.stdout
+    assert "  kunlun.resourceCountName = 'kunlunxin.com/xpu'  (default)" in result.stdout
 
 
 def test_selection_and_count_resource_override_come_from_the_environment(runner: CliRunner) -> None:
     env = {"HAMI_VENDORS": "nvidia", "HAMI_COUNT_RESOURCES": "nvidia=nvidia.com/gpu-shared"}
     result = runner.invoke(main, ["vendors", "--json"], env=env)
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == [NVIDIA | {"count_resource": "nvidia.com/gpu-shared"}]
+    assert [without_settings(e) for e in json.loads(result.stdout)] == [
+        NVIDIA | {"count_resource": "nvidia.com/gpu-shared"}
+    ]
 
 
 def test_count_resource_option_may_repeat(runner: CliRunner) -> None:
@@ -128,9 +144,9 @@ def test_conflicting_drivers_exit_1_naming_both_packages(runner: CliRunner, fake
 
 @click.command()
 @driver_options
-def daemon(vendors: str | None, count_resources: tuple[str, ...]) -> None:
+def daemon(vendors: str | None, count_resources: tuple[str, ...], device_config: str | None) -> None:
     """Stands in for a daemon using the shared options."""
-    _, drivers = drivers_from_options(vendors, count_resources)
+    _, drivers = drivers_from_options(vendors, count_resources, device_config)
     click.echo(" ".join(f"{d.name}:{d.count_resource}" for d in drivers))
 
 
@@ -152,4 +168,4 @@ def test_the_command_runs_as_a_real_process() -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == [NVIDIA]
+    assert [without_settings(e) for e in json.loads(done.stdout)] == [NVIDIA]

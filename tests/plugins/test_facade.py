@@ -58,7 +58,8 @@ def test_the_facade_exports_what_a_driver_author_needs() -> None:
     for name in (
         "hookimpl",
         "VendorSpec",
-        "HOOKSPEC_VERSION",
+        "FromNode",
+        "NodeView",
         "DeviceInfo",
         "fake_devices",
         "FAKE_DEVICES_ENV",

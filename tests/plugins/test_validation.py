@@ -8,7 +8,7 @@ import attrs
 import pytest
 from plugins.driverkit import Describes, make_spec
 
-from hami_core import HANDSHAKE, LivenessFacts
+from hami_core import CAPACITY, DEVICES, HANDSHAKE, FromNode, LivenessFacts
 from hami_core.plugins import DriverError, DriverManager
 from hami_core.plugins.validate import annotation_key_problem, resource_name_problem
 from hami_core.protocol.codecs import LEGACY_CODEC
@@ -55,7 +55,7 @@ BAD_VALUES: list[tuple[str, Any, str]] = [
         "handshake_annotation 'hami.io/a/b' is not a valid annotation key: it has more than one '/'",
     ),
     ("handshake_annotation", "hami.io/node-acme-register", "the same key as register_annotation"),
-    ("liveness", "sometimes", "liveness rule 'sometimes' is unknown (known: allocatable, handshake"),
+    ("liveness", "sometimes", "liveness rule 'sometimes' is unknown (known: allocatable, capacity, devices"),
     ("liveness", NoAlive(), "is not a rule: it needs a name and alive(facts)"),
     ("count_resource", -1, "count_resource -1 is malformed: it must be a resource name string, got -1 (int)"),
     ("count_resource", 1.5, "count_resource 1.5 is malformed: it must be a resource name string, got 1.5"),
@@ -69,7 +69,6 @@ BAD_VALUES: list[tuple[str, Any, str]] = [
     ("vendor_key", "", "vendor_key '' is malformed"),
     ("vendor_key", "NV IDIA", "vendor_key 'NV IDIA' is malformed"),
     ("writes_reported", "yes", "writes_reported must be True or False, got 'yes'"),
-    ("hookspec_version", 1.0, "hookspec_version must be 'MAJOR.MINOR', got 1.0"),
 ]
 
 
@@ -90,7 +89,7 @@ def test_a_malformed_value_is_refused_naming_driver_and_field(field: str, value:
         )
     message = str(caught.value)
     assert message.startswith("driver 'acme' (hami-vendor-acme 2.0): "), message
-    assert field in message or field == "hookspec_version"
+    assert field in message
     assert expected in message
     assert "\n" not in message
     assert manager.report.drivers == ()
@@ -158,3 +157,89 @@ def test_rules_carry_the_drivers_values() -> None:
     )
     assert rules.liveness.name == "allocatable"
     assert rules.codec.name == "json"
+
+
+def _cards(node: Any) -> list[Any]:
+    return []
+
+
+BAD_SOURCES: list[tuple[dict[str, Any], str]] = [
+    (
+        {"register_annotation": None, "handshake_annotation": None},
+        "it names no source of devices: give a register_annotation, from_node, or both",
+    ),
+    (
+        {"register_annotation": None, "from_node": FromNode(_cards, capacity="x.example/c")},
+        "handshake_annotation is given without a register_annotation",
+    ),
+    ({"from_node": "capacity"}, "from_node must be a FromNode, got str"),
+    ({"from_node": FromNode(_cards)}, "from_node reads no capacity, allocatable or annotation"),
+    (
+        {"from_node": FromNode(_cards, labels="zone")},
+        "from_node reads no capacity, allocatable or annotation",
+    ),
+    ({"from_node": FromNode("f", capacity="x.example/c")}, "from_node.devices must be a function"),  # type: ignore[arg-type]
+    (
+        {"from_node": FromNode(_cards, capacity="x example")},
+        "from_node.capacity 'x example' is not a resource",
+    ),
+    (
+        {"from_node": FromNode(_cards, allocatable=["a/b/c"])},
+        "from_node.allocatable 'a/b/c' is not a resource",
+    ),
+    ({"from_node": FromNode(_cards, annotations=["a b"])}, "from_node.annotations 'a b' is not a valid"),
+    (
+        {"from_node": FromNode(_cards, capacity="c", labels=["-x"])},
+        "from_node.labels '-x' is not a valid label",
+    ),
+    (
+        {"from_node": FromNode(_cards, capacity="c", liveness="often")},
+        "from_node: liveness rule 'often' is unknown",
+    ),
+    ({"pair_scores_annotation": "a b"}, "pair_scores_annotation 'a b' is not a valid annotation key"),
+    ({"pair_scores_annotation": "hami.io/node-acme-register"}, "the same key as the register or handshake"),
+]
+
+
+@pytest.mark.parametrize(("changes", "expected"), BAD_SOURCES, ids=[e[:40] for _, e in BAD_SOURCES])
+def test_a_bad_source_declaration_is_one_line_naming_the_package(
+    changes: dict[str, Any], expected: str
+) -> None:
+    manager = DriverManager()
+    with pytest.raises(DriverError) as caught:
+        manager.register(Describes(make_spec(**changes)), "acme", package="hami-vendor-acme", version="2.0")
+    message = str(caught.value)
+    assert message.startswith("driver 'acme' (hami-vendor-acme 2.0): "), message
+    assert expected in message and "\n" not in message
+    assert manager.report.drivers == ()
+
+
+def test_a_node_source_alone_is_judged_by_its_own_rule_with_no_annotation() -> None:
+    source = FromNode(_cards, capacity="acme.example/vcore", liveness="capacity")
+    (driver,) = DriverManager().register(
+        Describes(make_spec(register_annotation=None, handshake_annotation=None, from_node=source)), "acme"
+    )
+    rules = driver.rules()
+    assert (rules.register_annotation, rules.handshake_annotation, rules.codec) == (None, None, None)
+    assert rules.node_path() is rules and rules.liveness is CAPACITY
+    assert driver.annotation_keys == () and driver.sources == ("node",) and driver.encoding is None
+
+
+def test_both_sources_give_a_node_path_without_the_handshake() -> None:
+    (driver,) = DriverManager().register(
+        Describes(make_spec(from_node=FromNode(_cards, capacity="acme.example/vcore"))), "acme"
+    )
+    rules = driver.rules()
+    path = rules.node_path()
+    assert path is not None and path is not rules
+    assert (path.register_annotation, path.handshake_annotation, path.liveness) == (None, None, DEVICES)
+    assert rules.liveness.name == "handshake" and driver.sources == ("node", "annotation")
+
+
+def test_a_count_resource_override_keeps_the_node_source() -> None:
+    manager = DriverManager()
+    manager.register(Describes(make_spec(from_node=FromNode(_cards, capacity="acme.example/vcore"))), "acme")
+    (driver,) = manager.select(None, {"acme": "acme.example/other"})
+    path = driver.rules().node_path()
+    assert driver.count_resource == "acme.example/other"
+    assert path is not None and path.count_resource == "acme.example/other"

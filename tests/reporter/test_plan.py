@@ -100,7 +100,8 @@ class _BrokenCodec:
 def test_a_codec_that_fails_or_a_legacy_separator_is_a_problem_not_a_crash(
     drivers: dict[str, VendorDriver],
 ) -> None:
-    broken = attrs.evolve(drivers["dcu"], codec=_BrokenCodec())
+    dcu = drivers["dcu"]
+    broken = attrs.evolve(dcu, vendor=attrs.evolve(dcu.rules(), codec=_BrokenCodec()))
     bad_id = [DeviceInfo(id="MLU:0", count=1)]
     found = [
         Discovery(driver=broken, devices=MLU),
@@ -117,3 +118,10 @@ def test_the_heartbeat_is_written_on_the_nodes_own_clock(drivers: dict[str, Vend
     utc = NOW.astimezone(UTC)
     plan = plan_pass({}, [Discovery(driver=drivers["mlu"], devices=MLU)], utc)
     assert plan.patch["hami.io/node-handshake-mlu"] == "Reported_2026-11-30 01:15:07"
+
+
+def test_a_driver_whose_devices_come_from_the_node_is_not_published_nor_warned_about() -> None:
+    _, loaded = load_drivers(["kunlun"])
+    card = next(d for d in loaded if d.name == "kunlun-card")
+    plan = plan_pass({}, [Discovery(driver=card, devices=None)], NOW)
+    assert (plan.patch, plan.published, plan.unsourced, plan.failures) == ({}, (), (), ())

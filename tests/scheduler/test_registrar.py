@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 
-from hami_core import HANDSHAKE, DeviceInfo
+import attrs
+
+from hami_core import CAPACITY, DEVICES, HANDSHAKE, DeviceInfo, FromNode, NodeView
 from hami_core.kube.port import NodeSnapshot
+from hami_core.plugins.manager import load_drivers
 from hami_core.protocol.codecs import LEGACY_CODEC
 from hami_core.protocol.decide import VendorRules
 from hami_core.protocol.marker import parse_marker
@@ -287,3 +290,90 @@ def test_a_raising_liveness_rule_leaves_nodes_without_its_vendor_alone() -> None
         result = registrar.evaluate(name, bare, now=T0)
         assert result.patch == {} and result.warnings == ()
     assert registrar.cache.nodes() == [] and registrar.counters["liveness_rule_errors"] == 0
+
+
+def test_a_node_source_runs_only_when_its_declared_inputs_change() -> None:
+    """Spec 5, beyond HAMi: work proportional to change. A FromNode function is called for new inputs
+    only; another annotation, another capacity, a resync of the same Node: nothing runs, nothing counts."""
+    calls: list[NodeView] = []
+
+    def cards(node: NodeView) -> list[DeviceInfo]:
+        calls.append(node)
+        return [
+            DeviceInfo(id=f"{node.name}-{i}", index=i, health=True)
+            for i in range(node.capacity["x.example/c"])
+        ]
+
+    rules = VendorRules(
+        vendor_key="CARD",
+        count_resource="x.example/c",
+        liveness=DEVICES,  # the node source's own rule
+        node_source=FromNode(cards, capacity="x.example/c", liveness="devices"),
+    )
+    registrar = Registrar([rules], DeviceCache())
+    node = NodeSnapshot(name="n1", uid="u1", capacity={"x.example/c": "2", "cpu": "8"})
+    registrar.evaluate("n1", node, now=T0)
+    assert [dict(v.capacity) for v in calls] == [{"x.example/c": 2}]  # the view holds the declared input only
+    other = NodeSnapshot(
+        name="n1", uid="u1", capacity={"x.example/c": "2", "cpu": "16"}, annotations={"a": "b"}
+    )
+    assert registrar.relevant(other) == registrar.relevant(node)
+    registrar.evaluate("n1", other, now=T0 + timedelta(minutes=5))
+    assert len(calls) == 1
+    registrar.evaluate("n1", NodeSnapshot(name="n1", uid="u1", capacity={"x.example/c": "3"}), now=T0)
+    assert len(calls) == 2 and len(registrar.cache.node("n1")["CARD"].devices) == 3
+    assert registrar.relevant(NodeSnapshot(name="cpu", capacity={"cpu": "8"})) != registrar.relevant(node)
+    registrar.evaluate("cpu", NodeSnapshot(name="cpu", uid="u2", capacity={"cpu": "8"}), now=T0)
+    assert len(calls) == 2 and registrar.memory("cpu", "CARD").register is None
+
+
+def test_the_main_input_puts_a_node_source_on_a_node_and_the_annotation_serves_elsewhere() -> None:
+    """MLU's case (spec 1b): the smlu memory capacity alone is not HAMi v2.10's MLU capacity; without the
+    cores (the source's first input) the seed's annotation is read, with its handshake."""
+    _, drivers = load_drivers(["mlu"])
+    (mlu,) = drivers
+    registrar = Registrar([mlu.rules()], DeviceCache())
+    register = "MLU-1,10,23308,0,MLU-370,0,true,0,hami-core:"
+    only_memory = NodeSnapshot(
+        name="n1",
+        uid="u1",
+        annotations={"hami.io/node-mlu-register": register},
+        capacity={"cambricon.com/mlu.smlu.vmemory": "64"},
+    )
+    evaluation = registrar.evaluate("n1", only_memory, now=T0)
+    assert [d.id for d in registrar.cache.node("n1")["MLU"].devices] == ["MLU-1"]
+    assert registrar.cache.node("n1")["MLU"].source == "annotation"
+    assert set(evaluation.patch) == {"hami.io/node-handshake-mlu"}  # the seed's path stamps
+    both = attrs.evolve(only_memory, capacity={**only_memory.capacity, "cambricon.com/mlu.smlu.vcore": "100"})
+    evaluation = registrar.evaluate("n1", both, now=T0)
+    assert registrar.cache.node("n1")["MLU"].source == "node" and evaluation.patch == {}
+    assert [d.id for d in registrar.cache.node("n1")["MLU"].devices] == ["n1-cambricon-mlu-0"]
+
+
+def test_capacity_is_read_as_hami_reads_it_an_int64_integer_or_nothing() -> None:
+    """HAMi reads capacity with ``AsInt64``: ``8Ei`` (2^63) or ``500m`` is no count at all, for the view
+    and for the ``capacity`` rule alike (``Value()`` would cap or round it up)."""
+    seen: list[NodeView] = []
+
+    def gcus(node: NodeView) -> list[DeviceInfo]:
+        seen.append(node)
+        return [
+            DeviceInfo(id=f"g{i}", index=i, health=True) for i in range(node.capacity.get("x.example/g", 0))
+        ]
+
+    rules = VendorRules(
+        vendor_key="G",
+        count_resource="x.example/g",
+        liveness=CAPACITY,
+        node_source=FromNode(gcus, capacity="x.example/g", liveness="capacity"),
+    )
+    registrar = Registrar([rules], DeviceCache())
+    registrar.evaluate("n1", NodeSnapshot(name="n1", uid="u", capacity={"x.example/g": "2"}), now=T0)
+    assert len(registrar.cache.node("n1")["G"].devices) == 2
+    decision = registrar.evaluate(
+        "n1", NodeSnapshot(name="n1", uid="u", capacity={"x.example/g": "8Ei"}), now=T0
+    ).decisions["G"]
+    assert decision.reason.value == "cleaned-up" and decision.write is None
+    assert "n1" not in registrar.cache.nodes()
+    registrar.evaluate("n2", NodeSnapshot(name="n2", uid="v", capacity={"x.example/g": "500m"}), now=T0)
+    assert [dict(v.capacity) for v in seen[-1:]] == [{}] and "n2" not in registrar.cache.nodes()

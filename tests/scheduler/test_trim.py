@@ -147,3 +147,27 @@ def test_the_store_is_trimmed_and_shows_what_the_whole_node_shows(world: World) 
     shown = replica.node_json(node)
     assert shown is not None and shown["selected"] is True
     assert {key: v["in_cache"] for key, v in shown["vendors"].items()} == dict.fromkeys(HANDSHAKES, True)
+
+
+def test_keeps_what_node_sources_declare_and_the_pair_scores_nothing_more() -> None:
+    trim = _trim("nvidia", "mlu", "kunlun")
+    node = NodeSnapshot(
+        name="n1",
+        annotations={"hami.io/node-nvidia-score": "[]", **OTHER_ANNOTATIONS},
+        allocatable={"kunlunxin.com/xpu": "8", **OTHER_ALLOCATABLE},
+        capacity={
+            "cambricon.com/mlu.smlu.vcore": "400",
+            "cambricon.com/mlu.smlu.vmemory": "96",
+            "kunlunxin.com/xpu": "8",
+            **OTHER_ALLOCATABLE,
+        },
+    )
+    kept = trim(node)
+    assert dict(kept.annotations) == {"hami.io/node-nvidia-score": "[]"}
+    assert dict(kept.capacity) == {
+        "cambricon.com/mlu.smlu.vcore": "400",
+        "cambricon.com/mlu.smlu.vmemory": "96",
+        "kunlunxin.com/xpu": "8",
+    }
+    assert dict(kept.allocatable) == {"kunlunxin.com/xpu": "8"}  # kunlun-card's count resource
+    assert trim(NodeSnapshot(name="cpu", capacity=OTHER_ALLOCATABLE)).capacity == {}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from hami_core.plugins import DriverManager
+from hami_core.plugins import DeviceConfig, DriverManager
 from hami_core.testing import DriverContract
 
 
@@ -51,3 +53,15 @@ def test_one_plugin_name_selects_every_chip() -> None:
         "iluvatar-mr-v100",
         "iluvatar-mr-v50",
     ]
+
+
+def test_the_chips_come_from_hamis_device_config(tmp_path: Path) -> None:
+    """HAMi's ``iluvatars`` list: one driver per entry, its count resource the entry's."""
+    path = tmp_path / "device-config.yaml"
+    path.write_text(
+        "iluvatars:\n- chipName: MR-V100\n  commonWord: MR-V100\n  resourceCountName: iluvatar.ai/mr\n"
+    )
+    manager = DriverManager(device_config=DeviceConfig.load(path))
+    manager.load_entry_points()
+    drivers = manager.select(["iluvatar"])
+    assert [(d.vendor_key, d.count_resource) for d in drivers] == [("MR-V100", "iluvatar.ai/mr")]

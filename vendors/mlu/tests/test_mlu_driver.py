@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib.metadata
+from pathlib import Path
 
 import hami_vendor_mlu
+import pytest
 
+from hami_core import DecodeError, DeviceConfig, NodeView
 from hami_core.plugins import DriverManager, VendorDriver
 from hami_core.testing import DriverContract
 
@@ -37,3 +40,49 @@ def test_values_are_those_of_the_spec() -> None:
 
 def test_version_matches_the_distribution() -> None:
     assert hami_vendor_mlu.__version__ == importlib.metadata.version("hami-vendor-mlu") == _loaded().version
+
+
+def test_the_capacity_source_computes_what_hami_v210_computes() -> None:
+    """``cambricon/device.go`` GetNodeDevices: ceil(vcore/100) MLUs, devmem = vmemory*256*100/vcore."""
+    driver = _loaded()
+    source = driver.node_source
+    assert source is not None
+    assert source.capacity == ("cambricon.com/mlu.smlu.vcore", "cambricon.com/mlu.smlu.vmemory")
+    view = NodeView(
+        name="mlu-1", capacity={"cambricon.com/mlu.smlu.vcore": 250, "cambricon.com/mlu.smlu.vmemory": 96}
+    )
+    devices = source.devices(view)
+    assert [(d.id, d.index, d.count, d.devmem, d.devcore, d.type, d.numa, d.health) for d in devices] == [
+        (f"mlu-1-cambricon-mlu-{i}", i, 100, 96 * 256 * 100 // 250, 100, "MLU", 0, True) for i in range(3)
+    ]
+    assert source.devices(NodeView(name="mlu-1")) == []
+    assert driver.rules().node_path() is not None
+    assert driver.rules().node_path().liveness.name == "devices"  # type: ignore[union-attr]
+
+
+def test_a_memory_per_device_beyond_int32_is_an_error_not_a_wrap() -> None:
+    source = _loaded().node_source
+    assert source is not None
+    huge = NodeView(
+        name="mlu-1", capacity={"cambricon.com/mlu.smlu.vcore": 100, "cambricon.com/mlu.smlu.vmemory": 2**30}
+    )
+    with pytest.raises(DecodeError, match="beyond int32"):
+        source.devices(huge)
+
+
+def test_hamis_chart_device_config_sets_the_resource_names(tmp_path: Path) -> None:
+    config = tmp_path / "device-config.yaml"
+    config.write_text(
+        "cambricon:\n  resourceCountName: cambricon.com/vmlu\n  resourceCoreName: example.com/vcore\n"
+    )
+    manager = DriverManager(device_config=DeviceConfig.load(config))
+    (driver,) = [d for d in manager.load_entry_points().drivers if d.name == "mlu"]
+    assert driver.count_resource == "cambricon.com/vmlu"
+    assert driver.node_source is not None and driver.node_source.capacity[0] == "example.com/vcore"
+
+
+def test_a_capacity_beyond_any_node_is_refused_not_built() -> None:
+    source = _loaded().node_source
+    assert source is not None
+    with pytest.raises(DecodeError, match="more than 1024 MLUs"):
+        source.devices(NodeView(name="x", capacity={"cambricon.com/mlu.smlu.vcore": 2**63 - 1}))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib.metadata
+from pathlib import Path
 
 import hami_vendor_nvidia
 
+from hami_core import DeviceConfig
 from hami_core.plugins import DriverManager, VendorDriver
 from hami_core.testing import DriverContract
 
@@ -41,3 +43,20 @@ def test_version_matches_the_distribution() -> None:
         == importlib.metadata.version("hami-vendor-nvidia")
         == _loaded().version
     )
+
+
+def test_pair_scores_are_read_from_hamis_annotation() -> None:
+    assert _loaded().rules().pair_scores_annotation == "hami.io/node-nvidia-score"
+
+
+def test_settings_are_hamis_nvidia_section(tmp_path: Path) -> None:
+    path = tmp_path / "device-config.yaml"
+    path.write_text("nvidia:\n  resourceCountName: nvidia.com/vgpu\n  deviceSplitCount: 4\n")
+    manager = DriverManager(device_config=DeviceConfig.load(path))
+    (driver,) = [d for d in manager.load_entry_points().drivers if d.name == "nvidia"]
+    assert driver.count_resource == "nvidia.com/vgpu"
+    assert ("nvidia", "deviceSplitCount", 4, True) in driver.settings
+    assert ("nvidia", "memoryFactor", 1, False) in driver.settings
+    config = DeviceConfig.load(path)
+    DriverManager(device_config=config).load_entry_points()
+    assert config.unknown() == [], "every key of HAMi's nvidia section is the driver's"

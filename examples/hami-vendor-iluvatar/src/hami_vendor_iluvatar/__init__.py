@@ -4,11 +4,12 @@ HAMi configures Iluvatar per chip: the chip's CommonWord is the vendor key and a
 annotation keys (``hami.io/node-<chip>-register``, ``hami.io/node-handshake-<chip>``), the register value
 uses the legacy colon encoding, and the count resource is ``iluvatar.ai/<chip>-vgpu``. One entry point,
 one ``VendorSpec`` per chip: ``--vendors iluvatar`` selects every chip, ``--vendors iluvatar-bi-v150`` one.
+The chips are HAMi's device config list ``iluvatars`` (``--device-config``), these four by default.
 """
 
 from __future__ import annotations
 
-from hami_core import DeviceInfo, VendorSpec, fake_devices, hookimpl
+from hami_core import DeviceConfig, DeviceInfo, VendorSpec, fake_devices, hookimpl
 
 __all__ = ["CHIPS", "__version__", "hami_discover_devices", "hami_vendor_drivers", "spec_for"]
 
@@ -18,7 +19,7 @@ __version__ = "0.1.0"
 CHIPS = ("MR-V100", "MR-V50", "BI-V150", "BI-V100")
 
 
-def spec_for(chip: str) -> VendorSpec:
+def spec_for(chip: str, count_resource: str = "") -> VendorSpec:
     """The description of one chip's driver, named ``iluvatar-<chip in lower case>``."""
     return VendorSpec(
         name=f"iluvatar-{chip.lower()}",
@@ -26,17 +27,26 @@ def spec_for(chip: str) -> VendorSpec:
         register_annotation=f"hami.io/node-{chip}-register",
         handshake_annotation=f"hami.io/node-handshake-{chip}",
         encoding="legacy",
-        count_resource=f"iluvatar.ai/{chip}-vgpu",
+        count_resource=count_resource or f"iluvatar.ai/{chip}-vgpu",
         liveness="handshake",
         writes_reported=True,
-        hookspec_version="1.0",
     )
 
 
 @hookimpl
-def hami_vendor_drivers() -> list[VendorSpec]:
-    """One driver per chip."""
-    return [spec_for(chip) for chip in CHIPS]
+def hami_vendor_drivers(device_config: DeviceConfig) -> list[VendorSpec]:
+    """One driver per chip of the device config's ``iluvatars`` list."""
+    default = [{"commonWord": chip, "resourceCountName": f"iluvatar.ai/{chip}-vgpu"} for chip in CHIPS]
+    chips = device_config.entries(
+        "iluvatars",
+        default,
+        chipName="",
+        commonWord="",
+        resourceCountName="",
+        resourceMemoryName="",
+        resourceCoreName="",
+    )
+    return [spec_for(str(c["commonWord"]), str(c["resourceCountName"])) for c in chips]
 
 
 @hookimpl

@@ -6,29 +6,35 @@ the DCU management library is not implemented yet.
 
 from __future__ import annotations
 
-from hami_core import DeviceInfo, VendorSpec, fake_devices, hookimpl
+from hami_core import DeviceConfig, DeviceInfo, VendorSpec, fake_devices, hookimpl
 
-__all__ = ["SPEC", "__version__", "hami_discover_devices", "hami_vendor_drivers"]
+__all__ = ["__version__", "hami_discover_devices", "hami_vendor_drivers"]
 
 __version__ = "0.1.0"
 
-SPEC = VendorSpec(
-    name="dcu",
-    vendor_key="DCU",
-    register_annotation="hami.io/node-dcu-register",
-    handshake_annotation="hami.io/node-handshake-dcu",
-    encoding="legacy",
-    count_resource="hygon.com/dcunum",
-    liveness="handshake",
-    writes_reported=True,
-    hookspec_version="1.0",
-)
-
 
 @hookimpl
-def hami_vendor_drivers() -> list[VendorSpec]:
-    """The one vendor this package provides."""
-    return [SPEC]
+def hami_vendor_drivers(device_config: DeviceConfig) -> list[VendorSpec]:
+    """The one vendor this package provides; its settings are HAMi's device config section ``hygon``."""
+    settings = device_config.section(
+        "hygon",
+        resourceCountName="hygon.com/dcunum",
+        resourceMemoryName="hygon.com/dcumem",
+        resourceCoreName="hygon.com/dcucores",
+        memoryFactor=1,
+    )
+    return [
+        VendorSpec(
+            name="dcu",
+            vendor_key="DCU",
+            register_annotation="hami.io/node-dcu-register",
+            handshake_annotation="hami.io/node-handshake-dcu",
+            encoding="legacy",
+            count_resource=str(settings["resourceCountName"]),
+            liveness="handshake",
+            writes_reported=True,
+        )
+    ]
 
 
 @hookimpl

@@ -1,34 +1,85 @@
-"""Cambricon MLUs for hami-core: the `mlu` vendor driver (spec section 1).
+"""Cambricon MLUs for hami-core: the `mlu` vendor driver (spec sections 1 and 1b).
 
-Devices come from the simulation source (``HAMI_FAKE_DEVICES``) only; probing real hardware through
-CNDev is not implemented yet.
+Two sources, as spec 1b says. Where the Node advertises the dynamic-smlu capacity of Cambricon's own
+device plugin (``cambricon.com/mlu.smlu.vcore``, ``.vmemory``), the devices are computed from it as HAMi
+v2.10 does (``pkg/device/cambricon/device.go``), always healthy, nothing written. Elsewhere the seed's
+``hami.io/node-mlu-register`` (legacy encoding, with the handshake) is read, for plugins of HAMi before
+2.3 that still write it. The resource names are HAMi's device config section ``cambricon``.
+
+The reporter's devices come from the simulation source (``HAMI_FAKE_DEVICES``) only; probing real
+hardware through CNDev is not implemented yet.
 """
 
 from __future__ import annotations
 
-from hami_core import DeviceInfo, VendorSpec, fake_devices, hookimpl
+from hami_core import (
+    DecodeError,
+    DeviceConfig,
+    DeviceInfo,
+    FromNode,
+    NodeView,
+    VendorSpec,
+    fake_devices,
+    hookimpl,
+)
 
-__all__ = ["SPEC", "__version__", "hami_discover_devices", "hami_vendor_drivers"]
+__all__ = ["MAX_MLUS", "__version__", "hami_discover_devices", "hami_vendor_drivers", "mlu_from_capacity"]
 
 __version__ = "0.1.0"
 
-SPEC = VendorSpec(
-    name="mlu",
-    vendor_key="MLU",
-    register_annotation="hami.io/node-mlu-register",
-    handshake_annotation="hami.io/node-handshake-mlu",
-    encoding="legacy",
-    count_resource="cambricon.com/mlu",
-    liveness="handshake",
-    writes_reported=True,
-    hookspec_version="1.0",
-)
+#: One ``vmemory`` unit is 256 MiB (HAMi's ``MemoryFactor``).
+_MIB_PER_VMEMORY = 256
+#: More MLUs than any node holds: a capacity beyond it is refused, not turned into a list that size.
+MAX_MLUS = 1024
+
+
+def mlu_from_capacity(node: NodeView, cores: str, memory: str) -> list[DeviceInfo]:
+    """HAMi's ``GetNodeDevices``: one MLU per 100 vcores, the vmemory shared out evenly. No vcore
+    capacity means no devices here (HAMi answers an error, which keeps a stale list)."""
+    vcores = node.capacity.get(cores, 0)
+    if vcores > 100 * MAX_MLUS:
+        raise DecodeError(f"capacity {cores}={vcores} would be more than {MAX_MLUS} MLUs")
+    devmem = node.capacity.get(memory, 0) * _MIB_PER_VMEMORY * 100 // vcores if vcores > 0 else 0
+    if not 0 <= devmem < 2**31:
+        raise DecodeError(f"capacity {memory} gives {devmem} MiB per MLU, beyond int32 (HAMi wraps it)")
+    return [
+        DeviceInfo(
+            id=f"{node.name}-cambricon-mlu-{i}",
+            index=i,
+            count=100,
+            devmem=devmem,
+            devcore=100,
+            type="MLU",
+            numa=0,
+            health=True,
+        )
+        for i in range(-(-vcores // 100))
+    ]
 
 
 @hookimpl
-def hami_vendor_drivers() -> list[VendorSpec]:
-    """The one vendor this package provides."""
-    return [SPEC]
+def hami_vendor_drivers(device_config: DeviceConfig) -> list[VendorSpec]:
+    """The one vendor this package provides, its resource names from HAMi's device config."""
+    names = device_config.section(
+        "cambricon",
+        resourceCountName="cambricon.com/mlu",
+        resourceMemoryName="cambricon.com/mlu.smlu.vmemory",
+        resourceCoreName="cambricon.com/mlu.smlu.vcore",
+    )
+    cores, memory = str(names["resourceCoreName"]), str(names["resourceMemoryName"])
+    return [
+        VendorSpec(
+            name="mlu",
+            vendor_key="MLU",
+            count_resource=str(names["resourceCountName"]),
+            from_node=FromNode(lambda node: mlu_from_capacity(node, cores, memory), capacity=[cores, memory]),
+            register_annotation="hami.io/node-mlu-register",
+            handshake_annotation="hami.io/node-handshake-mlu",
+            encoding="legacy",
+            liveness="handshake",
+            writes_reported=True,
+        )
+    ]
 
 
 @hookimpl
