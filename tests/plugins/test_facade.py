@@ -30,6 +30,7 @@ def test_there_are_driver_sources_to_check() -> None:
         ("vendors", "mlu"),
         ("vendors", "dcu"),
         ("vendors", "kunlun"),
+        ("vendors", "biren"),
         ("examples", "hami-vendor-iluvatar"),
     }
 
