@@ -31,6 +31,7 @@ def test_there_are_driver_sources_to_check() -> None:
         ("vendors", "dcu"),
         ("vendors", "kunlun"),
         ("vendors", "biren"),
+        ("vendors", "vastai"),
         ("examples", "hami-vendor-iluvatar"),
     }
 
