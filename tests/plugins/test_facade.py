@@ -32,6 +32,7 @@ def test_there_are_driver_sources_to_check() -> None:
         ("vendors", "kunlun"),
         ("vendors", "biren"),
         ("vendors", "vastai"),
+        ("vendors", "amd"),
         ("examples", "hami-vendor-iluvatar"),
     }
 
