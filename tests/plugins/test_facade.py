@@ -33,6 +33,7 @@ def test_there_are_driver_sources_to_check() -> None:
         ("vendors", "biren"),
         ("vendors", "vastai"),
         ("vendors", "amd"),
+        ("vendors", "ascend"),
         ("examples", "hami-vendor-iluvatar"),
     }
 
