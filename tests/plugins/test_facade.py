@@ -34,6 +34,7 @@ def test_there_are_driver_sources_to_check() -> None:
         ("vendors", "vastai"),
         ("vendors", "amd"),
         ("vendors", "ascend"),
+        ("vendors", "mthreads"),
         ("examples", "hami-vendor-iluvatar"),
     }
 
