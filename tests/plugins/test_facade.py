@@ -35,6 +35,7 @@ def test_there_are_driver_sources_to_check() -> None:
         ("vendors", "amd"),
         ("vendors", "ascend"),
         ("vendors", "mthreads"),
+        ("vendors", "awsneuron"),
         ("examples", "hami-vendor-iluvatar"),
     }
 
