@@ -36,6 +36,7 @@ def test_there_are_driver_sources_to_check() -> None:
         ("vendors", "ascend"),
         ("vendors", "mthreads"),
         ("vendors", "awsneuron"),
+        ("vendors", "metax"),
         ("examples", "hami-vendor-iluvatar"),
     }
 
