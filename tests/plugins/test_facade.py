@@ -37,6 +37,7 @@ def test_there_are_driver_sources_to_check() -> None:
         ("vendors", "mthreads"),
         ("vendors", "awsneuron"),
         ("vendors", "metax"),
+        ("vendors", "enflame"),
         ("examples", "hami-vendor-iluvatar"),
     }
 
