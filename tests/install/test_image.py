@@ -27,7 +27,7 @@ import hami_core
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 IN_TREE = ["dcu", "kunlun", "kunlun-card", "mlu", "nvidia"]
-ILUVATAR = ["iluvatar-bi-v100", "iluvatar-bi-v150", "iluvatar-mr-v100", "iluvatar-mr-v50"]
+EXAMPLE = ["acme"]
 
 
 # -- the Dockerfile --------------------------------------------------------------------------------------
@@ -181,9 +181,9 @@ def installed_drivers(venv: Path) -> list[dict[str, object]]:
     ("build_arguments", "expected"),
     [
         ({}, IN_TREE),
-        ({"DRIVERS": "dcu,nvidia", "EXTRA_REQUIREMENTS": "./examples/hami-vendor-iluvatar"},
-         ["dcu", "nvidia", *ILUVATAR]),
-        ({"DRIVERS": "none", "EXTRA_REQUIREMENTS": "./examples/hami-vendor-iluvatar"}, ILUVATAR),
+        ({"DRIVERS": "dcu,nvidia", "EXTRA_REQUIREMENTS": "./examples/hami-vendor-acme"},
+         ["dcu", "nvidia", *EXAMPLE]),
+        ({"DRIVERS": "none", "EXTRA_REQUIREMENTS": "./examples/hami-vendor-acme"}, EXAMPLE),
     ],
     ids=["default", "two-in-tree-and-a-third-party-driver", "only-a-third-party-driver"],
 )  # fmt: skip
