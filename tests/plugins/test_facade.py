@@ -38,6 +38,7 @@ def test_there_are_driver_sources_to_check() -> None:
         ("vendors", "awsneuron"),
         ("vendors", "metax"),
         ("vendors", "enflame"),
+        ("vendors", "iluvatar"),
         ("examples", "hami-vendor-acme"),
     }
 
