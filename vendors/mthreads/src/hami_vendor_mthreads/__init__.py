@@ -10,15 +10,21 @@ from __future__ import annotations
 
 from hami_core import DecodeError, DeviceConfig, DeviceInfo, FromNode, NodeView, VendorSpec, hookimpl
 
-__all__ = ["__version__", "hami_vendor_drivers", "sgpus"]
+__all__ = ["MAX_DEVICES", "__version__", "hami_vendor_drivers", "sgpus"]
 
 __version__ = "0.1.0"
+
+#: A Node advertising more devices than this is refused: HAMi would build every one (a capacity of 8Ei
+#: would exhaust the scheduler's memory), and no Node has that many.
+MAX_DEVICES = 4096
 
 
 def sgpus(node: NodeView, cores: str, memory: str) -> list[DeviceInfo]:
     """HAMi's GetNodeDevices: GPUs while i*16 < cores, devmem = memory*512*16/cores (Go's division)."""
     total, mem = node.capacity.get(cores, 0), node.capacity.get(memory, 0)
     devmem = (abs(mem) * 8192 // total) * (1 if mem >= 0 else -1) if total > 0 else 0
+    if total > MAX_DEVICES * 16:
+        raise DecodeError(f"capacity {cores} = {total} gives more than {MAX_DEVICES} GPUs")
     if not -(2**31) <= devmem < 2**31:
         raise DecodeError(f"capacity {memory} gives {devmem} MiB per GPU, beyond int32 (HAMi wraps it)")
     return [
