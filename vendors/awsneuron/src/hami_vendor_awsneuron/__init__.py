@@ -11,17 +11,22 @@ from __future__ import annotations
 
 from hami_core import DecodeError, DeviceConfig, DeviceInfo, FromNode, NodeView, VendorSpec, hookimpl
 
-__all__ = ["INSTANCE_TYPE", "__version__", "hami_vendor_drivers", "neuron_devices"]
+__all__ = ["INSTANCE_TYPE", "MAX_DEVICES", "__version__", "hami_vendor_drivers", "neuron_devices"]
 
 __version__ = "0.1.0"
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+#: A Node advertising more devices than this is refused: HAMi would build every one (a capacity of 8Ei
+#: would exhaust the scheduler's memory), and no Node has that many.
+MAX_DEVICES = 4096
 
 
 def neuron_devices(node: NodeView, count: str, cores: str) -> list[DeviceInfo]:
     """HAMi's GetNodeDevices: ``<node>-AWSNeuron-<i>``, count = cores per device, devcore its bitmask."""
     devices, total = node.capacity.get(count, 0), node.capacity.get(cores, 0)
     per = total // devices if devices > 0 else 0
+    if devices > MAX_DEVICES:
+        raise DecodeError(f"capacity {count} = {devices}: more than {MAX_DEVICES} devices")
     if not 0 <= per <= 31:
         raise DecodeError(f"capacity {cores} gives {per} cores per device: its mask is beyond int32")
     info = {"AWSNodeType": node.labels.get(INSTANCE_TYPE, "")}
