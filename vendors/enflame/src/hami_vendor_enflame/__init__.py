@@ -30,7 +30,7 @@ from hami_core import (
     hookimpl,
 )
 
-__all__ = ["DRS_ANNOTATION", "__version__", "drs_gcus", "hami_vendor_drivers", "whole_gcus"]
+__all__ = ["DRS_ANNOTATION", "MAX_DEVICES", "__version__", "drs_gcus", "hami_vendor_drivers", "whole_gcus"]
 
 __version__ = "0.1.0"
 
@@ -38,10 +38,15 @@ __version__ = "0.1.0"
 DRS_ANNOTATION = "enflame.com/gcu-drs-capacity"
 
 _INT32 = range(-(2**31), 2**31)
+#: A Node advertising more devices than this is refused: HAMi would build every one (a capacity of 8Ei
+#: would exhaust the scheduler's memory), and no Node has that many.
+MAX_DEVICES = 4096
 
 
 def whole_gcus(node: NodeView, count: str) -> list[DeviceInfo]:
     """HAMi's GetNodeDevices for ``GCU``: N GCUs ``<node>-GCU-<i>``."""
+    if node.capacity.get(count, 0) > MAX_DEVICES:
+        raise DecodeError(f"capacity {count} = {node.capacity[count]}: more than {MAX_DEVICES} GCUs")
     return [
         DeviceInfo(
             id=f"{node.name}-GCU-{i}", index=i, count=1, devmem=100, devcore=100, type="GCU", health=True
