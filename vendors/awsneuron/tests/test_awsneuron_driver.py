@@ -101,8 +101,8 @@ def test_version_matches_the_distribution() -> None:
     assert hami_vendor_awsneuron.__version__ == version == _loaded().version
 
 
-@pytest.mark.parametrize("devices", [4097, 2**63 - 1])
+@pytest.mark.parametrize("devices", [1025, 2**63 - 1])
 def test_a_capacity_beyond_any_node_is_an_error(devices: int) -> None:
     """A Node showing ``8Ei`` devices (2^63-1 as the API server caps it) would make HAMi build them all."""
-    with pytest.raises(DecodeError, match="more than 4096 devices"):
+    with pytest.raises(DecodeError, match="more than 1024 devices"):
         _source().devices(NodeView(name="n", capacity={NEURON: devices, CORE: devices}))

@@ -40,7 +40,7 @@ DRS_ANNOTATION = "enflame.com/gcu-drs-capacity"
 _INT32 = range(-(2**31), 2**31)
 #: A Node advertising more devices than this is refused: HAMi would build every one (a capacity of 8Ei
 #: would exhaust the scheduler's memory), and no Node has that many.
-MAX_DEVICES = 4096
+MAX_DEVICES = 1024
 
 
 def whole_gcus(node: NodeView, count: str) -> list[DeviceInfo]:

@@ -37,7 +37,7 @@ __version__ = "0.1.0"
 SGPU_ANNOTATION = "metax-tech.com/node-gpu-devices"
 #: A Node advertising more devices than this is refused: HAMi would build every one (a capacity of 8Ei
 #: would exhaust the scheduler's memory), and no Node has that many.
-MAX_DEVICES = 4096
+MAX_DEVICES = 1024
 
 
 def whole_gpus(node: NodeView, count: str) -> list[DeviceInfo]:

@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 
 #: A Node advertising more devices than this is refused: HAMi would build every one (a capacity of 8Ei
 #: would exhaust the scheduler's memory), and no Node has that many.
-MAX_DEVICES = 4096
+MAX_DEVICES = 1024
 
 
 def sgpus(node: NodeView, cores: str, memory: str) -> list[DeviceInfo]:
