@@ -3,7 +3,7 @@
 #
 #   docker build -t hami-core:0.1.0 .
 #   docker build --build-arg DRIVERS="nvidia" \
-#       --build-arg EXTRA_REQUIREMENTS="./examples/hami-vendor-iluvatar" -t registry.example.com/hami-core:0.1.0 .
+#       --build-arg EXTRA_REQUIREMENTS="./examples/hami-vendor-acme" -t registry.example.com/hami-core:0.1.0 .
 #
 # DRIVERS: in-tree drivers (directories of vendors/), "all" or "none". EXTRA_REQUIREMENTS: more pip
 # requirements, separated by spaces: a driver from an index ("hami-vendor-acme==1.2") or a package

@@ -8,7 +8,7 @@
 #   --drivers LIST   in-tree drivers (directories of vendors/), separated by spaces or commas;
 #                    "all" (the default) or "none"
 #   --extra REQS     more pip requirements separated by spaces: third-party drivers from an index
-#                    ("hami-vendor-acme==1.2") or local paths ("./examples/hami-vendor-iluvatar")
+#                    ("hami-vendor-acme==1.2") or local paths ("./examples/hami-vendor-acme")
 #
 # Packages are built with the venv's own setuptools (installed first, >= 77), not in isolated build
 # environments, so an offline install needs nothing but the dependencies. At the end every installed

@@ -140,7 +140,10 @@ def test_an_exported_node_in_yaml_as_a_table(tmp_path: Path) -> None:
     )
     assert "judged at 2026-11-30 12:00:00 +0800, handshake window 1 min" in out
     assert "no memory of earlier evaluations" in out
-    rows = {line.split()[0]: line.split() for line in out.splitlines()[4:10] if line.strip()}
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == ["VENDOR"])
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    rows = {line.split()[0]: line.split() for line in lines[start:end]}  # one row per installed vendor
     assert rows["VENDOR"][:3] == ["VENDOR", "STATE", "REGISTER"]
     assert rows["DCU"][1:3] == ["registered", "1"] and rows["DCU"][-1] == "nothing"
     assert rows["MLU"][1] == "degraded" and rows["MLU"][-1] == "stamp"

@@ -224,3 +224,12 @@ def refused_writes(apiserver: Any) -> float:
             ):
                 total += sample.value
     return total
+
+
+#: Every driver of the packages under vendors/ (the default build installs them all).
+IN_TREE = [
+    "amd", "ascend310p", "ascend910a", "ascend910b2", "ascend910b3", "ascend910b4", "ascend910b4-1",
+    "ascend910c", "awsneuron", "biren", "dcu", "enflame-drs", "enflame-gcu", "iluvatar-bi-v100",
+    "iluvatar-bi-v150", "iluvatar-mr-v100", "iluvatar-mr-v50", "kunlun", "kunlun-card", "metax-gpu",
+    "metax-sgpu", "mlu", "mthreads", "nvidia", "vastai",
+]  # fmt: skip

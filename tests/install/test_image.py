@@ -21,13 +21,12 @@ from pathlib import Path
 
 import pytest
 from harness.apiserver import REPO_ROOT
-from install.kit import dependencies_only
+from install.kit import IN_TREE, dependencies_only
 
 import hami_core
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
-IN_TREE = ["dcu", "kunlun", "kunlun-card", "mlu", "nvidia"]
-ILUVATAR = ["iluvatar-bi-v100", "iluvatar-bi-v150", "iluvatar-mr-v100", "iluvatar-mr-v50"]
+EXAMPLE = ["acme"]
 
 
 # -- the Dockerfile --------------------------------------------------------------------------------------
@@ -181,9 +180,9 @@ def installed_drivers(venv: Path) -> list[dict[str, object]]:
     ("build_arguments", "expected"),
     [
         ({}, IN_TREE),
-        ({"DRIVERS": "dcu,nvidia", "EXTRA_REQUIREMENTS": "./examples/hami-vendor-iluvatar"},
-         ["dcu", "nvidia", *ILUVATAR]),
-        ({"DRIVERS": "none", "EXTRA_REQUIREMENTS": "./examples/hami-vendor-iluvatar"}, ILUVATAR),
+        ({"DRIVERS": "dcu,nvidia", "EXTRA_REQUIREMENTS": "./examples/hami-vendor-acme"},
+         ["dcu", "nvidia", *EXAMPLE]),
+        ({"DRIVERS": "none", "EXTRA_REQUIREMENTS": "./examples/hami-vendor-acme"}, EXAMPLE),
     ],
     ids=["default", "two-in-tree-and-a-third-party-driver", "only-a-third-party-driver"],
 )  # fmt: skip
@@ -205,8 +204,9 @@ def test_the_image_gets_exactly_the_chosen_drivers(
 @pytest.mark.parametrize(
     ("build_arguments", "message"),
     [
-        ({"DRIVERS": "nvidia,ascend"}, "install-drivers: error: unknown in-tree driver 'ascend' "
-                                       "(in-tree: dcu kunlun mlu nvidia; or 'all', 'none')"),
+        ({"DRIVERS": "nvidia,acme"}, "install-drivers: error: unknown in-tree driver 'acme' (in-tree: amd "
+                                     "ascend awsneuron biren dcu enflame iluvatar kunlun metax mlu mthreads "
+                                     "nvidia vastai; or 'all', 'none')"),
         ({"DRIVERS": " "}, "install-drivers: error: --drivers is empty (give driver names, 'all' or 'none')"),
         ({"DRIVERS": "none"}, "install-drivers: error: no driver to install: --drivers none and no --extra "
                               "(the image would have no driver)"),

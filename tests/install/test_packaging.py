@@ -23,7 +23,7 @@ from harness.apiserver import REPO_ROOT
 import hami_core
 
 PROJECTS = sorted(
-    [REPO_ROOT, *REPO_ROOT.glob("vendors/*/"), REPO_ROOT / "examples" / "hami-vendor-iluvatar"],
+    [REPO_ROOT, *REPO_ROOT.glob("vendors/*/"), REPO_ROOT / "examples" / "hami-vendor-acme"],
     key=lambda p: p.as_posix(),
 )
 LICENSE = (REPO_ROOT / "LICENSE").read_text()

@@ -235,8 +235,13 @@ def _carries_vendor(ctx: Context) -> bool:
 
 def _computed_out_of_range(ctx: Context) -> bool:
     """MLU and Moore Threads memory, computed as HAMi does it, in exact arithmetic: outside int32 (or past
-    int64 on the way, where HAMi wraps) it is out of range."""
+    int64 on the way, where HAMi wraps) it is out of range. AWS Neuron's core mask (2^cores - 1 per device)
+    is beyond int32 from 32 cores per device on (HAMi: -1), or with negative cores."""
     s, status = ctx.settings, ctx.case.status
+    if ctx.key == "AWSNeuron":
+        devices = go_as_int64(status.get(s.get("awsneuron", "resourceCountName")))
+        total = go_as_int64(status.get(s.get("awsneuron", "resourceCoreName"))) or 0
+        return devices is not None and devices > 0 and (total < 0 or total // devices > 31)
     if ctx.key == "MLU":
         cores = go_as_int64(status.get(s.get("cambricon", "resourceCoreName")))
         memory = go_as_int64(status.get(s.get("cambricon", "resourceMemoryName"))) or 0
@@ -362,8 +367,8 @@ EXCLUSIONS: tuple[Rule, ...] = (
     Rule(
         "computed-quantities-in-range",
         "spec 1b: a device field HAMi computes from quantities and wraps to int32 (MLU and Moore Threads "
-        "memory) is an error when out of range: not kept",
-        scope=frozenset({"MLU", "Mthreads"}),
+        "memory, AWS Neuron's core mask) is an error when out of range: not kept",
+        scope=frozenset({"MLU", "Mthreads", "AWSNeuron"}),
         applies=_computed_out_of_range,
         expect=lambda ctx, v: v.dropped(),
     ),
@@ -429,9 +434,8 @@ class Gap:
 
 _NO_DRIVER = "no hami-core driver yet"
 
-NOT_YET_IN_HAMI_CORE: dict[str, Gap] = {
-    **{key: Gap(_NO_DRIVER) for key in sorted(HAMI_KEYS - {"NVIDIA", "MLU", "DCU", "XPU", "kunlun"})},
-}
+
+NOT_YET_IN_HAMI_CORE: dict[str, Gap] = {}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -30,7 +30,16 @@ def test_there_are_driver_sources_to_check() -> None:
         ("vendors", "mlu"),
         ("vendors", "dcu"),
         ("vendors", "kunlun"),
-        ("examples", "hami-vendor-iluvatar"),
+        ("vendors", "biren"),
+        ("vendors", "vastai"),
+        ("vendors", "amd"),
+        ("vendors", "ascend"),
+        ("vendors", "mthreads"),
+        ("vendors", "awsneuron"),
+        ("vendors", "metax"),
+        ("vendors", "enflame"),
+        ("vendors", "iluvatar"),
+        ("examples", "hami-vendor-acme"),
     }
 
 

@@ -16,16 +16,15 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hami-vendor-iluvatar"
-CHIPS = ["iluvatar-bi-v100", "iluvatar-bi-v150", "iluvatar-mr-v100", "iluvatar-mr-v50"]
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hami-vendor-acme"
 
 USE_IT = """
 import json, sys
 from hami_core import DeviceInfo
 from hami_core.plugins import load_drivers
-manager, (driver,) = load_drivers(["iluvatar-bi-v150"], {"iluvatar-bi-v150": "iluvatar.ai/bi150"})
+manager, (driver,) = load_drivers(["acme"], {"acme": "acme.com/gpu-shared"})
 rules = driver.rules()
-value = rules.codec.encode([DeviceInfo(id="ILU-0", count=4, devmem=32768, devcore=100, type="BI-V150",
+value = rules.codec.encode([DeviceInfo(id="ACME-0", count=4, devmem=32768, devcore=100, type="X1",
                                        health=True)])
 print(json.dumps({
     "register": rules.register_annotation, "handshake": rules.handshake_annotation,
@@ -75,39 +74,39 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Env:
 def test_install_discover_use_uninstall(env: Env, tmp_path: Path) -> None:
     before = env.vendors("--json")
     assert before.returncode == 0, before.stderr
-    assert not [e for e in json.loads(before.stdout) if e["name"].startswith("iluvatar")]
+    assert not [e for e in json.loads(before.stdout) if e["name"] == "acme"]
 
     source = tmp_path / "source"
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     env.pip("install", "--no-deps", "--no-build-isolation", "--no-index", str(source))
 
-    listed = env.vendors("--json", "--vendors", "iluvatar")
+    listed = env.vendors("--json", "--vendors", "acme")
     assert listed.returncode == 0, listed.stderr
     entries = json.loads(listed.stdout)
-    assert sorted(e["name"] for e in entries) == CHIPS
+    assert [e["name"] for e in entries] == ["acme"]
     assert {(e["package"], e["version"], e["encoding"]) for e in entries} == {
-        ("hami-vendor-iluvatar", "0.1.0", "legacy")
+        ("hami-vendor-acme", "0.1.0", "legacy")
     }
 
     devices = tmp_path / "devices.json"
-    devices.write_text(json.dumps({"iluvatar-bi-v150": [{"id": "ILU-7", "health": True}]}))
+    devices.write_text(json.dumps({"acme": [{"id": "ACME-7", "health": True}]}))
     used = env.run(USE_IT, env={"PATH": "/usr/bin:/bin", "HAMI_FAKE_DEVICES": str(devices)})
     assert used.returncode == 0, used.stderr
     assert json.loads(used.stdout) == {
-        "register": "hami.io/node-BI-V150-register",
-        "handshake": "hami.io/node-handshake-BI-V150",
-        "count": "iluvatar.ai/bi150",
+        "register": "hami.io/node-acme-register",
+        "handshake": "hami.io/node-handshake-acme",
+        "count": "acme.com/gpu-shared",
         "liveness": "handshake",
-        "value": "ILU-0,4,32768,100,BI-V150,0,true,0,:",
-        "decoded": ["ILU-0"],
-        "discovered": ["ILU-7"],
-        "package": "hami-vendor-iluvatar",
+        "value": "ACME-0,4,32768,100,X1,0,true,0,:",
+        "decoded": ["ACME-0"],
+        "discovered": ["ACME-7"],
+        "package": "hami-vendor-acme",
     }
 
-    env.pip("uninstall", "--yes", "hami-vendor-iluvatar")
+    env.pip("uninstall", "--yes", "hami-vendor-acme")
     after = env.vendors("--json")
     assert after.returncode == 0, after.stderr
     assert json.loads(after.stdout) == json.loads(before.stdout)
-    gone = env.vendors("--vendors", "iluvatar")
+    gone = env.vendors("--vendors", "acme")
     assert gone.returncode == 2
-    assert "unknown vendor driver 'iluvatar'" in gone.stderr
+    assert "unknown vendor driver 'acme'" in gone.stderr

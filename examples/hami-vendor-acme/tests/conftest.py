@@ -1,9 +1,11 @@
 """Makes the example driver importable for its tests without touching the shared virtualenv.
 
-Once per session the package is built from a copy of its source and installed with pip into a
+For the test module the package is built from a copy of its source and installed with pip into a
 temporary directory (``pip install --target``), which is put first on ``sys.path``: the core then finds
-it through its real entry point, from the installed metadata. When the package is already installed
-(a driver author's own environment), this changes nothing that matters: the first copy on the path wins.
+it through its real entry point, from the installed metadata. It is taken off the path again after the
+module, so the rest of the suite never sees a driver that is not installed. When the package is already
+installed (a driver author's own environment), this changes nothing that matters: the first copy on the
+path wins.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ import pytest
 PROJECT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def example_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("iluvatar")
+    root = tmp_path_factory.mktemp("acme")
     source = root / "source"
     shutil.copytree(PROJECT, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     target = root / "site"
@@ -46,6 +48,6 @@ def example_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
     importlib.invalidate_caches()
     yield target
     sys.path.remove(str(target))
-    for name in [m for m in sys.modules if m.partition(".")[0] == "hami_vendor_iluvatar"]:
+    for name in [m for m in sys.modules if m.partition(".")[0] == "hami_vendor_acme"]:
         del sys.modules[name]
     importlib.invalidate_caches()

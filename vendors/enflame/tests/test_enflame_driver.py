@@ -1,0 +1,195 @@
+"""The `enflame-gcu` and `enflame-drs` drivers: the framework's contract and HAMi v2.10's GetNodeDevices."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from pathlib import Path
+from typing import Any
+
+import hami_vendor_enflame
+import pytest
+
+from hami_core import DecodeError, DeviceConfig, DeviceInfo, FromNode, LivenessFacts, NodeView
+from hami_core.plugins import DriverManager, VendorDriver
+from hami_core.testing import DriverContract
+
+GCU, DRS = "enflame.com/gcu", "enflame.com/gcu-drs-capacity"
+#: HAMi's TestGetNodeDevices_DRSAnnotation (enflame/device_test.go) value.
+HAMI_VALUE = '{"devices":[{"index":"0","minor":"0","capacity":6}],"profiles":{"1g.6gb":"0","3g.20gb":"1","6g.40gb":"2"}}'  # noqa: E501
+HAMI_PROFILES = {"1g.6gb": "0", "3g.20gb": "1", "6g.40gb": "2"}
+
+
+def _loaded(name: str, config: DeviceConfig | None = None) -> VendorDriver:
+    drivers = DriverManager(device_config=config or DeviceConfig()).load_entry_points().drivers
+    return next(d for d in drivers if d.name == name)
+
+
+def _source(name: str) -> FromNode:
+    source = _loaded(name).node_source
+    assert source is not None
+    return source
+
+
+class TestGcuContract(DriverContract):
+    driver_name = "enflame-gcu"
+    package = "hami-vendor-enflame"
+    uses_fake_source = False  # whole GCUs are the Node's capacity: nothing to publish
+    node_views = (NodeView(name="gcu-1", capacity={GCU: 8}),)
+
+
+class TestDrsContract(DriverContract):
+    driver_name = "enflame-drs"
+    package = "hami-vendor-enflame"
+    uses_fake_source = False  # Enflame's own device plugin writes the annotation
+    node_views = (NodeView(name="gcu-1", annotations={DRS: HAMI_VALUE}),)
+
+
+def test_values_are_hamis() -> None:
+    gcu, drs = _loaded("enflame-gcu"), _loaded("enflame-drs")
+    assert (gcu.vendor_key, gcu.count_resource, gcu.sources, gcu.liveness.name) == (
+        "GCU",
+        GCU,
+        ("node",),
+        "capacity",
+    )
+    assert (drs.vendor_key, drs.count_resource, drs.sources, drs.liveness.name) == (
+        "Enflame",
+        "enflame.com/drs-gcu",
+        ("node",),
+        "devices",  # HAMi's CheckHealth: always healthy
+    )
+    assert gcu.annotation_keys == drs.annotation_keys == ()
+    assert (_source("enflame-gcu").capacity, _source("enflame-drs").annotations) == ((GCU,), (DRS,))
+
+
+@pytest.mark.parametrize(("capacity", "alive"), [(0, False), (2, True)])
+def test_whole_gcus_live_while_the_capacity_is_above_zero(capacity: int, alive: bool) -> None:
+    facts = LivenessFacts(stamp_expired=True, allocatable=0, allocatable_seen=False, capacity=capacity)
+    assert _loaded("enflame-gcu").liveness.alive(facts) is alive
+
+
+@pytest.mark.parametrize("count", [0, 1, 4])
+def test_whole_gcus_are_hamis_get_node_devices(count: int) -> None:
+    assert _source("enflame-gcu").devices(NodeView(name="n", capacity={GCU: count})) == [
+        DeviceInfo(id=f"n-GCU-{i}", index=i, count=1, devmem=100, devcore=100, type="GCU", health=True)
+        for i in range(count)
+    ]
+
+
+def _drs(value: str) -> list[DeviceInfo]:
+    return _source("enflame-drs").devices(NodeView(name="node-a", annotations={DRS: value}))
+
+
+def _shared(index: int, count: int, devmem: int, info: dict[str, Any]) -> DeviceInfo:
+    return DeviceInfo(id=f"node-a-enflame-drs-{index}", index=index, count=count, devmem=devmem, devcore=100,
+                      type="Enflame", health=True, custominfo=info)  # fmt: skip
+
+
+def test_hamis_own_drs_case() -> None:
+    """TestGetNodeDevices_DRSAnnotation: one device, count 6, devmem 40 GiB, minor "0"."""
+    info = {"minor": "0", "index": "0", "profiles": HAMI_PROFILES, "maxSlice": 6}
+    assert _drs(HAMI_VALUE) == [_shared(0, 6, 40960, info)]
+
+
+def _value(devices: list[Any], profiles: dict[str, Any] | None = None) -> str:
+    return json.dumps({"devices": devices, "profiles": HAMI_PROFILES if profiles is None else profiles})
+
+
+#: More of HAMi's GetNodeDevices rules, as (devices, profiles, [(index, count, devmem, minor, maxSlice)]).
+CASES: list[tuple[list[Any], dict[str, Any] | None, list[tuple[int, int, int, str, int]]]] = [
+    # the capacity: a number truncated toward zero, or a decimal string (trimmed, clamped to int32)
+    ([{"index": "3", "capacity": 2.9}], None, [(3, 2, 40960, "3", 6)]),
+    ([{"index": "1", "minor": " 7 ", "capacity": " 4 "}], None, [(1, 4, 40960, "7", 6)]),
+    ([{"capacity": "99999999999"}], None, [(0, 2**31 - 1, 40960, "0", 6)]),
+    # an index that is not a decimal falls back to the position; Atoi takes a sign and leading zeros
+    ([{"index": "x", "capacity": 1}, {"index": " 5", "capacity": 1}, {"index": "+07", "capacity": 1}], None,
+     [(0, 1, 40960, "0", 6), (1, 1, 40960, "1", 6), (7, 1, 40960, "7", 6)]),
+    # devmem: the largest profile memory; without one, the largest slice count (GB); case-insensitive
+    ([{"capacity": 1}], {"2G.x": "a", " 4g.8GB ": "b"}, [(0, 1, 8192, "0", 4)]),
+    ([{"capacity": 1}], {"2g.x": "a", "4g": "b", "3g.mem": "c"}, [(0, 1, 3072, "0", 3)]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("devices", "profiles", "expected"), CASES)
+def test_drs_devices_are_hamis_get_node_devices(
+    devices: list[Any], profiles: dict[str, Any] | None, expected: list[tuple[int, int, int, str, int]]
+) -> None:
+    kept = HAMI_PROFILES if profiles is None else profiles
+    assert _drs(_value(devices, profiles)) == [
+        _shared(i, c, m, {"minor": minor, "index": str(i), "profiles": kept, "maxSlice": s})
+        for i, c, m, minor, s in expected
+    ]
+
+
+def test_keys_match_as_go_matches_them() -> None:
+    """Case-insensitive field names, the last of several wins; a second profiles object adds to the map."""
+    value = (
+        '{"DEVICES":[{"Index":"1","CAPACITY":2,"capacity":3}],'
+        '"profiles":{"1g.2gb":"a"},"Profiles":{"2g.4gb":"b"}}'
+    )
+    (device,) = _drs(value)
+    assert (device.index, device.count, device.devmem) == (1, 3, 4096)
+    assert device.custominfo == {
+        "minor": "1",
+        "index": "1",
+        "profiles": {"1g.2gb": "a", "2g.4gb": "b"},
+        "maxSlice": 2,
+    }
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "[]",
+        "null",  # no profiles
+        '{"devices":[{"capacity":1}]}',  # no profiles
+        '{"devices":[{"capacity":1}],"profiles":{"big":"0"}}',  # no valid profile
+        _value([]),  # no devices
+        _value([None]),  # a zero device: no capacity
+        _value([{"capacity": 0}]),
+        _value([{"capacity": -1}]),
+        _value([{"capacity": 0.5}]),
+        _value([{"capacity": 2**31}]),
+        _value([{"capacity": "1.5"}]),
+        _value([{"capacity": "0x10"}]),
+        _value([{"capacity": True}]),
+        _value([{"capacity": [1]}]),
+        _value([{"index": 1, "capacity": 1}]),  # index must be a string
+        _value([{"minor": 0, "capacity": 1}]),
+        _value([{"index": "-1", "capacity": 1}]),  # HAMi wraps it to 2^64-1
+        _value([1]),
+        _value([{"capacity": 1}], {"1g.2gb": 3}),  # profile ids are strings
+        _value([{"capacity": 1}], {"1g.3000000gb": "0"}),  # 3,000,000 GB does not fit int32 MiB
+        '{"devices":{},"profiles":{"1g.2gb":"a"}}',
+        '{"devices":[],"profiles":[]}',
+        '{"profiles":{"1g.2gb":"a"},"devices":[{"capacity":NaN}]}',
+    ],
+)
+def test_a_value_hami_refuses_is_a_decode_error(value: str) -> None:
+    with pytest.raises(DecodeError):
+        _drs(value)
+
+
+def test_hamis_device_config_sets_the_resource_names(tmp_path: Path) -> None:
+    path = tmp_path / "device-config.yaml"
+    path.write_text(
+        "enflame:\n  resourceNameGCU: example.com/gcu\n"
+        "  resourceNameDRSGCU: ''\n  resourceNameVGCU: example.com/vgcu\n"
+    )
+    config = DeviceConfig.load(path)
+    assert _loaded("enflame-gcu", config).count_resource == "example.com/gcu"
+    assert _loaded("enflame-drs", config).count_resource == "example.com/vgcu"  # InitEnflameDevice's fallback
+
+
+def test_version_matches_the_distribution() -> None:
+    version = importlib.metadata.version("hami-vendor-enflame")
+    assert hami_vendor_enflame.__version__ == version == _loaded("enflame-gcu").version
+
+
+@pytest.mark.parametrize("count", [1025, 2**63 - 1])
+def test_a_capacity_beyond_any_node_is_an_error(count: int) -> None:
+    """A Node showing ``8Ei`` GCUs (2^63-1 as the API server caps it) would make HAMi build them all."""
+    with pytest.raises(DecodeError, match="more than 1024 GCUs"):
+        _source("enflame-gcu").devices(NodeView(name="n", capacity={GCU: count}))
