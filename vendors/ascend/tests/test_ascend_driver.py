@@ -28,7 +28,7 @@ WORDS = [
 def _drivers(config: DeviceConfig | None = None) -> list[VendorDriver]:
     manager = DriverManager(device_config=config or DeviceConfig())
     manager.load_entry_points()
-    return manager.select(["ascend"])
+    return list(manager.select(["ascend"]))
 
 
 class TestAscend910A(DriverContract):

@@ -20,7 +20,7 @@ CHIPS = ["MR-V100", "MR-V50", "BI-V150", "BI-V100"]
 def _drivers(config: DeviceConfig | None = None) -> list[VendorDriver]:
     manager = DriverManager(device_config=config or DeviceConfig())
     manager.load_entry_points()
-    return manager.select(["iluvatar"])
+    return list(manager.select(["iluvatar"]))
 
 
 class TestMRV100(DriverContract):
