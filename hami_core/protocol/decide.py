@@ -648,12 +648,15 @@ def decide(
     if not alive:
         cleanup = memory.registered
         delete = cleanup and rules.handshake_annotation is not None and observed is not None
+        # A vendor without a handshake (its devices from the Node, or an annotation judged by capacity)
+        # is never stamped, so it cannot flap: nothing is written for it, not even the marker.
+        marked = cleanup and rules.handshake_annotation is not None
         cleaned = VendorMemory(
             awaiting_sign_of_life=True,
             register_at_cleanup=fingerprint(obs.register),
             handshake_at_cleanup=fingerprint(observed),
             delete_handshake=delete,
-            marked=cleanup,
+            marked=marked,
         )
         return Decision(
             write=HandshakeWrite(rules.handshake_annotation or "", None) if delete else None,
@@ -661,8 +664,8 @@ def decide(
             cache=CacheChange.DROP if cleanup else CacheChange.KEEP,
             reason=Reason.CLEANED_UP if cleanup else Reason.AWAITING_SIGN_OF_LIFE,
             verdict=Verdict.DEAD,
-            marker=HandshakeWrite(rules.marker_annotation, _marker_value(cleaned, now)) if cleanup else None,
-            conditional=cleanup,
+            marker=HandshakeWrite(rules.marker_annotation, _marker_value(cleaned, now)) if marked else None,
+            conditional=marked,
         )
 
     if not has_handshake:
