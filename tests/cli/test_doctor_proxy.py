@@ -2,26 +2,27 @@
 server's service proxy, with no port-forward; on the real API server.
 
 The API server proxies only to endpoints that are Pods (an EndpointSlice endpoint whose targetRef is a Pod
-with that IP) and never to a loopback address (it refuses them in Endpoints). So the scheduler listens on
-an address of this machine that is not loopback, a Pod object (no kubelet runs it) carries that address
-as its IP, and an EndpointSlice made by hand points the Service at it.
+with that IP) and never to a loopback address (it refuses them in Endpoints). So the endpoint is a test
+host in a network namespace the test makes (``harness.netns``; never an address of the machine): a
+forwarder there, on the host's address, passes each connection on to the scheduler listening on the root
+end of the host's veth. A Pod object (no kubelet runs it) carries the host's address as its IP, and an
+EndpointSlice made by hand points the Service at it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
+from harness.netns import NetnsHost, netns_host
 from harness.scheduler_world import World, real_world
 
-__all__ = ["real_world"]  # the fixture
+__all__ = ["netns_host", "real_world"]  # the fixtures
 
 from hami_core.scheduler.daemon import Scheduler
 
@@ -31,31 +32,17 @@ DCU_HS = "hami.io/node-handshake-dcu"
 DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
 
 
-def local_address() -> str:
-    """An IPv4 address of this machine that is not loopback (the route to a documentation address: no
-    packet is sent)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("192.0.2.123", 9))
-            address = str(probe.getsockname()[0])
-        except OSError as exc:
-            pytest.fail(
-                f"this machine has no non-loopback IPv4 address for the service proxy to reach: {exc}"
-            )
-    if address.startswith("127."):
-        pytest.fail(f"the only IPv4 address is loopback ({address}): the API server will not proxy to it")
-    return address
-
-
 def created(world: World, path: str, body: dict[str, Any]) -> None:
     status, answer = world.server.request("POST", path, body)  # type: ignore[attr-defined]
     assert status == 201, answer
 
 
-def expose(world: World, replica: Scheduler, address: str, name: str = "hami-core-scheduler") -> None:
-    """A Service ``name`` (port ``http``) in the world's namespace whose one endpoint is ``replica``."""
-    assert replica.http_address is not None
-    port = replica.http_address[1]
+def expose(world: World, replica: Scheduler, host: NetnsHost, name: str = "hami-core-scheduler") -> None:
+    """A Service ``name`` (port ``http``) in the world's namespace whose one endpoint is ``replica``, reached
+    through ``host`` (the replica listens on ``host.host_address``)."""
+    assert replica.http_address is not None and replica.http_address[0] == host.host_address
+    port = host.forward(replica.http_address[1])
+    address = host.address
     ns = world.namespace
     pod = f"scheduler-{uuid.uuid4().hex[:6]}"
     containers = [{"name": "scheduler", "image": "hami-core"}]
@@ -95,15 +82,16 @@ def doctor(world: World, node: str, *args: str) -> dict[str, Any]:
     return body
 
 
-def test_the_doctor_reads_the_schedulers_settings_through_the_service_proxy(real_world: World) -> None:
+def test_the_doctor_reads_the_schedulers_settings_through_the_service_proxy(
+    real_world: World, netns_host: NetnsHost
+) -> None:
     world = real_world
-    address = local_address()
     lease = f"doctor-{uuid.uuid4().hex[:8]}"  # unique: the doctor finds it by name in any namespace
     node = world.node("proxied", {DCU_REG: DCU})
     replica = world.scheduler("dcu", identity="proxied-0", lease_name=lease, handshake_window=90.0,
-                              http_host=address)  # fmt: skip
+                              http_host=netns_host.host_address)  # fmt: skip
     world.run_until("stamped", lambda: DCU_HS in world.annotations(node))
-    expose(world, replica, address)
+    expose(world, replica, netns_host)
     world.advance(75)  # the stamp is 75 s old: fresh in the scheduler's 90 s window, expired in 60 s
 
     body = doctor(world, node, "--lease-name", lease)
@@ -142,15 +130,16 @@ def doctor_nodes(world: World, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
 
 
-def test_doctor_nodes_lists_the_fleet_with_the_schedulers_memory(real_world: World) -> None:
+def test_doctor_nodes_lists_the_fleet_with_the_schedulers_memory(
+    real_world: World, netns_host: NetnsHost
+) -> None:
     world = real_world
-    address = local_address()
     lease = f"fleet-{uuid.uuid4().hex[:8]}"
     live = world.node("fleet-live", {DCU_REG: DCU}, {"hygon.com/dcunum": "1"})
     gone = world.node("fleet-gone", {DCU_REG: DCU})
-    replica = world.scheduler("dcu", identity="fleet-0", lease_name=lease, http_host=address)
+    replica = world.scheduler("dcu", identity="fleet-0", lease_name=lease, http_host=netns_host.host_address)
     world.run_until("cleaned up", lambda: replica.registrar.memory(gone, "DCU").awaiting_sign_of_life)
-    expose(world, replica, address)
+    expose(world, replica, netns_host)
 
     done = doctor_nodes(world, "--lease-name", lease, "--json")
     assert done.returncode == 0, done.stderr

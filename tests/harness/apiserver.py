@@ -318,6 +318,11 @@ def _file_name(identity: str) -> str:
     return f"{readable}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
 
 
+#: A raw call's bound in real time (``ApiServer.request``): generous, for a loaded machine shared with other
+#: builds and test runs, where a correct server may take seconds to answer.
+REQUEST_TIMEOUT = 60.0
+
+
 def _call(
     url: str,
     ca_file: Path,
@@ -326,7 +331,7 @@ def _call(
     path: str,
     body: Any = None,
     content_type: str | None = None,
-    timeout: float = 10.0,
+    timeout: float = REQUEST_TIMEOUT,
     cert: tuple[str, str] | None = None,
 ) -> tuple[int, Any]:
     headers = {"Accept": "application/json"}

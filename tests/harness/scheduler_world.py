@@ -46,6 +46,7 @@ FAST = dict(
     lease_duration=15.0,
     renew_deadline=10.0,
     retry_period=2.0,
+    http_host="127.0.0.1",  # a replica's /status: loopback only (see docs/testing.md)
     http_port=0,
 )
 #: How far the fake clock moves between two settles.

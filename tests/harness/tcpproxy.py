@@ -1,5 +1,5 @@
-"""A loopback TCP forwarder between a client and the API server that a test can break on demand, the
-ways networks break:
+"""A TCP forwarder (on loopback unless told otherwise) between a client and the API server that a test
+can break on demand, the ways networks break:
 
 - ``cut()``: stop listening and close every connection (the server is unreachable, connections refused);
   ``start()`` again to recover.
@@ -15,12 +15,16 @@ Why a proxy of our own rather than toxiproxy: toxiproxy's toxics apply to a prox
 connection through it, open or new; freezing the connections open at one moment while new ones work
 needs per-connection state, which is a few lines here. TLS passes through untouched: the client still
 verifies the API server's certificate (issued for 127.0.0.1), it only connects to another port.
+
+Run as a script (``python tcpproxy.py LISTEN_HOST TARGET_HOST TARGET_PORT``) it forwards until its stdin
+closes: that is how a test host in a network namespace (``harness.netns``) reaches a server of the test.
 """
 
 from __future__ import annotations
 
 import socket
 import struct
+import sys
 import threading
 from contextlib import suppress
 
@@ -45,10 +49,11 @@ class _Pair:
 
 
 class TcpProxy:
-    def __init__(self, target_host: str, target_port: int) -> None:
+    def __init__(self, target_host: str, target_port: int, listen_host: str = "127.0.0.1") -> None:
         self._target = (target_host, target_port)
+        self.listen_host = listen_host
         probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((listen_host, 0))
         self.port: int = probe.getsockname()[1]
         probe.close()
         self._lock = threading.Lock()
@@ -67,7 +72,7 @@ class TcpProxy:
         """Accept and forward connections (again, after ``cut``)."""
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
+        listener.bind((self.listen_host, self.port))
         listener.listen(64)
         with self._lock:
             self._listener = listener
@@ -149,3 +154,18 @@ class TcpProxy:
             if not pair.frozen:
                 with suppress(OSError):
                     dst.shutdown(socket.SHUT_WR)
+
+
+def main(argv: list[str]) -> None:
+    """Forward ``LISTEN_HOST:<a free port>`` to ``TARGET_HOST:TARGET_PORT`` until stdin closes (the parent
+    ends, or closes it); prints the port once listening."""
+    listen_host, target_host, target_port = argv
+    proxy = TcpProxy(target_host, int(target_port), listen_host=listen_host)
+    proxy.start()
+    print(proxy.port, flush=True)
+    sys.stdin.read()
+    proxy.cut()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

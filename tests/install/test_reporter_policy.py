@@ -48,6 +48,9 @@ TOO_BIG = (
     f"a reporter may write at most {CAP} bytes to a register annotation and {HANDSHAKE_CAP} to a handshake"
 )
 OWN_NODE = "a reporter may only change its own Node: this token is bound to a Pod on node"
+#: Real-time bounds on this loaded machine, for things that must happen: the policy and RBAC coming into
+#: force, one ``hami reporter run --once`` (a Python start, two drivers, a read and a patch), a logged write.
+POLICY_LOADS, REPORTER_RUNS, LOGGED = 120.0, 300.0, 60.0
 
 
 @dataclass(frozen=True)
@@ -186,14 +189,21 @@ def policed(
             create_node(apiserver, node)
         try:
             me = identity(apiserver, result, probe_own)
-            # Admission policies and RBAC load asynchronously: wait until both are in force.
+            # Admission policies and RBAC load asynchronously: wait until both are in force (a 403 from
+            # RBAC, which may come first, is not the policy's: its refusal names the policy).
+            refusal = f"ValidatingAdmissionPolicy '{policy}'"
+
+            def in_force() -> bool:
+                change = Change(annotations={REGISTER: ":"})
+                status, message = write(apiserver, "merge", probe_other, change, me)
+                if status != 403 or refusal not in message:
+                    return False
+                return write(apiserver, "put", probe_own, change, me)[0] == 200
+
             wait_for(
                 "the policy to refuse a foreign-node patch and RBAC to let the reporter PUT",
-                lambda: (
-                    write(apiserver, "merge", probe_other, Change(annotations={REGISTER: ":"}), me)[0] == 403
-                    and write(apiserver, "put", probe_own, Change(annotations={REGISTER: ":"}), me)[0] == 200
-                ),
-                timeout=60,
+                in_force,
+                timeout=POLICY_LOADS,
                 interval=0.2,
             )
             yield result
@@ -211,6 +221,18 @@ def identity(apiserver: ApiServer, policed: Policed, node: str) -> str:
             name, apiserver.token_request(policed.namespace, policed.reporter, pod=pod)
         )
     return name
+
+
+def logged(apiserver: ApiServer, count: int, *, user: str, name: str) -> list[Any]:
+    """The audit log's Node writes by ``user`` to ``name`` once there are at least ``count`` (the log of a
+    write is read after its response, never once and early)."""
+
+    def enough() -> list[Any] | None:
+        found = apiserver.audit_events(user=user, resource="nodes", name=name)
+        return found if len(found) >= count else None
+
+    what = f"{count} write(s) by {user} to node {name} in the audit log"
+    return list(wait_for(what, enough, timeout=LOGGED, interval=0.1))
 
 
 def stored(apiserver: ApiServer, node: str) -> dict[str, Any]:
@@ -299,14 +321,14 @@ def test_every_write_is_held_to_its_drivers_keys_on_its_own_node(
         # The server's own account: every write of the token, refused or done, and what each done left.
         user = rbac.service_account_user(policed.namespace, policed.reporter)
         verb = "update" if kind == "put" else "patch"
-        events = apiserver.audit_events(user=user, resource="nodes", name=mine)
+        events = logged(apiserver, len(refusals) + 3, user=user, name=mine)
         assert [(e.verb, e.code) for e in events] == [(verb, 403)] * len(refusals) + [(verb, 200)] * 3
         assert {e.extra.get(rbac.NODE_NAME_EXTRA) for e in events} == {(mine,)}
         for event in events[len(refusals) :]:
             left = event.response["metadata"]["annotations"]
             assert {k: v for k, v in left.items() if k not in full} == BASE_ANNOTATIONS
             assert event.response["metadata"]["labels"] == BASE_LABELS
-        assert [e.code for e in apiserver.audit_events(user=user, resource="nodes", name=other)] == [403]
+        assert [e.code for e in logged(apiserver, 1, user=user, name=other)] == [403]
     finally:
         for node in (mine, other):
             apiserver.request("DELETE", f"/api/v1/nodes/{node}")
@@ -375,7 +397,8 @@ def test_the_reporter_publishes_the_longest_real_device_lists_under_the_policy(
         done = subprocess.run(
             [HAMI, "reporter", "run", "--once", "--node-name", node, "--vendors", ",".join(VENDORS),
              "--kubeconfig", kubeconfig],
-            capture_output=True, text=True, timeout=60, env={**os.environ, "HAMI_FAKE_DEVICES": str(devices)},
+            capture_output=True, text=True, timeout=REPORTER_RUNS,
+            env={**os.environ, "HAMI_FAKE_DEVICES": str(devices)},
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         annotations = stored(apiserver, node)["metadata"]["annotations"]
@@ -386,7 +409,7 @@ def test_the_reporter_publishes_the_longest_real_device_lists_under_the_policy(
         assert sizes[REGISTER] < CAP / 10, sizes
         # The server's account: one merge patch of the protocol keys, accepted.
         user = rbac.service_account_user(policed.namespace, policed.reporter)
-        (patch,) = apiserver.audit_events(user=user, resource="nodes", name=node)
+        (patch,) = logged(apiserver, 1, user=user, name=node)
         assert (patch.verb, patch.code) == ("patch", 200)
         assert patch.request == {
             "metadata": {"annotations": {k: annotations[k] for k in (NVIDIA, REGISTER, HANDSHAKE)}}
