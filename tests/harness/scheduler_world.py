@@ -207,9 +207,10 @@ class World:
     def running(self) -> list[Scheduler]:
         return [r for r in self.replicas if id(r) in self._started and id(r) not in self._stopped]
 
-    def settle(self, timeout: float = 30.0) -> None:
+    def settle(self, timeout: float = 120.0) -> None:
         """Wait until every running replica has seen every change made here and has nothing left to do
-        until the clock moves."""
+        until the clock moves. The bound only ends a wait that is stuck: on a busy machine a replica's
+        Lease round trip on the real API server has taken most of 30 s, so it is generous."""
         wait_settled(self.running(), self.admin.writes, timeout=timeout)
 
     def advance(self, seconds: float, step: float = STEP) -> None:
