@@ -242,6 +242,43 @@ READ_ONLY_KINDS = sorted(
 READ_VERBS = {"get", "list", "watch"}
 
 
+def test_refuse_beside_hami_is_passed_only_when_on_and_needs_the_check(helm: Path) -> None:
+    def args(*values: str) -> list[str]:
+        return list(container(find(template(helm, *values), "Deployment", "hami-core-scheduler"))["args"])
+
+    assert "--refuse-beside-hami" not in args()  # off: the command's own default, not restated
+    on = args("--set", "scheduler.refuseBesideHami=true")
+    assert on[on.index("--check-hami-lease=kube-system/hami-scheduler") + 1] == "--refuse-beside-hami"
+    # Read-only writes nothing anyway and checks no Lease: nothing to refuse.
+    assert "--refuse-beside-hami" not in args(
+        "--set", "scheduler.refuseBesideHami=true", "--set", "scheduler.readOnly=true"
+    )
+    alert = {
+        r["alert"]: r
+        for g in find(
+            template(
+                helm,
+                "--set",
+                "scheduler.refuseBesideHami=true",
+                "--set",
+                "scheduler.prometheusRule.enabled=true",
+            ),
+            "PrometheusRule",
+        )["spec"]["groups"]
+        for r in g["rules"]
+    }["HamiCoreSchedulerBesideHami"]
+    assert alert["labels"]["severity"] == "warning"  # one registrar writes: HAMi's
+    done = run(
+        [helm, "template", "x", CHART, "--namespace", "x",
+         "--set", "scheduler.refuseBesideHami=true", "--set", "scheduler.checkHamiLease=off"],
+        check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "scheduler.refuseBesideHami: true needs scheduler.checkHamiLease (it is off)" in done.stderr, (
+        done.stderr
+    )
+
+
 def test_read_only_runs_the_observer_and_grants_no_write(helm: Path) -> None:
     objects = template(helm, "--set", "scheduler.readOnly=true", namespace="gpu-system")
     assert kinds(objects) == READ_ONLY_KINDS
@@ -391,6 +428,7 @@ def test_reporter_probes_and_endpoint_can_be_turned_off(helm: Path) -> None:
         (["--set", "scheduler.replica=2"], "additional properties 'replica' not allowed"),
         (["--set", "reporter.enabled=yes"], "/reporter/enabled"),
         (["--set", "scheduler.readOnly=yes"], "/scheduler/readOnly"),
+        (["--set", "scheduler.refuseBesideHami=yes"], "/scheduler/refuseBesideHami"),
         (["--set", "scheduler.leaderElection.leaseDuration=soon"], "/scheduler/leaderElection/leaseDuration"),
     ],
 )
