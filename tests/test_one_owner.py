@@ -103,6 +103,10 @@ def test_the_chart_restates_no_command_default() -> None:
     assert scheduler["port"] == DEFAULT_HTTP_PORT
     assert scheduler["checkHamiLease"] == "/".join(HAMI_LEASE)
     assert options("scheduler run")["check_hami_lease"].default == "/".join(HAMI_LEASE)
+    # Switches the chart passes only when on: off is the command's default, never passed as =false.
+    for value, option in (("readOnly", "read_only"), ("refuseBesideHami", "refuse_beside_hami")):
+        assert scheduler[value] is False, value
+        assert converted_default(options("scheduler run")[option]) is False, option
 
 
 def test_the_image_sets_the_arenas_the_scheduler_sets() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ EVERYTHING_ON = [
     "--set", "reporter.enabled=true",
     "--set", "scheduler.serviceMonitor.enabled=true",
     "--set", "scheduler.prometheusRule.enabled=true",
+    "--set", "scheduler.networkPolicy.enabled=true",
+    "--set-json", 'scheduler.networkPolicy.from=[{"podSelector":{}}]',
 ]  # fmt: skip
 
 
@@ -242,6 +245,74 @@ READ_ONLY_KINDS = sorted(
 READ_VERBS = {"get", "list", "watch"}
 
 
+def test_refuse_beside_hami_is_passed_only_when_on_and_needs_the_check(helm: Path) -> None:
+    def args(*values: str) -> list[str]:
+        return list(container(find(template(helm, *values), "Deployment", "hami-core-scheduler"))["args"])
+
+    assert "--refuse-beside-hami" not in args()  # off: the command's own default, not restated
+    on = args("--set", "scheduler.refuseBesideHami=true")
+    assert on[on.index("--check-hami-lease=kube-system/hami-scheduler") + 1] == "--refuse-beside-hami"
+    # Read-only writes nothing anyway and checks no Lease: nothing to refuse.
+    assert "--refuse-beside-hami" not in args(
+        "--set", "scheduler.refuseBesideHami=true", "--set", "scheduler.readOnly=true"
+    )
+    alert = {
+        r["alert"]: r
+        for g in find(
+            template(
+                helm,
+                "--set",
+                "scheduler.refuseBesideHami=true",
+                "--set",
+                "scheduler.prometheusRule.enabled=true",
+            ),
+            "PrometheusRule",
+        )["spec"]["groups"]
+        for r in g["rules"]
+    }["HamiCoreSchedulerBesideHami"]
+    assert alert["labels"]["severity"] == "warning"  # one registrar writes: HAMi's
+    done = run(
+        [helm, "template", "x", CHART, "--namespace", "x",
+         "--set", "scheduler.refuseBesideHami=true", "--set", "scheduler.checkHamiLease=off"],
+        check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "scheduler.refuseBesideHami: true needs scheduler.checkHamiLease (it is off)" in done.stderr, (
+        done.stderr
+    )
+
+
+PROMETHEUS_PEER = {
+    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+    "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+}
+
+
+def test_the_network_policy_is_off_by_default_and_when_on_admits_only_the_listed_peers(helm: Path) -> None:
+    assert "NetworkPolicy" not in kinds(template(helm))
+    peers = [PROMETHEUS_PEER, {"ipBlock": {"cidr": "10.0.0.0/8"}}]
+    objects = template(
+        helm,
+        "--set", "scheduler.networkPolicy.enabled=true",
+        "--set-json", f"scheduler.networkPolicy.from={json.dumps(peers)}",
+        "--set", "scheduler.port=9500",
+        namespace="gpu-system",
+    )  # fmt: skip
+    policy = find(objects, "NetworkPolicy", "hami-core-scheduler")
+    assert policy["metadata"]["namespace"] == "gpu-system"
+    pods = find(objects, "Deployment", "hami-core-scheduler")["spec"]["template"]["metadata"]["labels"]
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert selector and selector.items() <= pods.items()  # the scheduler's pods, and only theirs
+    assert policy["spec"]["policyTypes"] == ["Ingress"]  # egress (the API server) left alone
+    assert policy["spec"]["ingress"] == [{"ports": [{"port": 9500, "protocol": "TCP"}], "from": peers}]
+    # On with no peer listed: no ingress rule at all, so nobody reaches the endpoint through the network.
+    closed = find(template(helm, "--set", "scheduler.networkPolicy.enabled=true"), "NetworkPolicy")
+    assert closed["spec"]["ingress"] == []
+    assert "NetworkPolicy" not in kinds(
+        template(helm, "--set", "scheduler.networkPolicy.enabled=true", "--set", "scheduler.replicas=0")
+    )
+
+
 def test_read_only_runs_the_observer_and_grants_no_write(helm: Path) -> None:
     objects = template(helm, "--set", "scheduler.readOnly=true", namespace="gpu-system")
     assert kinds(objects) == READ_ONLY_KINDS
@@ -391,6 +462,11 @@ def test_reporter_probes_and_endpoint_can_be_turned_off(helm: Path) -> None:
         (["--set", "scheduler.replica=2"], "additional properties 'replica' not allowed"),
         (["--set", "reporter.enabled=yes"], "/reporter/enabled"),
         (["--set", "scheduler.readOnly=yes"], "/scheduler/readOnly"),
+        (["--set", "scheduler.refuseBesideHami=yes"], "/scheduler/refuseBesideHami"),
+        (
+            ["--set-json", 'scheduler.networkPolicy.from=[{"namespace":"monitoring"}]'],
+            "/scheduler/networkPolicy/from/0",
+        ),
         (["--set", "scheduler.leaderElection.leaseDuration=soon"], "/scheduler/leaderElection/leaseDuration"),
     ],
 )

@@ -44,6 +44,8 @@ def healthy(minutes: int = 30) -> list[dict[str, str]]:
         series("hami_scheduler_leader", PODS[1], zeros),
         series("hami_scheduler_ready", PODS[0], ones),
         series("hami_scheduler_ready", PODS[1], zeros),
+        series("hami_scheduler_peer_registrar_active", PODS[0], zeros),
+        series("hami_scheduler_peer_registrar_active", PODS[1], zeros),
     ]
 
 
@@ -191,6 +193,45 @@ def test_the_leadership_alerts_fire_on_no_leader_two_leaders_and_a_leader_never_
     ]
     out = promtool_test(promtool, tmp_path, rendered, tests)
     assert "SUCCESS" in out, out
+
+
+def test_hami_beside_us_fires_once_a_replica_sees_its_lease_and_not_with_the_check_off(
+    helm: Path, promtool: Path, tmp_path: Path
+) -> None:
+    rendered = rules(helm)
+    a = Alerts(rendered)
+    # The check is every resync, per replica: one that sees HAMi's Lease is enough; a blip is not.
+    base = [s for s in healthy() if "peer_registrar" not in s["series"]]
+    seen = [
+        *base,
+        series("hami_scheduler_peer_registrar_active", PODS[0], "0x5 1x25"),
+        series("hami_scheduler_peer_registrar_active", PODS[1], "0x30"),
+    ]
+    blip = [
+        *base,
+        *(series("hami_scheduler_peer_registrar_active", pod, "0x5 1x3 0x22") for pod in PODS),
+    ]
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": seen,
+            "alert_rule_test": [
+                a.case("9m", "HamiCoreSchedulerBesideHami"),
+                a.case("11m", "HamiCoreSchedulerBesideHami", a.expect("HamiCoreSchedulerBesideHami")),
+                a.case("11m", "HamiCoreSchedulerTwoLeaders"),
+            ],
+        },
+        {
+            "interval": "1m",
+            "input_series": blip,
+            "alert_rule_test": [a.case("15m", "HamiCoreSchedulerBesideHami")],
+        },
+    ]
+    out = promtool_test(promtool, tmp_path, rendered, tests)
+    assert "SUCCESS" in out, out
+    # No check, no gauge worth alerting on; read-only, the chart passes no check at all.
+    for values in (["--set", "scheduler.checkHamiLease=off"], ["--set", "scheduler.readOnly=true"]):
+        assert "HamiCoreSchedulerBesideHami" not in {r["alert"] for r in rules(helm, *values)}, values
 
 
 def test_read_only_alerts_on_the_scrape_and_a_ready_replica_not_on_leadership(

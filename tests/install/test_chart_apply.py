@@ -367,3 +367,23 @@ def test_the_reporter_policy_binds_only_the_reporter(installed: Applied, apiserv
         assert patch_node(apiserver, node, body, scheduler)[0] == 200
     finally:
         apiserver.request("DELETE", f"/api/v1/nodes/{node}")
+
+
+def test_the_network_policy_is_accepted_as_rendered(
+    apiserver: ApiServer, helm: Path, kubectl: Path, tmp_path: Path
+) -> None:
+    """The API server stores NetworkPolicy objects without a network plugin: this checks the object is
+    valid and kept as the chart wrote it, not that any plugin enforces it."""
+    peers = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    values = [
+        "--set", "scheduler.networkPolicy.enabled=true",
+        "--set-json", f"scheduler.networkPolicy.from={json.dumps(peers)}",
+    ]  # fmt: skip
+    with applied_chart(apiserver, helm, kubectl, tmp_path, *values, prefix="np") as applied:
+        rendered = find(applied.objects, "NetworkPolicy")
+        name = rendered["metadata"]["name"]
+        status, stored = apiserver.request(
+            "GET", f"/apis/networking.k8s.io/v1/namespaces/{applied.namespace}/networkpolicies/{name}"
+        )
+        assert status == 200, stored
+        assert stored["spec"] == rendered["spec"]
