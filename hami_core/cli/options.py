@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from hami_core.cli.defaults import duration_default_of
 from hami_core.cli.logs import LOG_FORMATS, LOG_LEVELS
 from hami_core.durations import MAX_SECONDS, format_duration, parse_duration
 
@@ -21,6 +22,7 @@ __all__ = [
     "klog_verbosity",
     "listen_address",
     "log_options",
+    "timing_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -186,3 +188,16 @@ def klog_verbosity(command: F) -> F:
         help=f"klog's verbosity, for HAMi's and Kubernetes' arguments (-v=4): {KLOG_DEBUG_VERBOSITY} or "
         "more is --log-level debug, less is info; wins over --log-level.",
     )(command)
+
+
+def timing_option(flag: str, envvar: str, owner: type, field: str, help: str) -> Callable[[F], F]:
+    """A duration flag whose default is ``owner``'s field ``field`` (written once, there), read also from
+    ``envvar``, which its help names."""
+    return click.option(
+        flag,
+        envvar=envvar,
+        type=DURATION,
+        default=duration_default_of(owner, field),
+        show_default=True,
+        help=f"{help} Env: {envvar}.",
+    )

@@ -10,9 +10,8 @@ from types import FrameType
 import click
 
 from hami_core.cli.cluster import check_access, cluster_options, connect
-from hami_core.cli.defaults import duration_default_of
 from hami_core.cli.logs import configure_logging, report_error
-from hami_core.cli.options import DURATION, klog_verbosity, listen_address, log_options
+from hami_core.cli.options import klog_verbosity, listen_address, log_options, timing_option
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.kube.port import Untrusted
 from hami_core.reporter.daemon import Reporter, ReporterConfig
@@ -37,21 +36,13 @@ def reporter() -> None:
     required=True,
     help="The Node this reporter runs on. Env: HAMI_NODE_NAME, NODE_NAME (downward API).",
 )
-@click.option(
-    "--interval",
-    envvar="HAMI_REPORT_INTERVAL",
-    type=DURATION,
-    default=duration_default_of(ReporterConfig, "interval"),
-    show_default=True,
-    help="Between passes. Env: HAMI_REPORT_INTERVAL.",
-)
-@click.option(
+@timing_option("--interval", "HAMI_REPORT_INTERVAL", ReporterConfig, "interval", "Between passes.")
+@timing_option(
     "--retry-interval",
-    envvar="HAMI_REPORT_RETRY_INTERVAL",
-    type=DURATION,
-    default=duration_default_of(ReporterConfig, "retry_interval"),
-    show_default=True,
-    help="To the next pass after a failed one. Env: HAMI_REPORT_RETRY_INTERVAL.",
+    "HAMI_REPORT_RETRY_INTERVAL",
+    ReporterConfig,
+    "retry_interval",
+    "To the next pass after a failed one.",
 )
 @click.option(
     "--once",

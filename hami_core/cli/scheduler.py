@@ -10,9 +10,9 @@ from types import FrameType
 import click
 
 from hami_core.cli.cluster import check_access, cluster_options, connect
-from hami_core.cli.defaults import default_of, duration_default_of
+from hami_core.cli.defaults import default_of
 from hami_core.cli.logs import configure_logging
-from hami_core.cli.options import DURATION, aliases, go_bool_flag, klog_verbosity, log_options
+from hami_core.cli.options import aliases, go_bool_flag, klog_verbosity, log_options, timing_option
 from hami_core.cli.options import listen_address as _listen
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.scheduler.allocator import limit_malloc_arenas
@@ -120,45 +120,34 @@ HAMI_SCHEDULER_ALIASES = {
     "Event. /cache/<node> shows the write a leader would send. For running beside another "
     "registrar (HAMi's scheduler); needs only get, list and watch on Nodes.",
 )
-@click.option(
+@timing_option(
     "--lease-duration",
-    envvar="HAMI_LEASE_DURATION",
-    type=DURATION,
-    default=duration_default_of(SchedulerConfig, "lease_duration"),
-    show_default=True,
-    help="How long a Lease holds without renewal. Env: HAMI_LEASE_DURATION.",
+    "HAMI_LEASE_DURATION",
+    SchedulerConfig,
+    "lease_duration",
+    "How long a Lease holds without renewal.",
 )
-@click.option(
+@timing_option(
     "--renew-deadline",
-    envvar="HAMI_RENEW_DEADLINE",
-    type=DURATION,
-    default=duration_default_of(SchedulerConfig, "renew_deadline"),
-    show_default=True,
-    help="A leader that has not renewed for this long stops writing. Env: HAMI_RENEW_DEADLINE.",
+    "HAMI_RENEW_DEADLINE",
+    SchedulerConfig,
+    "renew_deadline",
+    "A leader that has not renewed for this long stops writing.",
 )
-@click.option(
+@timing_option(
     "--retry-period",
-    envvar="HAMI_RETRY_PERIOD",
-    type=DURATION,
-    default=duration_default_of(SchedulerConfig, "retry_period"),
-    show_default=True,
-    help="Between two tries to take or renew the Lease. Env: HAMI_RETRY_PERIOD.",
+    "HAMI_RETRY_PERIOD",
+    SchedulerConfig,
+    "retry_period",
+    "Between two tries to take or renew the Lease.",
 )
-@click.option(
-    "--resync",
-    envvar="HAMI_RESYNC",
-    type=DURATION,
-    default=duration_default_of(SchedulerConfig, "resync"),
-    show_default=True,
-    help="Between re-evaluations of every node. Env: HAMI_RESYNC.",
-)
-@click.option(
+@timing_option("--resync", "HAMI_RESYNC", SchedulerConfig, "resync", "Between re-evaluations of every node.")
+@timing_option(
     "--handshake-window",
-    envvar="HAMI_HANDSHAKE_WINDOW",
-    type=DURATION,
-    default=duration_default_of(SchedulerConfig, "handshake_window"),
-    show_default=True,
-    help="After this a scheduler stamp is expired. Env: HAMI_HANDSHAKE_WINDOW.",
+    "HAMI_HANDSHAKE_WINDOW",
+    SchedulerConfig,
+    "handshake_window",
+    "After this a scheduler stamp is expired.",
 )
 @click.option(
     "--qps",
