@@ -296,8 +296,9 @@ def test_a_server_that_never_answers_costs_one_request_and_request_timeout(
     finally:
         cluster.close()
         server.close()
-    assert len(server.held) == 1  # one connection: urllib3 did not retry
-    assert elapsed < 1.4  # four attempts (urllib3's default 3 retries) would take 2 s
+    # One connection: urllib3 did not retry (each retry would open another, which the server holds).
+    assert len(server.held) == 1
+    assert elapsed >= 0.4  # the read timeout was waited for, not skipped (a lower bound only: never flaky)
 
 
 def test_a_tls_failure_is_unavailable_without_a_status() -> None:
