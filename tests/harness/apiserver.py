@@ -656,7 +656,8 @@ def _launch(bins: Path, workdir: Path, tokens: dict[str, str], reporter_nodes: t
             f"--audit-log-path={workdir / 'audit.log'}",
             "--audit-log-mode=blocking",
             "--audit-log-format=json",
-            "--audit-log-maxsize=0",  # never rotated: the tests read the whole log
+            # never rotated (the tests read the whole log): 0 would mean the default, 100 MB
+            "--audit-log-maxsize=1000000",
             "--v=1",
         ]
         apiserver = _spawn(apiserver_argv, apiserver_log)
