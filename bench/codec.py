@@ -42,7 +42,7 @@ from hami_core.protocol.gojson import decode_json, encode_json  # noqa: E402
 from hami_core.protocol.legacy import decode_legacy, encode_legacy  # noqa: E402
 from hami_core.protocol.model import DeviceInfo  # noqa: E402
 
-DEVICE_COUNTS = (1, 8, 64)
+DEVICE_COUNTS: tuple[int, ...] = (1, 8, 64)
 #: (operation, which encoding's value it works on)
 OPERATIONS = (
     ("decode", "legacy"),

@@ -28,8 +28,10 @@ import random
 import statistics
 import time
 import tracemalloc
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
+from hami_core import VendorRules
 from hami_core.clock import FakeClock
 from hami_core.kube.memory import MemoryCluster
 from hami_core.kube.port import NodeSnapshot
@@ -60,10 +62,16 @@ def node_annotations(i: int) -> dict[str, str]:
     return {"hami.io/node-nvidia-register": nvidia(i), "hami.io/node-dcu-register": dcu}
 
 
-def _rules() -> list:  # type: ignore[type-arg]
+def _rules() -> list[VendorRules]:
     _, drivers = load_drivers()
     assert set(VENDORS) <= {d.name for d in drivers}
     return [d.rules() for d in drivers]
+
+
+def _patched(annotations: Mapping[str, str], patch: Mapping[str, str | None]) -> dict[str, str]:
+    """The annotations once a merge patch is applied (``None`` deletes a key)."""
+    merged = {**annotations, **patch}
+    return {key: value for key, value in merged.items() if value is not None}
 
 
 def bench_registrar(n: int) -> list[tuple[str, str]]:
@@ -91,7 +99,7 @@ def bench_registrar(n: int) -> list[tuple[str, str]]:
         NodeSnapshot(
             name=s.name,
             uid=s.uid,
-            annotations={**s.annotations, **p},  # type: ignore[dict-item]
+            annotations=_patched(s.annotations, p),
             allocatable=s.allocatable,
         )
         for s, p in zip(snapshots, patches, strict=True)

@@ -156,7 +156,7 @@ def test_rules_carry_the_drivers_values() -> None:
         "acme.example/gpu",
     )
     assert rules.liveness.name == "allocatable"
-    assert rules.codec.name == "json"
+    assert rules.codec is not None and rules.codec.name == "json"
 
 
 def _cards(node: Any) -> list[Any]:

@@ -10,7 +10,7 @@ import pytest
 from hami_core import DeviceInfo
 from hami_core.plugins.driver import VendorDriver
 from hami_core.plugins.manager import load_drivers
-from hami_core.protocol.codecs import decode_any
+from hami_core.protocol.codecs import JSON_CODEC, decode_any
 from hami_core.reporter.plan import EMPTY_LEGACY, Discovery, plan_pass, register_value
 
 NOW = datetime(2026, 11, 30, 9, 15, 7, tzinfo=timezone(timedelta(hours=8)))
@@ -28,13 +28,19 @@ def drivers() -> dict[str, VendorDriver]:
     return {d.name: d for d in loaded}
 
 
+def key(driver: VendorDriver) -> str:
+    """The driver's register annotation (every driver these tests publish for has one)."""
+    assert driver.register_annotation is not None, driver.name
+    return driver.register_annotation
+
+
 def test_a_first_pass_publishes_every_vendor_and_the_heartbeats_in_one_patch(
     drivers: dict[str, VendorDriver],
 ) -> None:
     found = [Discovery(driver=drivers["nvidia"], devices=GPU), Discovery(driver=drivers["mlu"], devices=MLU)]
     plan = plan_pass({}, found, NOW)
     assert plan.patch == {
-        "hami.io/node-nvidia-register": drivers["nvidia"].codec.encode(GPU),
+        "hami.io/node-nvidia-register": JSON_CODEC.encode(GPU),
         "hami.io/node-mlu-register": "MLU-0,10,23308,0,MLU-370,0,true,0,:MLU-1,10,23308,0,MLU-370,1,true,1,:",
         "hami.io/node-handshake-mlu": REPORTED,  # NVIDIA's plugin writes no Reported_
     }
@@ -44,8 +50,8 @@ def test_a_first_pass_publishes_every_vendor_and_the_heartbeats_in_one_patch(
 def test_an_unchanged_register_value_is_not_sent_again(drivers: dict[str, VendorDriver]) -> None:
     mlu, nvidia = drivers["mlu"], drivers["nvidia"]
     on_node = {
-        mlu.register_annotation: register_value(mlu, MLU),
-        nvidia.register_annotation: register_value(nvidia, GPU),
+        key(mlu): register_value(mlu, MLU),
+        key(nvidia): register_value(nvidia, GPU),
         "hami.io/node-handshake-mlu": "Requesting_2026-11-30 09:14:50",
     }
     found = [Discovery(driver=mlu, devices=MLU), Discovery(driver=nvidia, devices=GPU)]
@@ -58,15 +64,15 @@ def test_a_value_deleted_or_edited_by_hand_is_written_again(drivers: dict[str, V
     nvidia = drivers["nvidia"]
     value = register_value(nvidia, GPU)
     found = [Discovery(driver=nvidia, devices=GPU)]
-    assert plan_pass({}, found, NOW).patch == {nvidia.register_annotation: value}
-    edited = {nvidia.register_annotation: value.replace("24576", "1")}
-    assert plan_pass(edited, found, NOW).patch == {nvidia.register_annotation: value}
+    assert plan_pass({}, found, NOW).patch == {key(nvidia): value}
+    edited = {key(nvidia): value.replace("24576", "1")}
+    assert plan_pass(edited, found, NOW).patch == {key(nvidia): value}
 
 
 def test_no_devices_is_published_as_a_readable_empty_list(drivers: dict[str, VendorDriver]) -> None:
     for name, empty in (("mlu", EMPTY_LEGACY), ("kunlun", "[]")):
         plan = plan_pass({}, [Discovery(driver=drivers[name], devices=[])], NOW)
-        assert plan.patch[drivers[name].register_annotation] == empty
+        assert plan.patch[key(drivers[name])] == empty
         assert decode_any(empty) == []
 
 

@@ -4,6 +4,7 @@ RBAC and admission policy allow a GET and a PATCH of its own Node's protocol ann
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -62,6 +63,13 @@ def reporter(
     )
 
 
+def calls(daemon: Reporter) -> Counter[str]:
+    """The requests ``daemon`` made, counted by the cluster ``reporter`` gave it."""
+    cluster = daemon._cluster
+    assert isinstance(cluster, CountingCluster), type(cluster)
+    return cluster.calls
+
+
 def passes_total(daemon: Reporter) -> float | None:
     return daemon.metrics.registry.get_sample_value("hami_reporter_passes_total")
 
@@ -80,12 +88,12 @@ def test_a_pass_publishes_every_vendor_with_one_get_and_one_patch(world: World) 
     annotations = world.annotations(node)
     for name, devices in FOUND.items():
         driver = world.drivers[name]
+        assert driver.register_annotation is not None
         assert annotations[driver.register_annotation] == register_value(driver, devices)
         assert decode_any(annotations[driver.register_annotation]) == devices
         heartbeat = annotations.get(driver.handshake_annotation or "")
         assert (heartbeat or "").startswith("Reported_") == driver.writes_reported
-    calls = daemon._cluster.calls  # type: ignore[attr-defined]
-    assert calls == {"get_node": 1, "patch_node_annotations": 1}
+    assert calls(daemon) == {"get_node": 1, "patch_node_annotations": 1}
 
 
 def test_later_passes_send_only_heartbeats_and_nothing_for_nvidia_alone(world: World) -> None:
@@ -102,7 +110,7 @@ def test_later_passes_send_only_heartbeats_and_nothing_for_nvidia_alone(world: W
     nvidia = reporter(world, node, Source(FOUND), "nvidia")
     quiet = nvidia.run_once()
     assert quiet.ok and not quiet.sent
-    assert nvidia._cluster.calls == {"get_node": 1}  # type: ignore[attr-defined]
+    assert calls(nvidia) == {"get_node": 1}
 
 
 def test_a_register_annotation_deleted_by_hand_is_repaired(world: World) -> None:

@@ -48,6 +48,7 @@ def snapshot(obs: Observation, rules: VendorRules) -> NodeSnapshot | None:
         return None
     annotations: dict[str, str] = {}
     if obs.register is not None:
+        assert rules.register_annotation is not None, "a register value needs a register annotation"
         annotations[rules.register_annotation] = obs.register
     if obs.handshake is not None and rules.handshake_annotation is not None:
         annotations[rules.handshake_annotation] = obs.handshake

@@ -7,7 +7,7 @@ no stamp, no cleanup patch; it is in the cache while its function yields devices
 
 from __future__ import annotations
 
-from harness.scheduler_world import WINDOW, World
+from harness.scheduler_world import WINDOW, CountingCluster, World
 from plugins.driverkit import Describes
 
 from hami_core import DeviceInfo, FromNode, NodeView, VendorSpec
@@ -82,7 +82,7 @@ def test_a_capacity_vendor_appears_changes_and_leaves_without_a_single_write(wor
     world.run_until("node gone", lambda: replica.cache.node(node) == {})
     world.settle()
     assert world.annotations(bare) == {}
-    calls = replica.cluster.calls
+    calls = CountingCluster.of(replica).calls
     assert calls["patch_node_annotations"] == 0, calls  # never a stamp, never a cleanup patch
     assert calls["get_node"] == 0, calls
 
@@ -103,7 +103,7 @@ def test_mlu_reads_hamis_capacity_where_the_node_shows_it_and_the_annotation_els
     )
     shown = replica.node_json(node)
     assert shown is not None and shown["vendors"]["MLU"]["source"] == "annotation"
-    stamps = replica.cluster.calls["patch_node_annotations"]
+    stamps = CountingCluster.of(replica).calls["patch_node_annotations"]
     # Cambricon's plugin in dynamic-smlu mode: the capacity appears, and wins.
     world.admin.patch_node_status(node, {}, capacity={VCORE: "200", VMEMORY: "64"})
     world.run_until(
@@ -117,7 +117,9 @@ def test_mlu_reads_hamis_capacity_where_the_node_shows_it_and_the_annotation_els
     world.advance(WINDOW * 2)  # the stamp on the node expires: the capacity path does not care
     assert len(_mlu(replica, node)) == 2
     world.settle()
-    assert replica.cluster.calls["patch_node_annotations"] == stamps, "nothing written on the capacity path"
+    assert CountingCluster.of(replica).calls["patch_node_annotations"] == stamps, (
+        "nothing written on the capacity path"
+    )
 
 
 def _mlu(replica: Scheduler, node: str) -> list[str]:
@@ -155,7 +157,7 @@ def test_a_vendor_alive_while_its_capacity_is_above_0_leaves_without_a_write(wor
     world.admin.patch_node_status(node, {}, capacity={"acme.example/gcu": "1"})
     world.run_until("back", lambda: len(_gcu(replica, node)) == 1)
     world.settle()
-    assert replica.cluster.calls["patch_node_annotations"] == 0, replica.cluster.calls
+    assert CountingCluster.of(replica).calls["patch_node_annotations"] == 0, CountingCluster.of(replica).calls
     assert world.annotations(node) == {}
 
 
