@@ -23,7 +23,7 @@ from harness.apiserver import (
 )
 from harness.fixtures import binaries_or_fail, unique_node_name
 from kubernetes import client, config, watch
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 MERGE_PATCH = "application/merge-patch+json"
 

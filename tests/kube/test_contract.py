@@ -886,7 +886,7 @@ def test_reflector_replaces_a_silent_watch_and_lists_what_it_missed(
     try:
         recorder.wait_for(("synced", "False", None))
         silence()
-        missed = admin.create_node(name, labels=test_label)
+        missed: NodeSnapshot = admin.create_node(name, labels=test_label)
 
         def replaced() -> bool:
             return reflector.snapshot(name) == missed

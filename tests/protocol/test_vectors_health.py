@@ -282,7 +282,7 @@ def register_value(discovery: dict[str, Any] | None) -> str | None:
     if discovery is None or (discovery["devices"] is None and discovery["error"] is None):
         return None
     if discovery["error"] is not None:
-        return "undecodable: " + discovery["error"]
+        return f"undecodable: {discovery['error']}"
     return CODEC.encode([device(d) for d in discovery["devices"]])
 
 

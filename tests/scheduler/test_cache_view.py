@@ -37,7 +37,7 @@ def get(replica: Scheduler, path: str) -> tuple[int, Any]:
 def view(replica: Scheduler, node: str) -> dict[str, Any]:
     code, body = get(replica, f"/cache/{quote(node)}")
     assert code == 200, body
-    assert body["node"] == node
+    assert isinstance(body, dict) and body["node"] == node
     return body
 
 

@@ -87,7 +87,8 @@ def test_sigterm_releases_the_lease_and_exits_0(real_world: World, tmp_path: Pat
 
 def _holder(world: World) -> str | None:
     try:
-        return world.admin.get_lease(world.namespace, DEFAULT_LEASE_NAME).holder_identity
+        holder: str | None = world.admin.get_lease(world.namespace, DEFAULT_LEASE_NAME).holder_identity
+        return holder
     except NotFound:
         return None
 
