@@ -396,7 +396,7 @@ def test_live_next_to_a_running_scheduler(real_world: World) -> None:  # noqa: F
     now = world.clock.now()  # the scheduler's fake clock stands still while the doctor runs
     args = (
         "--kubeconfig",
-        world.server.kubeconfig("admin"),  # type: ignore[attr-defined]
+        world.server.kubeconfig("admin"),
         "--lease-namespace",
         world.namespace,
         "--vendors",
@@ -453,7 +453,7 @@ def test_live_next_to_a_read_only_scheduler(real_world: World) -> None:  # noqa:
     body = doctor_json(
         needs_stamp,
         "--kubeconfig",
-        world.server.kubeconfig("admin"),  # type: ignore[attr-defined]
+        world.server.kubeconfig("admin"),
         "--lease-namespace",
         world.namespace,
         "--vendors",

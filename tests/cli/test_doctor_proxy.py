@@ -33,7 +33,7 @@ DCU = "DCU-1,4,16384,100,DCU-Z100,0,true,0,hami:"
 
 
 def created(world: World, path: str, body: dict[str, Any]) -> None:
-    status, answer = world.server.request("POST", path, body)  # type: ignore[attr-defined]
+    status, answer = world.server.request("POST", path, body)
     assert status == 201, answer
 
 
@@ -52,7 +52,7 @@ def expose(world: World, replica: Scheduler, host: NetnsHost, name: str = "hami-
         {"metadata": {"name": pod}, "spec": {"containers": containers}},
     )
     ip = {"status": {"podIP": address, "podIPs": [{"ip": address}]}}
-    status, answer = world.server.request(  # type: ignore[attr-defined]
+    status, answer = world.server.request(
         "PATCH", f"/api/v1/namespaces/{ns}/pods/{pod}/status", ip, content_type="application/merge-patch+json"
     )
     assert status == 200, answer
@@ -71,7 +71,7 @@ def expose(world: World, replica: Scheduler, host: NetnsHost, name: str = "hami-
 
 def doctor(world: World, node: str, *args: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HAMI_", "KUBECONFIG"))}
-    kubeconfig = world.server.kubeconfig("admin")  # type: ignore[attr-defined]
+    kubeconfig = world.server.kubeconfig("admin")
     done = subprocess.run(
         [HAMI, "doctor", "node", node, "--kubeconfig", kubeconfig, "--vendors", "dcu", "--json",
          "--at", world.clock.now().isoformat(), *args],
@@ -125,7 +125,7 @@ def test_the_doctor_reads_the_schedulers_settings_through_the_service_proxy(
 
 def doctor_nodes(world: World, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HAMI_", "KUBECONFIG"))}
-    kubeconfig = world.server.kubeconfig("admin")  # type: ignore[attr-defined]
+    kubeconfig = world.server.kubeconfig("admin")
     return subprocess.run([HAMI, "doctor", "nodes", "--kubeconfig", kubeconfig, "--vendors", "dcu", *args],
                           capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
 

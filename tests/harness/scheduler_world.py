@@ -35,6 +35,7 @@ from hami_core.scheduler.daemon import Scheduler
 from hami_core.scheduler.selector import NodeSelector
 from hami_core.simulate.settle import NodeWrites, wait_settled
 from harness.admin import AdminKubeCluster
+from harness.apiserver import ApiServer
 from harness.poll import wait_for as wait_for  # re-exported: tests import it from here too
 from harness.tcpproxy import TcpProxy
 
@@ -122,8 +123,16 @@ class SkewedClock:
 
 
 class World:
-    def __init__(self, kind: str, admin: Any, namespace: str, make_cluster: Callable[..., Any]) -> None:
+    def __init__(
+        self,
+        kind: str,
+        admin: Any,
+        namespace: str,
+        make_cluster: Callable[..., Any],
+        server: ApiServer | None = None,
+    ) -> None:
         self.kind = kind
+        self._server = server
         self.admin = TrackingAdmin(admin)
         self.namespace = namespace
         self.label = {"hami-test": uuid.uuid4().hex[:12]}
@@ -134,6 +143,13 @@ class World:
         self._stopped: set[int] = set()
         _, drivers = load_drivers()
         self.drivers = {d.name: d for d in drivers}
+
+    @property
+    def server(self) -> ApiServer:
+        """The real API server the world runs on; only a test of that tier asks."""
+        if self._server is None:
+            raise AttributeError(f"the {self.kind} world runs on no API server")
+        return self._server
 
     def rules(self, *names: str) -> list[VendorRules]:
         return [self.drivers[n].rules() for n in (names or sorted(self.drivers))]
@@ -265,7 +281,7 @@ def _world(kind: str, request: pytest.FixtureRequest) -> World:
     return w
 
 
-def world_on(server: Any, namespace: str) -> World:
+def world_on(server: ApiServer, namespace: str) -> World:
     """A world on a real API server (``harness.apiserver.ApiServer``) and a namespace of it."""
     admin = AdminKubeCluster.from_kubeconfig(server.kubeconfig("admin"))
 
@@ -279,9 +295,7 @@ def world_on(server: Any, namespace: str) -> World:
             path = str(proxied)
         return KubeCluster.from_kubeconfig(path, request_timeout=5.0, connect_timeout=2.0)
 
-    w = World("apiserver", admin, namespace, make)
-    w.server = server  # type: ignore[attr-defined]
-    return w
+    return World("apiserver", admin, namespace, make, server)
 
 
 def _running_world(kind: str, request: pytest.FixtureRequest) -> Iterator[World]:
@@ -313,7 +327,7 @@ def real_world(request: pytest.FixtureRequest) -> Iterator[World]:
 @pytest.fixture
 def proxy(real_world: World) -> Iterator[TcpProxy]:
     """A cuttable network path to the real API server."""
-    url = urlsplit(real_world.server.url)  # type: ignore[attr-defined]
+    url = urlsplit(real_world.server.url)
     p = TcpProxy(url.hostname or "127.0.0.1", url.port or 443)
     yield p
     p.cut()

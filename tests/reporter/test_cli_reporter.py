@@ -11,7 +11,6 @@ import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 from harness.poll import wait_for
 from harness.scheduler_world import World
@@ -27,7 +26,7 @@ DEVICES = {
 
 
 def _env(world: World, node: str, tmp_path: Path, **extra: str) -> dict[str, str]:
-    server: Any = world.server  # type: ignore[attr-defined]
+    server = world.server
     devices = tmp_path / "devices.json"
     devices.write_text(json.dumps(DEVICES))
     return {

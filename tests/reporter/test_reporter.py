@@ -46,7 +46,7 @@ def own_cluster(world: World, node: str) -> CountingCluster:
     """The cluster as ``node``'s reporter reaches it, counting its requests."""
     if world.kind == "memory":
         return CountingCluster(world.admin)
-    server: Any = world.server  # type: ignore[attr-defined]
+    server = world.server
     return CountingCluster(
         KubeCluster.from_kubeconfig(
             server.kubeconfig(server.reporter(node)), request_timeout=5.0, connect_timeout=2.0
@@ -190,7 +190,7 @@ def test_an_unreachable_api_server_is_a_failed_pass_not_an_exception() -> None:
 
 def test_a_reporter_cannot_write_another_nodes_annotations(real_world: World) -> None:
     mine, other = real_world.node("rep-mine"), real_world.node("rep-other")
-    server: Any = real_world.server  # type: ignore[attr-defined]
+    server = real_world.server
     as_mine = KubeCluster.from_kubeconfig(server.kubeconfig(server.reporter(mine)))
     daemon = Reporter(as_mine, [real_world.drivers["mlu"]], Source(FOUND), ReporterConfig(node_name=other))
     result = daemon.run_once()

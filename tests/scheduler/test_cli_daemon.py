@@ -38,7 +38,7 @@ def test_sigterm_releases_the_lease_and_exits_0(real_world: World, tmp_path: Pat
                 "scheduler",
                 "run",
                 "--kubeconfig",
-                world.server.kubeconfig("hami-scheduler"),  # type: ignore[attr-defined]
+                world.server.kubeconfig("hami-scheduler"),
                 "--identity",
                 "cli-replica",
                 "--http-listen",

@@ -88,7 +88,7 @@ def test_a_report_landing_between_the_cleanup_decision_and_its_delete_survives(w
     if world.kind == "apiserver":
         from harness.audit import deleted_values, node_states
 
-        events = world.server.audit_events(name=node, resource="nodes")  # type: ignore[attr-defined]
+        events = world.server.audit_events(name=node, resource="nodes")
         ours = [e for e in events if e.user == SCHEDULER_USER and e.verb == "patch"]
         refused = [e for e in ours if e.code == 409]
         assert len(refused) == 1, [(e.code, e.request) for e in ours]
@@ -119,9 +119,7 @@ def test_a_cleanup_patch_carries_the_judged_version_and_the_marker(world: World)
     )
     assert (marker.register, marker.handshake) == (fingerprint(DCU_VALUE), fingerprint(stamp))
     if world.kind == "apiserver":
-        events = world.server.audit_events(  # type: ignore[attr-defined]
-            name=node, resource="nodes", user=SCHEDULER_USER, verbs={"patch"}
-        )
+        events = world.server.audit_events(name=node, resource="nodes", user=SCHEDULER_USER, verbs={"patch"})
         cleanups = [e for e in events if (e.request_annotations or {}).get(DCU_HS, "") is None]
         (cleanup,) = cleanups
         assert cleanup.code == 200 and cleanup.request["metadata"]["resourceVersion"]

@@ -75,7 +75,7 @@ def _untracked_node(world: World, suffix: str) -> str:
 def test_a_silent_watch_is_replaced_the_view_recovers_and_no_live_report_is_deleted(
     real_world: World, proxy: TcpProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
-    world, server = real_world, real_world.server  # type: ignore[attr-defined]
+    world, server = real_world, real_world.server
     caplog.set_level(logging.WARNING, logger="hami_core.kube.reflector")
     proxy.start()
     node = world.node("live", {REGISTER: MLU})
@@ -110,7 +110,7 @@ def test_a_silent_watch_is_replaced_the_view_recovers_and_no_live_report_is_dele
 def test_after_an_outage_no_cleanup_is_decided_on_the_old_view(
     real_world: World, proxy: TcpProxy, fault: str
 ) -> None:
-    world, server = real_world, real_world.server  # type: ignore[attr-defined]
+    world, server = real_world, real_world.server
     proxy.start()
     nodes = [world.node(f"r{i}", {REGISTER: MLU}) for i in range(3)]
     replica = world.scheduler("mlu", cluster=world.cluster(proxy=proxy))

@@ -39,7 +39,7 @@ def test_a_refused_patch_and_event_name_the_missing_permission(
     real_world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     world = real_world
-    server = world.server  # type: ignore[attr-defined]
+    server = world.server
     leases = {
         "apiGroups": ["coordination.k8s.io"],
         "resources": ["leases"],
@@ -75,7 +75,7 @@ def test_a_refused_lease_names_the_missing_permission(
     real_world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     world = real_world
-    server = world.server  # type: ignore[attr-defined]
+    server = world.server
     leases = {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get"]}
     user = identity(server, "no-lease", [READ_NODES, leases])
     cluster = KubeCluster.from_kubeconfig(server.kubeconfig(user), request_timeout=5.0)

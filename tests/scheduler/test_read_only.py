@@ -39,7 +39,7 @@ def _observer_cluster(world: World) -> CountingCluster:
     (charts/hami-core/rbac/scheduler-nodes-read-only.yaml): it may only read Nodes."""
     if world.kind == "memory":
         return world.cluster()
-    server: Any = world.server  # type: ignore[attr-defined]
+    server = world.server
     if server.url not in _PROVISIONED:
         server.add_identity(OBSERVER)
         rbac_api = "/apis/rbac.authorization.k8s.io/v1"
@@ -66,7 +66,7 @@ def _observer_cluster(world: World) -> CountingCluster:
 def _refused_writes(world: World) -> float:
     """Write requests the real API server refused (403), by its own count: any write the observer
     identity tried would be one of them."""
-    server: Any = world.server  # type: ignore[attr-defined]
+    server = world.server
     status, text = server.request("GET", "/metrics")
     assert status == 200
     total = 0.0
@@ -166,7 +166,7 @@ def test_read_only_decides_as_a_leader_would_and_writes_nothing(
     assert registered is not None and registered.state == "degraded"
     if world.kind == "apiserver":
         assert _refused_writes(world) == refused_before  # nothing was even tried
-        status, lease = world.server.request(  # type: ignore[attr-defined]
+        status, lease = world.server.request(
             "GET", f"/apis/coordination.k8s.io/v1/namespaces/{world.namespace}/leases/hami-scheduler"
         )
         assert status == 404, lease

@@ -66,7 +66,7 @@ def test_a_wall_clock_step_forward_of_an_hour_cleans_no_live_vendor(world: World
     if world.kind == "apiserver":
         from harness.audit import deleted_values
 
-        events = world.server.audit_events(resource="nodes")  # type: ignore[attr-defined]
+        events = world.server.audit_events(resource="nodes")
         removed = deleted_values(events, live, user=SCHEDULER_USER)
         assert removed == [], [(key, value) for _, key, value in removed]
         (cleanup,) = [key for _, key, _ in deleted_values(events, hamis, user=SCHEDULER_USER)]

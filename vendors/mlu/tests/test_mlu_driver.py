@@ -56,8 +56,8 @@ def test_the_capacity_source_computes_what_hami_v210_computes() -> None:
         (f"mlu-1-cambricon-mlu-{i}", i, 100, 96 * 256 * 100 // 250, 100, "MLU", 0, True) for i in range(3)
     ]
     assert source.devices(NodeView(name="mlu-1")) == []
-    assert driver.rules().node_path() is not None
-    assert driver.rules().node_path().liveness.name == "devices"  # type: ignore[union-attr]
+    node_path = driver.rules().node_path()
+    assert node_path is not None and node_path.liveness.name == "devices"
 
 
 def test_a_memory_per_device_beyond_int32_is_an_error_not_a_wrap() -> None:
