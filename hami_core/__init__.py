@@ -15,6 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for type checkers; ``__all__`` says which of these names are public
+    from hami_core.driverkit import *  # noqa: F403
     from hami_core.plugins.fakesource import *  # noqa: F403
     from hami_core.plugins.hookspecs import *  # noqa: F403
     from hami_core.plugins.settings import *  # noqa: F403
@@ -40,11 +41,13 @@ __all__ = [
     "JSON_CODEC",
     "LEGACY_CODEC",
     "MAX_ANNOTATION_BYTES",
+    "MAX_DEVICES",
     "Codec",
     "DecodeError",
     "DeviceConfig",
     "DeviceInfo",
     "EncodeError",
+    "FixedFields",
     "FromNode",
     "LivenessFacts",
     "LivenessRule",
@@ -54,6 +57,7 @@ __all__ = [
     "VendorRules",
     "VendorSpec",
     "__version__",
+    "capacity_count",
     "decode_any",
     "decode_json",
     "decode_legacy",
@@ -62,7 +66,9 @@ __all__ = [
     "encode_json",
     "encode_legacy",
     "fake_devices",
+    "fixed_fields",
     "hookimpl",
+    "numbered_devices",
 ]
 
 #: Where the public names live, the protocol's modules first (a name is taken from the first that has it).
@@ -80,6 +86,7 @@ _MODULES = (
     "hami_core.plugins.fakesource",
     "hami_core.plugins.settings",
     "hami_core.plugins.hookspecs",
+    "hami_core.driverkit",
 )
 
 

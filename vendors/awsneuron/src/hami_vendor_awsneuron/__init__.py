@@ -9,32 +9,34 @@ count or mask that does not fit int32 is an error, not a wrap. Resource names: d
 
 from __future__ import annotations
 
-from hami_core import DecodeError, DeviceConfig, DeviceInfo, FromNode, NodeView, VendorSpec, hookimpl
+from hami_core import (
+    DecodeError,
+    DeviceConfig,
+    DeviceInfo,
+    FromNode,
+    NodeView,
+    VendorSpec,
+    capacity_count,
+    hookimpl,
+    numbered_devices,
+)
 
-__all__ = ["INSTANCE_TYPE", "MAX_DEVICES", "__version__", "hami_vendor_drivers", "neuron_devices"]
+__all__ = ["INSTANCE_TYPE", "__version__", "hami_vendor_drivers", "neuron_devices"]
 
 __version__ = "0.1.0"
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
-#: A Node advertising more devices than this is refused: HAMi would build every one (a capacity of 8Ei
-#: would exhaust the scheduler's memory), and no Node has that many.
-MAX_DEVICES = 1024
 
 
 def neuron_devices(node: NodeView, count: str, cores: str) -> list[DeviceInfo]:
     """HAMi's GetNodeDevices: ``<node>-AWSNeuron-<i>``, count = cores per device, devcore its bitmask."""
-    devices, total = node.capacity.get(count, 0), node.capacity.get(cores, 0)
-    per = total // devices if devices > 0 else 0
-    if devices > MAX_DEVICES:
-        raise DecodeError(f"capacity {count} = {devices}: more than {MAX_DEVICES} devices")
+    devices = capacity_count(node, count)
+    per = node.capacity.get(cores, 0) // devices if devices > 0 else 0
     if not 0 <= per <= 31:
         raise DecodeError(f"capacity {cores} gives {per} cores per device: its mask is beyond int32")
     info = {"AWSNodeType": node.labels.get(INSTANCE_TYPE, "")}
-    return [
-        DeviceInfo(id=f"{node.name}-AWSNeuron-{i}", index=i, count=per, devcore=2**per - 1, type="AWSNeuron",
-                   health=True, custominfo=info)
-        for i in range(devices)
-    ]  # fmt: skip
+    return numbered_devices(node, "AWSNeuron", devices, count=per, devcore=2**per - 1, type="AWSNeuron",
+                            health=True, custominfo=info)  # fmt: skip
 
 
 @hookimpl

@@ -3,42 +3,21 @@
 HAMi v2.10 (``pkg/device/biren/device.go``) reads ``hami.io/node-biren-register`` (JSON) with the
 handshake ``hami.io/node-handshake-biren`` and its generic liveness check on ``birentech.com/gpu``, and
 sets every device's ``devcore`` to 100 whatever the wire says ("only for calscore use"); so does this
-driver, in its codec's decode. The count resource is HAMi's device config section ``biren``.
+driver, with the core's ``fixed_fields`` codec. The count resource is HAMi's device config section ``biren``.
 
 The reporter's devices come from the simulation source (``HAMI_FAKE_DEVICES``) only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from hami_core import DeviceConfig, DeviceInfo, VendorSpec, decode_any, encode_json, fake_devices, hookimpl
+from hami_core import JSON_CODEC, DeviceConfig, DeviceInfo, VendorSpec, fake_devices, fixed_fields, hookimpl
 
 __all__ = ["CODEC", "__version__", "hami_discover_devices", "hami_vendor_drivers"]
 
 __version__ = "0.1.0"
 
-
-class _Devcore100:
-    """HAMi's JSON register encoding, read as HAMi's Biren reads it: ``devcore`` is always 100."""
-
-    name = "json"
-
-    def decode(self, value: str) -> list[DeviceInfo]:
-        return [
-            DeviceInfo(
-                id=d.id, index=d.index, count=d.count, devmem=d.devmem, devcore=100, type=d.type,
-                numa=d.numa, mode=d.mode, mig_profiles=d.mig_profiles, health=d.health,
-                custominfo=d.custominfo,
-            )
-            for d in decode_any(value)
-        ]  # fmt: skip
-
-    def encode(self, devices: Sequence[DeviceInfo]) -> str:
-        return encode_json(devices)
-
-
-CODEC = _Devcore100()
+#: HAMi's JSON register encoding (either encoding is read, spec 3.4), ``devcore`` 100 on every device.
+CODEC = fixed_fields(JSON_CODEC, devcore=100)
 
 
 @hookimpl

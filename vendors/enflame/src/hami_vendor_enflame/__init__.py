@@ -27,10 +27,12 @@ from hami_core import (
     FromNode,
     NodeView,
     VendorSpec,
+    capacity_count,
     hookimpl,
+    numbered_devices,
 )
 
-__all__ = ["DRS_ANNOTATION", "MAX_DEVICES", "__version__", "drs_gcus", "hami_vendor_drivers", "whole_gcus"]
+__all__ = ["DRS_ANNOTATION", "__version__", "drs_gcus", "hami_vendor_drivers", "whole_gcus"]
 
 __version__ = "0.1.0"
 
@@ -38,21 +40,12 @@ __version__ = "0.1.0"
 DRS_ANNOTATION = "enflame.com/gcu-drs-capacity"
 
 _INT32 = range(-(2**31), 2**31)
-#: A Node advertising more devices than this is refused: HAMi would build every one (a capacity of 8Ei
-#: would exhaust the scheduler's memory), and no Node has that many.
-MAX_DEVICES = 1024
 
 
 def whole_gcus(node: NodeView, count: str) -> list[DeviceInfo]:
     """HAMi's GetNodeDevices for ``GCU``: N GCUs ``<node>-GCU-<i>``."""
-    if node.capacity.get(count, 0) > MAX_DEVICES:
-        raise DecodeError(f"capacity {count} = {node.capacity[count]}: more than {MAX_DEVICES} GCUs")
-    return [
-        DeviceInfo(
-            id=f"{node.name}-GCU-{i}", index=i, count=1, devmem=100, devcore=100, type="GCU", health=True
-        )
-        for i in range(node.capacity.get(count, 0))
-    ]
+    gcus = capacity_count(node, count, noun="GCUs")
+    return numbered_devices(node, "GCU", gcus, count=1, devmem=100, devcore=100, type="GCU", health=True)
 
 
 # --- Go's encoding/json and strconv, as far as the DRS capacity needs them ------------------------------

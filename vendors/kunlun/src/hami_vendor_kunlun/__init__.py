@@ -12,42 +12,29 @@ hardware through the XPU management library is not implemented yet.
 from __future__ import annotations
 
 from hami_core import (
-    DecodeError,
     DeviceConfig,
     DeviceInfo,
     FromNode,
     NodeView,
     VendorSpec,
+    capacity_count,
     fake_devices,
     hookimpl,
 )
 
-__all__ = ["MAX_CARDS", "__version__", "hami_discover_devices", "hami_vendor_drivers", "whole_cards"]
+__all__ = ["__version__", "hami_discover_devices", "hami_vendor_drivers", "whole_cards"]
 
 __version__ = "0.1.0"
-
-#: More cards than any node holds: a capacity beyond it is refused, not turned into a list that size.
-MAX_CARDS = 1024
 
 
 def whole_cards(node: NodeView, count: str) -> list[DeviceInfo]:
     """HAMi's ``GetNodeDevices`` for whole cards: N cards of 96 GiB, the second half on NUMA node 1."""
-    cards = node.capacity.get(count, 0)
-    if cards > MAX_CARDS:
-        raise DecodeError(f"capacity {count}={cards} is more than {MAX_CARDS} cards")
+    cards = capacity_count(node, count, noun="cards")
     return [
-        DeviceInfo(
-            id=f"{node.name}-kunlun-{i}",
-            index=i,
-            count=100,
-            devmem=98304,
-            devcore=100,
-            type="kunlun",
-            numa=1 if i >= cards // 2 else 0,
-            health=True,
-        )
+        DeviceInfo(id=f"{node.name}-kunlun-{i}", index=i, count=100, devmem=98304, devcore=100, type="kunlun",
+                   numa=1 if i >= cards // 2 else 0, health=True)
         for i in range(cards)
-    ]
+    ]  # fmt: skip
 
 
 @hookimpl

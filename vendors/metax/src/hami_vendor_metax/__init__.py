@@ -26,29 +26,25 @@ from hami_core import (
     FromNode,
     NodeView,
     VendorSpec,
+    capacity_count,
     hookimpl,
+    numbered_devices,
 )
 
-__all__ = ["MAX_DEVICES", "SGPU_ANNOTATION", "__version__", "hami_vendor_drivers", "sgpus", "whole_gpus"]
+__all__ = ["SGPU_ANNOTATION", "__version__", "hami_vendor_drivers", "sgpus", "whole_gpus"]
 
 __version__ = "0.1.0"
 
 #: MetaX's device plugin lists the node's sGPU-capable devices here (``protocol.go`` MetaxSDeviceAnno).
 SGPU_ANNOTATION = "metax-tech.com/node-gpu-devices"
-#: A Node advertising more devices than this is refused: HAMi would build every one (a capacity of 8Ei
-#: would exhaust the scheduler's memory), and no Node has that many.
-MAX_DEVICES = 1024
 
 
 def whole_gpus(node: NodeView, count: str) -> list[DeviceInfo]:
     """HAMi's GetNodeDevices for ``Metax-GPU``: N GPUs ``<node>-metax-<i>`` of 64 GiB."""
-    if node.capacity.get(count, 0) > MAX_DEVICES:
-        raise DecodeError(f"capacity {count} = {node.capacity[count]}: more than {MAX_DEVICES} GPUs")
-    return [
-        DeviceInfo(id=f"{node.name}-metax-{i}", index=i, count=1, devmem=65536, devcore=100, type="Metax-GPU",
-                   health=True)
-        for i in range(node.capacity.get(count, 0))
-    ]  # fmt: skip
+    gpus = capacity_count(node, count, noun="GPUs")
+    return numbered_devices(
+        node, "metax", gpus, count=1, devmem=65536, devcore=100, type="Metax-GPU", health=True
+    )
 
 
 class _Pairs(list[tuple[str, Any]]):

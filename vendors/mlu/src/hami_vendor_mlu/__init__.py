@@ -19,42 +19,30 @@ from hami_core import (
     FromNode,
     NodeView,
     VendorSpec,
+    capacity_count,
     fake_devices,
     hookimpl,
+    numbered_devices,
 )
 
-__all__ = ["MAX_MLUS", "__version__", "hami_discover_devices", "hami_vendor_drivers", "mlu_from_capacity"]
+__all__ = ["__version__", "hami_discover_devices", "hami_vendor_drivers", "mlu_from_capacity"]
 
 __version__ = "0.1.0"
 
 #: One ``vmemory`` unit is 256 MiB (HAMi's ``MemoryFactor``).
 _MIB_PER_VMEMORY = 256
-#: More MLUs than any node holds: a capacity beyond it is refused, not turned into a list that size.
-MAX_MLUS = 1024
 
 
 def mlu_from_capacity(node: NodeView, cores: str, memory: str) -> list[DeviceInfo]:
     """HAMi's ``GetNodeDevices``: one MLU per 100 vcores, the vmemory shared out evenly. No vcore
     capacity means no devices here (HAMi answers an error, which keeps a stale list)."""
-    vcores = node.capacity.get(cores, 0)
-    if vcores > 100 * MAX_MLUS:
-        raise DecodeError(f"capacity {cores}={vcores} would be more than {MAX_MLUS} MLUs")
+    mlus, vcores = capacity_count(node, cores, per_device=100, noun="MLUs"), node.capacity.get(cores, 0)
     devmem = node.capacity.get(memory, 0) * _MIB_PER_VMEMORY * 100 // vcores if vcores > 0 else 0
     if not 0 <= devmem < 2**31:
         raise DecodeError(f"capacity {memory} gives {devmem} MiB per MLU, beyond int32 (HAMi wraps it)")
-    return [
-        DeviceInfo(
-            id=f"{node.name}-cambricon-mlu-{i}",
-            index=i,
-            count=100,
-            devmem=devmem,
-            devcore=100,
-            type="MLU",
-            numa=0,
-            health=True,
-        )
-        for i in range(-(-vcores // 100))
-    ]
+    return numbered_devices(
+        node, "cambricon-mlu", mlus, count=100, devmem=devmem, devcore=100, type="MLU", health=True
+    )
 
 
 @hookimpl

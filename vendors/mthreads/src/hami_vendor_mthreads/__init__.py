@@ -8,30 +8,33 @@ an error (spec 1b). The resource names are HAMi's device config section ``mthrea
 
 from __future__ import annotations
 
-from hami_core import DecodeError, DeviceConfig, DeviceInfo, FromNode, NodeView, VendorSpec, hookimpl
+from hami_core import (
+    DecodeError,
+    DeviceConfig,
+    DeviceInfo,
+    FromNode,
+    NodeView,
+    VendorSpec,
+    capacity_count,
+    hookimpl,
+    numbered_devices,
+)
 
-__all__ = ["MAX_DEVICES", "__version__", "hami_vendor_drivers", "sgpus"]
+__all__ = ["__version__", "hami_vendor_drivers", "sgpus"]
 
 __version__ = "0.1.0"
-
-#: A Node advertising more devices than this is refused: HAMi would build every one (a capacity of 8Ei
-#: would exhaust the scheduler's memory), and no Node has that many.
-MAX_DEVICES = 1024
 
 
 def sgpus(node: NodeView, cores: str, memory: str) -> list[DeviceInfo]:
     """HAMi's GetNodeDevices: GPUs while i*16 < cores, devmem = memory*512*16/cores (Go's division)."""
+    gpus = capacity_count(node, cores, per_device=16, noun="GPUs")
     total, mem = node.capacity.get(cores, 0), node.capacity.get(memory, 0)
     devmem = (abs(mem) * 8192 // total) * (1 if mem >= 0 else -1) if total > 0 else 0
-    if total > MAX_DEVICES * 16:
-        raise DecodeError(f"capacity {cores} = {total} gives more than {MAX_DEVICES} GPUs")
     if not -(2**31) <= devmem < 2**31:
         raise DecodeError(f"capacity {memory} gives {devmem} MiB per GPU, beyond int32 (HAMi wraps it)")
-    return [
-        DeviceInfo(id=f"{node.name}-mthreads-{i}", index=i, count=100, devmem=devmem, devcore=16,
-                   type="Mthreads", health=True)
-        for i in range(-(-total // 16) if total > 0 else 0)
-    ]  # fmt: skip
+    return numbered_devices(
+        node, "mthreads", gpus, count=100, devmem=devmem, devcore=16, type="Mthreads", health=True
+    )
 
 
 @hookimpl

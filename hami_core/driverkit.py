@@ -1,0 +1,75 @@
+"""What several vendor drivers need and no vendor owns: the device cap, numbered devices, fixed fields.
+
+HAMi's capacity-derived vendors (spec 1b) build one device per unit (or per so many units) of a
+resource in the Node's ``status.capacity``. HAMi builds as many as the Node says: a capacity of ``8Ei``
+would exhaust the scheduler's memory. ``capacity_count`` is that count, refused with one line above
+``MAX_DEVICES``; ``numbered_devices`` builds them as HAMi names them, ``<node>-<name>-<i>``. HAMi's Biren
+and Vastai set ``devcore`` to 100 on every device they read, whatever the wire says: ``fixed_fields``
+is a codec that reads as another one and then sets such fields.
+
+Drivers take these names from ``hami_core``, as every other public name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from hami_core.protocol.codecs import Codec
+from hami_core.protocol.errors import DecodeError
+from hami_core.protocol.evaluate import reader
+from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.nodesource import NodeView
+
+__all__ = ["MAX_DEVICES", "FixedFields", "capacity_count", "fixed_fields", "numbered_devices"]
+
+#: More devices than any Node holds: a capacity that makes more is refused, not built.
+MAX_DEVICES = 1024
+
+
+def capacity_count(node: NodeView, resource: str, *, per_device: int = 1, noun: str = "devices") -> int:
+    """How many devices ``status.capacity`` of ``resource`` makes, ``per_device`` units each (a part of
+    one is one device, as HAMi's loops count); 0 where the capacity is absent or not above 0. Above
+    ``MAX_DEVICES``, ``DecodeError`` naming the resource, its value and the ``noun`` of the devices."""
+    if per_device < 1:
+        raise ValueError(f"per_device must be at least 1, got {per_device}")
+    value = node.capacity.get(resource, 0)
+    count = -(-value // per_device) if value > 0 else 0
+    if count > MAX_DEVICES:
+        raise DecodeError(f"capacity {resource} = {value} gives more than {MAX_DEVICES} {noun}")
+    return count
+
+
+def numbered_devices(node: NodeView, name: str, number: int, /, **fields: Any) -> list[DeviceInfo]:
+    """``number`` devices ``<node>-<name>-<i>`` with index ``i``, every other field as ``fields`` gives it
+    (``count`` among them: the arguments before it are positional only)."""
+    return [DeviceInfo(id=f"{node.name}-{name}-{i}", index=i, **fields) for i in range(number)]
+
+
+@attrs.frozen
+class FixedFields:
+    """A codec: reads as ``codec`` reads (a built-in encoding reads both, spec 3.4, as the core reads it
+    for any driver), then sets ``fields`` on every device; writes as ``codec`` writes."""
+
+    codec: Codec
+    fields: tuple[tuple[str, Any], ...]
+
+    @property
+    def name(self) -> str:
+        return self.codec.name
+
+    def decode(self, value: str) -> list[DeviceInfo]:
+        fields = dict(self.fields)
+        return [attrs.evolve(device, **fields) for device in reader(self.codec)(value)]
+
+    def encode(self, devices: Sequence[DeviceInfo]) -> str:
+        return self.codec.encode(devices)
+
+
+def fixed_fields(codec: Codec, **fields: Any) -> FixedFields:
+    """``codec`` with ``fields`` set on every device it decodes: ``fixed_fields(JSON_CODEC, devcore=100)``.
+    A field ``DeviceInfo`` does not have, or a value it refuses, raises here, when the driver loads."""
+    attrs.evolve(DeviceInfo(), **fields)
+    return FixedFields(codec, tuple(fields.items()))
