@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from pathlib import Path
 
 import hami_vendor_amd
@@ -13,52 +12,41 @@ from hami_core.plugins import DriverManager, VendorDriver
 from hami_core.testing import DriverContract
 
 
-def _loaded() -> VendorDriver:
-    return next(d for d in DriverManager().load_entry_points().drivers if d.name == "amd")
-
-
 class TestContract(DriverContract):
     driver_name = "amd"
     package = "hami-vendor-amd"
 
+    def test_values_are_hamis(self, driver: VendorDriver) -> None:
+        """``amd/device.go``: the register key, JSON, no handshake, liveness from ``amd.com/gpu`` capacity."""
+        assert (driver.vendor_key, driver.register_annotation, driver.handshake_annotation) == (
+            "AMD",
+            "hami.io/node-amd-register",
+            None,
+        )
+        assert (driver.encoding, driver.count_resource, driver.liveness.name, driver.writes_reported) == (
+            "json",
+            "amd.com/gpu",
+            "capacity",
+            False,
+        )
+        assert driver.annotation_keys == ("hami.io/node-amd-register",)
+        assert hami_vendor_amd.__version__ == driver.version  # the kit checks it is the distribution's
 
-def test_values_are_hamis() -> None:
-    """``amd/device.go``: the register key, JSON, no handshake, liveness from ``amd.com/gpu`` capacity."""
-    driver = _loaded()
-    assert (driver.vendor_key, driver.register_annotation, driver.handshake_annotation) == (
-        "AMD",
-        "hami.io/node-amd-register",
-        None,
-    )
-    assert (driver.encoding, driver.count_resource, driver.liveness.name, driver.writes_reported) == (
-        "json",
-        "amd.com/gpu",
-        "capacity",
-        False,
-    )
-    assert driver.annotation_keys == ("hami.io/node-amd-register",)
+    @pytest.mark.parametrize(("capacity", "alive"), [(0, False), (1, True), (8, True)])
+    def test_liveness_is_hamis_check_health(self, driver: VendorDriver, capacity: int, alive: bool) -> None:
+        """HAMi's CheckHealth: capacity 0 (or absent, which reads as 0) is unhealthy, whatever the stamp."""
+        for expired in (False, True):
+            facts = LivenessFacts(
+                stamp_expired=expired, allocatable=0, allocatable_seen=False, capacity=capacity
+            )
+            assert driver.liveness.alive(facts) is alive
 
-
-@pytest.mark.parametrize(("capacity", "alive"), [(0, False), (1, True), (8, True)])
-def test_liveness_is_hamis_check_health(capacity: int, alive: bool) -> None:
-    """HAMi's CheckHealth: capacity 0 (or absent, which reads as 0) is unhealthy, whatever the stamp."""
-    rule = _loaded().liveness
-    for expired in (False, True):
-        facts = LivenessFacts(stamp_expired=expired, allocatable=0, allocatable_seen=False, capacity=capacity)
-        assert rule.alive(facts) is alive
-
-
-def test_the_register_value_reads_as_hamis_get_node_devices() -> None:
-    codec = _loaded().codec
-    assert codec is not None
-    value = '[{"id":"GPU-0","count":10,"devmem":65536,"devcore":100,"type":"MI300X","health":true}]'
-    assert codec.decode(value) == [
-        DeviceInfo(id="GPU-0", count=10, devmem=65536, devcore=100, type="MI300X", health=True)
-    ]
-
-
-def test_version_matches_the_distribution() -> None:
-    assert hami_vendor_amd.__version__ == importlib.metadata.version("hami-vendor-amd") == _loaded().version
+    def test_the_register_value_reads_as_hamis_get_node_devices(self, driver: VendorDriver) -> None:
+        assert driver.codec is not None
+        value = '[{"id":"GPU-0","count":10,"devmem":65536,"devcore":100,"type":"MI300X","health":true}]'
+        assert driver.codec.decode(value) == [
+            DeviceInfo(id="GPU-0", count=10, devmem=65536, devcore=100, type="MI300X", health=True)
+        ]
 
 
 def test_hamis_device_config_sets_the_count_resource(tmp_path: Path) -> None:

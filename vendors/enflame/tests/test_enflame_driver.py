@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 from pathlib import Path
 from typing import Any
@@ -20,22 +19,46 @@ HAMI_VALUE = '{"devices":[{"index":"0","minor":"0","capacity":6}],"profiles":{"1
 HAMI_PROFILES = {"1g.6gb": "0", "3g.20gb": "1", "6g.40gb": "2"}
 
 
-def _loaded(name: str, config: DeviceConfig | None = None) -> VendorDriver:
-    drivers = DriverManager(device_config=config or DeviceConfig()).load_entry_points().drivers
-    return next(d for d in drivers if d.name == name)
-
-
-def _source(name: str) -> FromNode:
-    source = _loaded(name).node_source
-    assert source is not None
-    return source
-
-
 class TestGcuContract(DriverContract):
     driver_name = "enflame-gcu"
     package = "hami-vendor-enflame"
     uses_fake_source = False  # whole GCUs are the Node's capacity: nothing to publish
     node_views = (NodeView(name="gcu-1", capacity={GCU: 8}),)
+
+    @pytest.fixture
+    def source(self, driver: VendorDriver) -> FromNode:
+        assert driver.node_source is not None
+        return driver.node_source
+
+    def test_values_are_hamis(self, driver: VendorDriver, source: FromNode) -> None:
+        assert (driver.vendor_key, driver.count_resource, driver.sources, driver.liveness.name) == (
+            "GCU",
+            GCU,
+            ("node",),
+            "capacity",
+        )
+        assert driver.annotation_keys == () and source.capacity == (GCU,)
+        assert hami_vendor_enflame.__version__ == driver.version  # the kit checks it is the distribution's
+
+    @pytest.mark.parametrize(("capacity", "alive"), [(0, False), (2, True)])
+    def test_whole_gcus_live_while_the_capacity_is_above_zero(
+        self, driver: VendorDriver, capacity: int, alive: bool
+    ) -> None:
+        facts = LivenessFacts(stamp_expired=True, allocatable=0, allocatable_seen=False, capacity=capacity)
+        assert driver.liveness.alive(facts) is alive
+
+    @pytest.mark.parametrize("count", [0, 1, 4])
+    def test_whole_gcus_are_hamis_get_node_devices(self, source: FromNode, count: int) -> None:
+        assert source.devices(NodeView(name="n", capacity={GCU: count})) == [
+            DeviceInfo(id=f"n-GCU-{i}", index=i, count=1, devmem=100, devcore=100, type="GCU", health=True)
+            for i in range(count)
+        ]
+
+    @pytest.mark.parametrize("count", [1025, 2**63 - 1])
+    def test_a_capacity_beyond_any_node_is_an_error(self, source: FromNode, count: int) -> None:
+        """A Node showing ``8Ei`` GCUs (2^63-1 as the API server caps it) would make HAMi build them all."""
+        with pytest.raises(DecodeError, match="more than 1024 GCUs"):
+            source.devices(NodeView(name="n", capacity={GCU: count}))
 
 
 class TestDrsContract(DriverContract):
@@ -44,41 +67,22 @@ class TestDrsContract(DriverContract):
     uses_fake_source = False  # Enflame's own device plugin writes the annotation
     node_views = (NodeView(name="gcu-1", annotations={DRS: HAMI_VALUE}),)
 
-
-def test_values_are_hamis() -> None:
-    gcu, drs = _loaded("enflame-gcu"), _loaded("enflame-drs")
-    assert (gcu.vendor_key, gcu.count_resource, gcu.sources, gcu.liveness.name) == (
-        "GCU",
-        GCU,
-        ("node",),
-        "capacity",
-    )
-    assert (drs.vendor_key, drs.count_resource, drs.sources, drs.liveness.name) == (
-        "Enflame",
-        "enflame.com/drs-gcu",
-        ("node",),
-        "devices",  # HAMi's CheckHealth: always healthy
-    )
-    assert gcu.annotation_keys == drs.annotation_keys == ()
-    assert (_source("enflame-gcu").capacity, _source("enflame-drs").annotations) == ((GCU,), (DRS,))
-
-
-@pytest.mark.parametrize(("capacity", "alive"), [(0, False), (2, True)])
-def test_whole_gcus_live_while_the_capacity_is_above_zero(capacity: int, alive: bool) -> None:
-    facts = LivenessFacts(stamp_expired=True, allocatable=0, allocatable_seen=False, capacity=capacity)
-    assert _loaded("enflame-gcu").liveness.alive(facts) is alive
-
-
-@pytest.mark.parametrize("count", [0, 1, 4])
-def test_whole_gcus_are_hamis_get_node_devices(count: int) -> None:
-    assert _source("enflame-gcu").devices(NodeView(name="n", capacity={GCU: count})) == [
-        DeviceInfo(id=f"n-GCU-{i}", index=i, count=1, devmem=100, devcore=100, type="GCU", health=True)
-        for i in range(count)
-    ]
+    def test_values_are_hamis(self, driver: VendorDriver) -> None:
+        assert (driver.vendor_key, driver.count_resource, driver.sources, driver.liveness.name) == (
+            "Enflame",
+            "enflame.com/drs-gcu",
+            ("node",),
+            "devices",  # HAMi's CheckHealth: always healthy
+        )
+        assert driver.annotation_keys == ()
+        assert driver.node_source is not None and driver.node_source.annotations == (DRS,)
 
 
 def _drs(value: str) -> list[DeviceInfo]:
-    return _source("enflame-drs").devices(NodeView(name="node-a", annotations={DRS: value}))
+    drivers = DriverManager().load_entry_points().drivers
+    source = next(d for d in drivers if d.name == "enflame-drs").node_source
+    assert source is not None
+    return source.devices(NodeView(name="node-a", annotations={DRS: value}))
 
 
 def _shared(index: int, count: int, devmem: int, info: dict[str, Any]) -> DeviceInfo:
@@ -178,18 +182,7 @@ def test_hamis_device_config_sets_the_resource_names(tmp_path: Path) -> None:
         "enflame:\n  resourceNameGCU: example.com/gcu\n"
         "  resourceNameDRSGCU: ''\n  resourceNameVGCU: example.com/vgcu\n"
     )
-    config = DeviceConfig.load(path)
-    assert _loaded("enflame-gcu", config).count_resource == "example.com/gcu"
-    assert _loaded("enflame-drs", config).count_resource == "example.com/vgcu"  # InitEnflameDevice's fallback
-
-
-def test_version_matches_the_distribution() -> None:
-    version = importlib.metadata.version("hami-vendor-enflame")
-    assert hami_vendor_enflame.__version__ == version == _loaded("enflame-gcu").version
-
-
-@pytest.mark.parametrize("count", [1025, 2**63 - 1])
-def test_a_capacity_beyond_any_node_is_an_error(count: int) -> None:
-    """A Node showing ``8Ei`` GCUs (2^63-1 as the API server caps it) would make HAMi build them all."""
-    with pytest.raises(DecodeError, match="more than 1024 GCUs"):
-        _source("enflame-gcu").devices(NodeView(name="n", capacity={GCU: count}))
+    drivers = DriverManager(device_config=DeviceConfig.load(path)).load_entry_points().drivers
+    names = {d.name: d.count_resource for d in drivers}
+    assert names["enflame-gcu"] == "example.com/gcu"
+    assert names["enflame-drs"] == "example.com/vgcu"  # InitEnflameDevice's fallback

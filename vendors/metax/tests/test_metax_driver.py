@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from pathlib import Path
 
 import hami_vendor_metax
@@ -16,22 +15,49 @@ GPU, ANNOTATION = "metax-tech.com/gpu", "metax-tech.com/node-gpu-devices"
 ONE = '[{"uuid":"GPU-a","model":"C500","totalDevCount":16,"totalCompute":100,"totalVRam":65536,"numa":1,"healthy":true,"qosPolicy":"best-effort","linkZone":2}]'  # noqa: E501
 
 
-def _loaded(name: str, config: DeviceConfig | None = None) -> VendorDriver:
-    drivers = DriverManager(device_config=config or DeviceConfig()).load_entry_points().drivers
-    return next(d for d in drivers if d.name == name)
-
-
-def _source(name: str) -> FromNode:
-    source = _loaded(name).node_source
-    assert source is not None
-    return source
-
-
 class TestGpuContract(DriverContract):
     driver_name = "metax-gpu"
     package = "hami-vendor-metax"
     uses_fake_source = False  # whole GPUs are the Node's capacity: nothing to publish
     node_views = (NodeView(name="mx-1", capacity={GPU: 8}),)
+
+    @pytest.fixture
+    def source(self, driver: VendorDriver) -> FromNode:
+        assert driver.node_source is not None
+        return driver.node_source
+
+    def test_values_are_hamis(self, driver: VendorDriver, source: FromNode) -> None:
+        assert (driver.vendor_key, driver.count_resource, driver.sources, driver.liveness.name) == (
+            "Metax-GPU",
+            GPU,
+            ("node",),
+            "capacity",
+        )
+        assert driver.annotation_keys == () and source.capacity == (GPU,)
+        assert hami_vendor_metax.__version__ == driver.version  # the kit checks it is the distribution's
+
+    @pytest.mark.parametrize(("capacity", "alive"), [(0, False), (1, True)])
+    def test_whole_gpus_live_while_the_capacity_is_above_zero(
+        self, driver: VendorDriver, capacity: int, alive: bool
+    ) -> None:
+        """HAMi's CheckHealth for Metax-GPU: ``(capacity > 0, true)``."""
+        facts = LivenessFacts(stamp_expired=True, allocatable=0, allocatable_seen=False, capacity=capacity)
+        assert driver.liveness.alive(facts) is alive
+
+    @pytest.mark.parametrize("count", [0, 1, 3])
+    def test_whole_gpus_are_hamis_get_node_devices(self, source: FromNode, count: int) -> None:
+        assert source.devices(NodeView(name="n", capacity={GPU: count})) == [
+            DeviceInfo(
+                id=f"n-metax-{i}", index=i, count=1, devmem=65536, devcore=100, type="Metax-GPU", health=True
+            )
+            for i in range(count)
+        ]
+
+    @pytest.mark.parametrize("count", [1025, 2**63 - 1])
+    def test_a_capacity_beyond_any_node_is_an_error(self, source: FromNode, count: int) -> None:
+        """A Node showing ``8Ei`` GPUs (2^63-1 as the API server caps it) would make HAMi build them all."""
+        with pytest.raises(DecodeError, match="more than 1024 GPUs"):
+            source.devices(NodeView(name="n", capacity={GPU: count}))
 
 
 class TestSgpuContract(DriverContract):
@@ -40,44 +66,22 @@ class TestSgpuContract(DriverContract):
     uses_fake_source = False  # MetaX's own device plugin writes the annotation
     node_views = (NodeView(name="mx-1", annotations={ANNOTATION: ONE}),)
 
-
-def test_values_are_hamis() -> None:
-    gpu, sgpu = _loaded("metax-gpu"), _loaded("metax-sgpu")
-    assert (gpu.vendor_key, gpu.count_resource, gpu.sources, gpu.liveness.name) == (
-        "Metax-GPU",
-        GPU,
-        ("node",),
-        "capacity",
-    )
-    assert (sgpu.vendor_key, sgpu.count_resource, sgpu.sources, sgpu.liveness.name) == (
-        "Metax-SGPU",
-        "metax-tech.com/sgpu",
-        ("node",),
-        "devices",
-    )
-    assert gpu.annotation_keys == sgpu.annotation_keys == ()
-    assert (_source("metax-gpu").capacity, _source("metax-sgpu").annotations) == ((GPU,), (ANNOTATION,))
-
-
-@pytest.mark.parametrize(("capacity", "alive"), [(0, False), (1, True)])
-def test_whole_gpus_live_while_the_capacity_is_above_zero(capacity: int, alive: bool) -> None:
-    """HAMi's CheckHealth for Metax-GPU: ``(capacity > 0, true)``."""
-    facts = LivenessFacts(stamp_expired=True, allocatable=0, allocatable_seen=False, capacity=capacity)
-    assert _loaded("metax-gpu").liveness.alive(facts) is alive
-
-
-@pytest.mark.parametrize("count", [0, 1, 3])
-def test_whole_gpus_are_hamis_get_node_devices(count: int) -> None:
-    assert _source("metax-gpu").devices(NodeView(name="n", capacity={GPU: count})) == [
-        DeviceInfo(
-            id=f"n-metax-{i}", index=i, count=1, devmem=65536, devcore=100, type="Metax-GPU", health=True
+    def test_values_are_hamis(self, driver: VendorDriver) -> None:
+        assert (driver.vendor_key, driver.count_resource, driver.sources, driver.liveness.name) == (
+            "Metax-SGPU",
+            "metax-tech.com/sgpu",
+            ("node",),
+            "devices",
         )
-        for i in range(count)
-    ]
+        assert driver.annotation_keys == ()
+        assert driver.node_source is not None and driver.node_source.annotations == (ANNOTATION,)
 
 
 def _sgpu(value: str) -> list[DeviceInfo]:
-    return _source("metax-sgpu").devices(NodeView(name="n", annotations={ANNOTATION: value}))
+    drivers = DriverManager().load_entry_points().drivers
+    source = next(d for d in drivers if d.name == "metax-sgpu").node_source
+    assert source is not None
+    return source.devices(NodeView(name="n", annotations={ANNOTATION: value}))
 
 
 def test_sgpus_are_hamis_conversion() -> None:
@@ -138,18 +142,6 @@ def test_a_value_go_does_not_decode_is_a_decode_error(value: str) -> None:
 def test_hamis_device_config_sets_the_resource_names(tmp_path: Path) -> None:
     path = tmp_path / "device-config.yaml"
     path.write_text("metax:\n  resourceCountName: example.com/gpu\n  resourceVCountName: example.com/sgpu\n")
-    config = DeviceConfig.load(path)
-    assert _loaded("metax-gpu", config).count_resource == "example.com/gpu"
-    assert _loaded("metax-sgpu", config).count_resource == "example.com/sgpu"
-
-
-def test_version_matches_the_distribution() -> None:
-    version = importlib.metadata.version("hami-vendor-metax")
-    assert hami_vendor_metax.__version__ == version == _loaded("metax-gpu").version
-
-
-@pytest.mark.parametrize("count", [1025, 2**63 - 1])
-def test_a_capacity_beyond_any_node_is_an_error(count: int) -> None:
-    """A Node showing ``8Ei`` GPUs (2^63-1 as the API server caps it) would make HAMi build them all."""
-    with pytest.raises(DecodeError, match="more than 1024 GPUs"):
-        _source("metax-gpu").devices(NodeView(name="n", capacity={GPU: count}))
+    drivers = DriverManager(device_config=DeviceConfig.load(path)).load_entry_points().drivers
+    names = {d.name: d.count_resource for d in drivers}
+    assert (names["metax-gpu"], names["metax-sgpu"]) == ("example.com/gpu", "example.com/sgpu")

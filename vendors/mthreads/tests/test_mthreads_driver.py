@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from pathlib import Path
 
 import hami_vendor_mthreads
@@ -13,39 +12,6 @@ from hami_core.plugins import DriverManager, VendorDriver
 from hami_core.testing import DriverContract
 
 CORES, MEMORY = "mthreads.com/sgpu-core", "mthreads.com/sgpu-memory"
-
-
-def _loaded(config: DeviceConfig | None = None) -> VendorDriver:
-    drivers = DriverManager(device_config=config or DeviceConfig()).load_entry_points().drivers
-    return next(d for d in drivers if d.name == "mthreads")
-
-
-def _source() -> FromNode:
-    source = _loaded().node_source
-    assert source is not None
-    return source
-
-
-class TestContract(DriverContract):
-    driver_name = "mthreads"
-    package = "hami-vendor-mthreads"
-    uses_fake_source = False  # the devices are the Node's capacity: nothing to publish
-    node_views = (
-        NodeView(name="mt-1", capacity={CORES: 64, MEMORY: 384}),
-        NodeView(name="mt-1", capacity={CORES: 1}),
-    )
-
-
-def test_values_are_hamis() -> None:
-    driver = _loaded()
-    assert (driver.vendor_key, driver.count_resource, driver.sources, driver.annotation_keys) == (
-        "Mthreads",
-        "mthreads.com/vgpu",
-        ("node",),
-        (),
-    )
-    assert driver.liveness.name == "devices"  # HAMi's CheckHealth: always healthy
-    assert _source().capacity == (CORES, MEMORY)
 
 
 def _device(node: str, i: int, devmem: int) -> DeviceInfo:
@@ -69,14 +35,46 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("capacity", "devices"), CASES)
-def test_devices_are_hamis_get_node_devices(capacity: dict[str, int], devices: list[DeviceInfo]) -> None:
-    assert _source().devices(NodeView(name="test", capacity=capacity)) == devices
+class TestContract(DriverContract):
+    driver_name = "mthreads"
+    package = "hami-vendor-mthreads"
+    uses_fake_source = False  # the devices are the Node's capacity: nothing to publish
+    node_views = (
+        NodeView(name="mt-1", capacity={CORES: 64, MEMORY: 384}),
+        NodeView(name="mt-1", capacity={CORES: 1}),
+    )
 
+    @pytest.fixture
+    def source(self, driver: VendorDriver) -> FromNode:
+        assert driver.node_source is not None
+        return driver.node_source
 
-def test_a_memory_per_gpu_beyond_int32_is_an_error_not_a_wrap() -> None:
-    with pytest.raises(DecodeError, match="beyond int32"):
-        _source().devices(NodeView(name="test", capacity={CORES: 16, MEMORY: 2**22}))
+    def test_values_are_hamis(self, driver: VendorDriver, source: FromNode) -> None:
+        assert (driver.vendor_key, driver.count_resource, driver.sources, driver.annotation_keys) == (
+            "Mthreads",
+            "mthreads.com/vgpu",
+            ("node",),
+            (),
+        )
+        assert driver.liveness.name == "devices"  # HAMi's CheckHealth: always healthy
+        assert source.capacity == (CORES, MEMORY)
+        assert hami_vendor_mthreads.__version__ == driver.version  # the kit checks it is the distribution's
+
+    @pytest.mark.parametrize(("capacity", "devices"), CASES)
+    def test_devices_are_hamis_get_node_devices(
+        self, source: FromNode, capacity: dict[str, int], devices: list[DeviceInfo]
+    ) -> None:
+        assert source.devices(NodeView(name="test", capacity=capacity)) == devices
+
+    def test_a_memory_per_gpu_beyond_int32_is_an_error_not_a_wrap(self, source: FromNode) -> None:
+        with pytest.raises(DecodeError, match="beyond int32"):
+            source.devices(NodeView(name="test", capacity={CORES: 16, MEMORY: 2**22}))
+
+    @pytest.mark.parametrize("cores", [1024 * 16 + 1, 2**63 - 1])
+    def test_a_capacity_beyond_any_node_is_an_error(self, source: FromNode, cores: int) -> None:
+        """A Node showing ``8Ei`` cores (2^63-1 as the API server caps it) would make HAMi build them all."""
+        with pytest.raises(DecodeError, match="more than 1024 GPUs"):
+            source.devices(NodeView(name="test", capacity={CORES: cores, MEMORY: 1}))
 
 
 def test_hamis_device_config_sets_the_resource_names(tmp_path: Path) -> None:
@@ -84,18 +82,7 @@ def test_hamis_device_config_sets_the_resource_names(tmp_path: Path) -> None:
     path.write_text(
         "mthreads:\n  resourceCountName: example.com/vgpu\n  resourceCoreName: example.com/core\n"
     )
-    driver = _loaded(DeviceConfig.load(path))
+    drivers = DriverManager(device_config=DeviceConfig.load(path)).load_entry_points().drivers
+    driver = next(d for d in drivers if d.name == "mthreads")
     assert driver.count_resource == "example.com/vgpu"
     assert driver.node_source is not None and driver.node_source.capacity == ("example.com/core", MEMORY)
-
-
-def test_version_matches_the_distribution() -> None:
-    version = importlib.metadata.version("hami-vendor-mthreads")
-    assert hami_vendor_mthreads.__version__ == version == _loaded().version
-
-
-@pytest.mark.parametrize("cores", [1024 * 16 + 1, 2**63 - 1])
-def test_a_capacity_beyond_any_node_is_an_error(cores: int) -> None:
-    """A Node showing ``8Ei`` cores (2^63-1 as the API server caps it) would make HAMi build them all."""
-    with pytest.raises(DecodeError, match="more than 1024 GPUs"):
-        _source().devices(NodeView(name="test", capacity={CORES: cores, MEMORY: 1}))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from pathlib import Path
 
 import hami_vendor_nvidia
@@ -16,37 +15,20 @@ class TestContract(DriverContract):
     driver_name = "nvidia"
     package = "hami-vendor-nvidia"
 
-
-def _loaded() -> VendorDriver:
-    manager = DriverManager()
-    return next(d for d in manager.load_entry_points().drivers if d.name == "nvidia")
-
-
-def test_values_are_those_of_the_spec() -> None:
-    driver = _loaded()
-    assert (driver.vendor_key, driver.register_annotation, driver.handshake_annotation) == (
-        "NVIDIA",
-        "hami.io/node-nvidia-register",
-        "hami.io/node-handshake",
-    )
-    assert (driver.encoding, driver.count_resource, driver.liveness.name, driver.writes_reported) == (
-        "json",
-        "nvidia.com/gpu",
-        "allocatable",
-        False,
-    )
-
-
-def test_version_matches_the_distribution() -> None:
-    assert (
-        hami_vendor_nvidia.__version__
-        == importlib.metadata.version("hami-vendor-nvidia")
-        == _loaded().version
-    )
-
-
-def test_pair_scores_are_read_from_hamis_annotation() -> None:
-    assert _loaded().rules().pair_scores_annotation == "hami.io/node-nvidia-score"
+    def test_values_are_those_of_the_spec(self, driver: VendorDriver) -> None:
+        assert (driver.vendor_key, driver.register_annotation, driver.handshake_annotation) == (
+            "NVIDIA",
+            "hami.io/node-nvidia-register",
+            "hami.io/node-handshake",
+        )
+        assert (driver.encoding, driver.count_resource, driver.liveness.name, driver.writes_reported) == (
+            "json",
+            "nvidia.com/gpu",
+            "allocatable",
+            False,
+        )
+        assert driver.rules().pair_scores_annotation == "hami.io/node-nvidia-score"
+        assert hami_vendor_nvidia.__version__ == driver.version  # the kit checks it is the distribution's
 
 
 def test_settings_are_hamis_nvidia_section(tmp_path: Path) -> None:
