@@ -83,10 +83,10 @@ _MODULES = (
     "hami_core.protocol.liveness",
     "hami_core.protocol.nodesource",
     "hami_core.protocol.decide",
+    "hami_core.driverkit",
     "hami_core.plugins.fakesource",
     "hami_core.plugins.settings",
     "hami_core.plugins.hookspecs",
-    "hami_core.driverkit",
 )
 
 

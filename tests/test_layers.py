@@ -68,6 +68,7 @@ def _loaded_after(statement: str) -> list[str]:
     [
         ("hami_core.protocol.codecs", ("hami_core.protocol",)),
         ("hami_core.protocol.evaluate", ("hami_core.protocol",)),
+        ("hami_core.driverkit", ("hami_core.protocol", "hami_core.driverkit")),
         ("hami_core.clock", ("hami_core.clock",)),
         ("hami_core.durations", ("hami_core.durations",)),
         ("hami_core.k8snames", ("hami_core.k8snames",)),
@@ -86,6 +87,7 @@ def test_the_public_names_load_on_first_use() -> None:
     loaded = _loaded_after("import hami_core")
     assert [name for name in loaded if name.startswith(("hami_core.", "pluggy"))] == []
     assert "pluggy" in _loaded_after("from hami_core import hookimpl")
+    assert "pluggy" not in _loaded_after("from hami_core import capacity_count, fixed_fields")
 
 
 def test_every_public_name_is_the_object_of_its_module() -> None:
