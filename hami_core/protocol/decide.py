@@ -1,60 +1,55 @@
 """The pure decision core of the scheduler (spec sections 4, 4.1, 4.2 and 5).
 
-``decide`` looks at one node for one vendor, together with what the scheduler remembers about it, and
-says what to write to the handshake annotation, how the device cache changes, and why. It does no I/O and
-reads no clock: the caller passes ``now``.
+``decide`` looks at one node for one vendor, with what the scheduler remembers of it, and says what to
+write to the handshake annotation, how the device cache changes, and why. It does no I/O and reads no
+clock (``now`` is passed), and runs no driver code: the caller asks the codec and the liveness rule first
+(``evaluate.ask_driver``) and passes their answers as plain values (``DriverAnswers``), so a driver's
+failure is isolated before any decision is made.
 
 Choices the spec leaves open, made here:
 
-* A vendor found dead while not registered is not cleaned (nothing to clean, no write, as HAMi) but does
-  enter "awaiting a sign of life", so a scheduler that starts next to a dead node does not stamp it
-  every window.
+* A vendor found dead while not registered is not cleaned (nothing to clean, no write, as HAMi) but
+  enters "awaiting a sign of life", so a scheduler next to a dead node does not stamp it every window.
 * A readmitted vendor starts a fresh window: an expired stamp still on the node is re-stamped, not
-  cleaned again at once. A report counts as a sign of life only if it differs from the handshake seen at
+  cleaned again at once. A report is a sign of life only if it differs from the handshake seen at
   cleanup; a register annotation only if present and different from the value seen at cleanup.
 * Leaving the selector forgets the vendor's memory, as deletion does.
 * A cleanup deletes the handshake it judged by and leaves the "cleaned, waiting for a sign of life"
-  marker on the Node (``protocol/marker.py``), in one patch that is *conditional*
-  (``Decision.conditional``): it may land only on the Node as judged, since the delete removes a value
-  another writer (the plugin) may have replaced meanwhile. Stamps are unconditional: a stamp only ever
-  moves a handshake towards alive (a fresh window); the value it may overwrite unseen is a plugin's
-  report, whose one meaning, alive, is what the stamp acknowledges, so nothing is lost, and a
+  marker (``protocol/marker.py``) in one patch that is *conditional* (``Decision.conditional``): it may
+  land only on the Node as judged, since the delete removes a value another writer (the plugin) may
+  have replaced meanwhile. Stamps are unconditional: a stamp only moves a handshake towards alive; what
+  it may overwrite unseen is a plugin's report, whose one meaning, alive, the stamp acknowledges, and a
   conditional stamp would fail on every report written in between for nothing.
 * While the vendor waits for a sign of life and the node does not show the marker, the cleanup's patch
-  is decided again (it was not sent, failed, or lost a race): the marker, and the delete while the node
-  still shows exactly the value cleaned up. What this replica has sent and not yet seen back is not the
-  decision core's business: the scheduler shows ``decide`` the Node with its own writes laid over it.
+  is decided again (not sent, failed, or lost a race): the marker, and the delete while the node still
+  shows exactly the value cleaned up. The scheduler shows ``decide`` the Node with its own writes in
+  flight laid over it; what it has sent and not yet seen back is not the core's business.
 * Wall-clock steps never clean (spec 5b). Given ``mono`` (the process's monotonic clock) the memory
-  keeps, per node and vendor, the handshake value last seen and the monotonic time this process first
-  saw it or wrote it (``seen_at``), and whether this process wrote it (``own_stamp``). A stamp of this
-  process's own is aged on the monotonic clock (its wire time is only what other readers go by). When
-  the process detected a wall-clock step (``wall_step_at``, the monotonic time of the last one) after
-  it wrote or first saw the stamp on the node, the stamp's wall-clock age is meaningless: its own stamp
-  is written again at once (so the wire says the truth again for HAMi and the other replicas), and
-  anybody else's stamp (another replica's, HAMi's), still judged by wall time otherwise, is written
-  again instead of cleaned when it falls expired. Either way the re-stamp is ours and starts a window
-  on the monotonic clock; a stamp first seen after the step is judged by wall time as usual.
-* A marker on the Node is the truth about a cleanup: a process that does not remember it (it started
-  since, or another replica cleaned) takes it as its own memory; readmission removes it; a value under
-  the marker's key that is not a marker is removed (or replaced by a cleanup's).
+  keeps the handshake value last seen, the monotonic time this process first saw or wrote it
+  (``seen_at``), and whether it wrote it (``own_stamp``). Its own stamp is aged on the monotonic clock
+  (the wire time is for other readers). When a wall-clock step was detected (``wall_step_at``) after
+  the stamp was written or first seen, its wall-clock age is meaningless: an own stamp is written again
+  at once (so the wire tells HAMi and the other replicas the truth again), and anybody else's stamp,
+  judged by wall time otherwise, is written again instead of cleaned when it falls expired. The
+  re-stamp is ours and ages on the monotonic clock; a stamp first seen after the step is judged as usual.
+* A marker on the Node is the truth about a cleanup: a process that does not remember it (started since,
+  or another replica cleaned) takes it as its own memory; readmission removes it; a value under the
+  marker's key that is not a marker is removed (or replaced by a cleanup's).
 * A driver's liveness rule that raises judges nothing: no write, the cache entry kept and shown degraded
   with the error, never a cleanup because of a driver bug.
 * A vendor the node carries nothing of (no register or handshake annotation) and that nothing is
   remembered of is not judged at all: no driver code runs for it.
-* On a view the scheduler cannot vouch for (``Observation.view_current`` false: a gap in the watch not
-  yet closed by a fresh list, a watch silent past its deadline, a term whose first list has not come
-  back) nothing is found dead: no cleanup, no delete re-sent, no memory change; the decision is
+* On a view the scheduler cannot vouch for (``Observation.view_current`` false: a watch gap not yet
+  closed by a fresh list, a watch silent past its deadline, a term whose first list has not come back)
+  nothing is found dead: no cleanup, no delete re-sent, no memory change; the decision is
   ``CLEANUP_WITHHELD`` and the caller decides the node again once the view is current (spec 5b).
   Stamping goes on: a stamp destroys nothing.
-
-Driver code (the codec and the liveness rule) never runs inside ``decide``: the caller asks it first
-(``ask_driver`` in ``hami_core.protocol.evaluate``) and passes its answers as plain values
-(``DriverAnswers``), so a driver's failure is isolated before any decision is made.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -92,6 +87,8 @@ __all__ = [
     "vendor_absent",
 ]
 
+_Check = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
 
 def _exact_str(value: Any) -> Any:
     """A str subclass as its exact str (the keys are interned and looked up in every Node's annotations:
@@ -99,33 +96,28 @@ def _exact_str(value: Any) -> Any:
     return plain_str(value) if isinstance(value, str) else value
 
 
-def _non_empty(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"VendorRules.{attribute.name} must be a non-empty string, got {value!r}")
+def _text(optional: bool = False) -> _Check:
+    def check(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not (optional and value is None) and (not isinstance(value, str) or not value):
+            shape = "None or a non-empty string" if optional else "a non-empty string"
+            raise ValueError(f"VendorRules.{attribute.name} must be {shape}, got {value!r}")
+
+    return check
 
 
-def _optional_non_empty(instance: object, attribute: attrs.Attribute[str | None], value: str | None) -> None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise ValueError(f"VendorRules.{attribute.name} must be None or a non-empty string, got {value!r}")
+def _optional_key() -> Any:
+    return attrs.field(default=None, converter=_exact_str, validator=_text(True))
 
 
-def _is_liveness_rule(instance: object, attribute: attrs.Attribute[LivenessRule], value: object) -> None:
-    if not isinstance(value, LivenessRule):
-        raise TypeError(f"VendorRules.liveness must have a name and alive(facts), got {value!r}")
+def _shaped(kind: type, shape: str, optional: bool = True) -> _Check:
+    def check(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not (optional and value is None) and not isinstance(value, kind):
+            raise TypeError(f"VendorRules.{attribute.name} must {shape}, got {value!r}")
+
+    return check
 
 
-def _is_codec(instance: object, attribute: attrs.Attribute[Codec | None], value: object) -> None:
-    if value is None and getattr(instance, "register_annotation", None) is None:
-        return
-    if not isinstance(value, Codec):
-        raise TypeError(f"VendorRules.codec must have a name, decode() and encode(), got {value!r}")
-
-
-def _has_a_source(instance: VendorRules, attribute: attrs.Attribute[FromNode | None], value: object) -> None:
-    if value is not None and not isinstance(value, FromNode):
-        raise TypeError(f"VendorRules.node_source must be a FromNode or None, got {value!r}")
-    if value is None and instance.register_annotation is None:
-        raise ValueError("VendorRules: a vendor needs a register_annotation, a node_source, or both")
+_CODEC_SHAPE = "have a name, decode() and encode()"
 
 
 @attrs.frozen(kw_only=True)
@@ -141,20 +133,18 @@ class VendorRules:
     """
 
     #: HAMi's CommonWord, e.g. ``NVIDIA``; stamped into every cached device's ``devicevendor``.
-    vendor_key: str = attrs.field(converter=_exact_str, validator=_non_empty)
+    vendor_key: str = attrs.field(converter=_exact_str, validator=_text())
     #: The node annotation carrying the encoded device list, e.g. ``hami.io/node-nvidia-register``;
     #: ``None`` for a vendor whose devices come only from the Node (``node_source``).
-    register_annotation: str | None = attrs.field(
-        default=None, converter=_exact_str, validator=_optional_non_empty
-    )
+    register_annotation: str | None = _optional_key()
     #: The node annotation of the handshake, e.g. ``hami.io/node-handshake``; ``None`` for no handshake.
-    handshake_annotation: str | None = attrs.field(
-        default=None, converter=_exact_str, validator=_optional_non_empty
-    )
+    handshake_annotation: str | None = _optional_key()
     #: The ``status.allocatable`` resource counting the vendor's devices, e.g. ``nvidia.com/gpu``.
-    count_resource: str = attrs.field(converter=_exact_str, validator=_non_empty)
+    count_resource: str = attrs.field(converter=_exact_str, validator=_text())
     #: Whether the vendor is alive, given the stamp's age and the allocatable count (spec 4.1).
-    liveness: LivenessRule = attrs.field(validator=_is_liveness_rule)
+    liveness: LivenessRule = attrs.field(
+        validator=_shaped(LivenessRule, "have a name and alive(facts)", False)
+    )
     #: The vendor's "cleaned, waiting for a sign of life" marker annotation (``protocol/marker.py``).
     marker_annotation: str = attrs.field(init=False)
 
@@ -164,40 +154,40 @@ class VendorRules:
         return marker_annotation(self.vendor_key) if isinstance(self.vendor_key, str) else ""
 
     #: The vendor's encoding of the register annotation (``None`` without one).
-    codec: Codec | None = attrs.field(default=None, validator=_is_codec)
+    codec: Codec | None = attrs.field(default=None, validator=_shaped(Codec, _CODEC_SHAPE))
     #: Devices computed from the Node (spec 1b), preferred where the Node shows its inputs.
-    node_source: FromNode | None = attrs.field(default=None, validator=_has_a_source)
+    node_source: FromNode | None = attrs.field(
+        default=None, validator=_shaped(FromNode, "be a FromNode or None")
+    )
     #: The annotation of HAMi's device pair scores (``hami.io/node-nvidia-score``), kept beside the
     #: devices; not part of any decision (``protocol/pairscores.py``).
-    pair_scores_annotation: str | None = attrs.field(
-        default=None, converter=_exact_str, validator=_optional_non_empty
-    )
+    pair_scores_annotation: str | None = _optional_key()
     _node_path: VendorRules | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
+        if self.register_annotation is not None and self.codec is None:
+            raise TypeError(f"VendorRules.codec must {_CODEC_SHAPE}, got None")
         source = self.node_source
         if source is None:
+            if self.register_annotation is None:
+                raise ValueError("VendorRules: a vendor needs a register_annotation, a node_source, or both")
             return
         rule = source.liveness
         if isinstance(rule, str):
             rule = BUILTIN_RULES[rule]  # a KeyError names it: the loader checked it already
-        if self.register_annotation is None:
-            if rule != self.liveness:
-                raise ValueError(
-                    f"VendorRules: a vendor whose devices come only from the Node is judged by its node "
-                    f"source's liveness rule {rule.name!r}, not {self.liveness.name!r}"
-                )
-            object.__setattr__(self, "_node_path", self)
-            return
-        path = VendorRules(
-            vendor_key=self.vendor_key,
-            register_annotation=None,
-            handshake_annotation=None,
-            count_resource=self.count_resource,
-            liveness=rule,
-            codec=None,
-            node_source=source,
-        )
+        if self.register_annotation is None and rule != self.liveness:
+            raise ValueError(
+                f"VendorRules: a vendor whose devices come only from the Node is judged by its node "
+                f"source's liveness rule {rule.name!r}, not {self.liveness.name!r}"
+            )
+        path = self
+        if self.register_annotation is not None:
+            path = VendorRules(
+                vendor_key=self.vendor_key,
+                count_resource=self.count_resource,
+                liveness=rule,
+                node_source=source,
+            )
         object.__setattr__(self, "_node_path", path)
 
     def node_path(self) -> VendorRules | None:
@@ -368,13 +358,13 @@ class HandshakeWrite:
 class Decision:
     """The outcome of ``decide`` for one node and vendor."""
 
-    #: The handshake change to make, or ``None`` for no write.
-    write: HandshakeWrite | None
     #: What to remember for the next decision.
     memory: VendorMemory
-    cache: CacheChange
     reason: Reason
     verdict: Verdict
+    cache: CacheChange = CacheChange.KEEP
+    #: The handshake change to make, or ``None`` for no write.
+    write: HandshakeWrite | None = None
     #: When the stamp expires, if its expiry would change the decision: evaluate again at that moment.
     recheck_at: datetime | None = None
     #: For ``Reason.DEGRADED``: why the register value does not decode, or how the driver's liveness rule
@@ -400,6 +390,12 @@ class Decision:
 # --- the decision ---------------------------------------------------------------------------------------
 
 _NOTHING = VendorMemory()
+#: The verdict on a live vendor with a handshake and no stamp written now, by where its stamp stands.
+_VERDICTS = {
+    StampStanding.FRESH: Verdict.FRESH,
+    StampStanding.EXPIRED: Verdict.KEPT_BY_ALLOCATABLE,
+    StampStanding.MISSING: Verdict.UNSTAMPED,
+}
 
 
 def vendor_absent(obs: Observation, memory: VendorMemory) -> bool:
@@ -423,17 +419,6 @@ def register_to_decode(obs: Observation, memory: VendorMemory) -> str | None:
     return value
 
 
-def _forget(memory: VendorMemory, reason: Reason) -> Decision:
-    """Node deleted or out of the selector: everything about the vendor goes, nothing is written."""
-    return Decision(
-        write=None,
-        memory=VendorMemory(),
-        cache=CacheChange.DROP if memory.registered else CacheChange.KEEP,
-        reason=reason,
-        verdict=Verdict.NOT_JUDGED,
-    )
-
-
 def sign_of_life(obs: Observation, memory: VendorMemory, *, reported: bool) -> str | None:
     """Spec 4.2: which sign of life readmits a cleaned-up vendor (``"allocatable"``, ``"report"``,
     ``"register"``, in that order), or ``None``. ``reported``: the handshake is a plugin report."""
@@ -446,49 +431,13 @@ def sign_of_life(obs: Observation, memory: VendorMemory, *, reported: bool) -> s
     return None
 
 
-def _marker_value(memory: VendorMemory, now: datetime) -> str:
-    marker = Marker(register=memory.register_at_cleanup, handshake=memory.handshake_at_cleanup)
-    return format_marker(marker, now)
-
-
-def _shows_marker(marker: Marker | None, memory: VendorMemory) -> bool:
-    return (
-        marker is not None
-        and marker.register == memory.register_at_cleanup
-        and marker.handshake == memory.handshake_at_cleanup
-    )
-
-
-def _handshake_deleted_by_a_cleanup(
-    memory: VendorMemory, handshake: Handshake, answers: DriverAnswers, has_handshake: bool
-) -> bool:
-    """The handshake a registered vendor showed is gone, and the vendor's rule finds it dead once a
-    stamp expires: a scheduler cleaned it up (beyond HAMi: spec 4 rule 4, seen by another replica).
-
-    Plugins write a handshake, never delete it; a scheduler deletes it only in a cleanup, when its stamp
-    expired by the cleaning replica's clock: a leader whose clock is ahead of this replica's, or a
-    previous leader whose last write landed after the takeover. Deciding the node as if nothing had
-    happened would stamp it again: a follower's stamp never lands, so it would keep the dead vendor in
-    its cache for good, and stamp it once it leads. A vendor the rule keeps alive at expiry (an
-    allocatable count) is stamped again as before."""
-    return (
-        has_handshake
-        and memory.registered
-        and memory.handshake_seen
-        and handshake.kind is HandshakeKind.ABSENT
-        and answers.alive_at_expiry is False
-    )
+def _cleanup_marker(memory: VendorMemory) -> Marker:
+    return Marker(register=memory.register_at_cleanup, handshake=memory.handshake_at_cleanup)
 
 
 def _withheld(memory: VendorMemory) -> Decision:
     """Found dead on a view that is not current: nothing is written, cached or remembered differently."""
-    return Decision(
-        write=None,
-        memory=memory,
-        cache=CacheChange.KEEP,
-        reason=Reason.CLEANUP_WITHHELD,
-        verdict=Verdict.DEAD,
-    )
+    return Decision(memory=memory, reason=Reason.CLEANUP_WITHHELD, verdict=Verdict.DEAD)
 
 
 def _awaiting(
@@ -498,7 +447,7 @@ def _awaiting(
     decided again (the marker, and the delete while the node still shows the value cleaned up)."""
     write = marker_write = None
     judged = memory
-    shown = _shows_marker(marker, memory)
+    shown = marker == _cleanup_marker(memory)
     if memory.delete_handshake:
         same = obs.handshake is not None and fingerprint(obs.handshake) == memory.handshake_at_cleanup
         if same and not shown:
@@ -506,17 +455,34 @@ def _awaiting(
         else:
             memory = attrs.evolve(memory, delete_handshake=False)
     if memory.marked and not shown:
-        marker_write = HandshakeWrite(rules.marker_annotation, _marker_value(memory, now))
-    if (write is not None or marker_write is not None) and not obs.view_current:
+        marker_write = HandshakeWrite(rules.marker_annotation, format_marker(_cleanup_marker(memory), now))
+    sends = write is not None or marker_write is not None
+    if sends and not obs.view_current:
         return _withheld(judged)  # the cleanup's patch is decided again once the view is current
     return Decision(
         write=write,
         memory=memory,
-        cache=CacheChange.KEEP,
         reason=Reason.AWAITING_SIGN_OF_LIFE,
         verdict=Verdict.NOT_JUDGED,
         marker=marker_write,
-        conditional=write is not None or marker_write is not None,
+        conditional=sends,
+    )
+
+
+def _deleted_by_a_cleanup(memory: VendorMemory, handshake: Handshake, answers: DriverAnswers) -> bool:
+    """The handshake a registered vendor showed is gone, and its rule finds it dead once a stamp expires:
+    a scheduler cleaned it up (beyond HAMi: spec 4 rule 4, seen by another replica).
+
+    Plugins never delete a handshake; a scheduler does only in a cleanup, when the stamp expired by the
+    cleaning replica's clock (a leader's clock ahead of ours, or a previous leader's last write landing
+    after the takeover). Deciding as if nothing had happened would stamp it again: a follower's stamp
+    never lands, so it would keep the dead vendor cached for good, and stamp it once it leads. A vendor
+    the rule keeps alive at expiry (an allocatable count) is stamped again as before."""
+    return (
+        memory.registered
+        and memory.handshake_seen
+        and handshake.kind is HandshakeKind.ABSENT
+        and answers.alive_at_expiry is False
     )
 
 
@@ -550,21 +516,15 @@ def decide(
         raise ValueError(f"decide: now must be an aware datetime in the scheduler's zone, got {now!r}")
     if window <= timedelta(0):
         raise ValueError(f"decide: the handshake window must be positive, got {window}")
-    if not obs.present:
-        return _forget(memory, Reason.NODE_DELETED)
-    if not obs.selected:
-        return _forget(memory, Reason.NOT_SELECTED)
+    if not obs.present or not obs.selected:  # everything about the vendor goes, nothing is written
+        cache = CacheChange.DROP if memory.registered else CacheChange.KEEP
+        reason = Reason.NODE_DELETED if not obs.present else Reason.NOT_SELECTED
+        return Decision(memory=_NOTHING, cache=cache, reason=reason, verdict=Verdict.NOT_JUDGED)
+    if vendor_absent(obs, memory):
+        return Decision(memory=memory, reason=Reason.NO_VENDOR, verdict=Verdict.UNSTAMPED)
 
     has_handshake = rules.handshake_annotation is not None
     observed = obs.handshake if has_handshake else None
-    if vendor_absent(obs, memory):
-        return Decision(
-            write=None,
-            memory=memory,
-            cache=CacheChange.KEEP,
-            reason=Reason.NO_VENDOR,
-            verdict=Verdict.UNSTAMPED,
-        )
     tz = now.tzinfo
     handshake = classify(observed, tz=tz)
     standing = stamp_standing(handshake, now=now, window=window)
@@ -582,7 +542,7 @@ def decide(
 
     marker = parse_marker(obs.cleaned)
     dropped = False  # a cleanup this process had not made its own, found on the Node: the cache entry goes
-    if marker is not None and not (memory.awaiting_sign_of_life and _shows_marker(marker, memory)):
+    if marker is not None and not (memory.awaiting_sign_of_life and marker == _cleanup_marker(memory)):
         # The Node says the vendor was cleaned up (a restart, another leader, or our own memory behind
         # the Node's): the marker is the truth about it; what was registered stays in memory only in
         # case this very observation readmits it. (On a view not current, a registered vendor is not
@@ -599,15 +559,12 @@ def decide(
             delete_handshake=False,
             allocatable_seen=False,
         )
-    elif _handshake_deleted_by_a_cleanup(memory, handshake, answers, has_handshake):
+    elif has_handshake and _deleted_by_a_cleanup(memory, handshake, answers):
         if not obs.view_current:
             return _withheld(memory)
+        cleaned = VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=fingerprint(obs.register))
         return Decision(
-            write=None,
-            memory=VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=fingerprint(obs.register)),
-            cache=CacheChange.DROP,
-            reason=Reason.CLEANED_UP,
-            verdict=Verdict.DEAD,
+            memory=cleaned, cache=CacheChange.DROP, reason=Reason.CLEANED_UP, verdict=Verdict.DEAD
         )
 
     if memory.awaiting_sign_of_life:
@@ -635,9 +592,7 @@ def decide(
         alive = True  # a node without the vendor is none of the rule's business (nothing to judge or show)
     if isinstance(alive, str):  # the driver's rule failed: judge nothing, write nothing, show why
         return Decision(
-            write=None,
             memory=attrs.evolve(memory, degraded=alive, degraded_value=None),
-            cache=CacheChange.KEEP,
             reason=Reason.DEGRADED,
             verdict=Verdict.RULE_FAILED,
             error=alive,
@@ -647,10 +602,10 @@ def decide(
         return _withheld(memory)
     if not alive:
         cleanup = memory.registered
-        delete = cleanup and rules.handshake_annotation is not None and observed is not None
         # A vendor without a handshake (its devices from the Node, or an annotation judged by capacity)
         # is never stamped, so it cannot flap: nothing is written for it, not even the marker.
         marked = cleanup and rules.handshake_annotation is not None
+        delete = marked and observed is not None
         cleaned = VendorMemory(
             awaiting_sign_of_life=True,
             register_at_cleanup=fingerprint(obs.register),
@@ -658,141 +613,115 @@ def decide(
             delete_handshake=delete,
             marked=marked,
         )
+        marker_value = format_marker(_cleanup_marker(cleaned), now)
         return Decision(
             write=HandshakeWrite(rules.handshake_annotation or "", None) if delete else None,
             memory=cleaned,
             cache=CacheChange.DROP if cleanup else CacheChange.KEEP,
             reason=Reason.CLEANED_UP if cleanup else Reason.AWAITING_SIGN_OF_LIFE,
             verdict=Verdict.DEAD,
-            marker=HandshakeWrite(rules.marker_annotation, _marker_value(cleaned, now)) if marked else None,
+            marker=HandshakeWrite(rules.marker_annotation, marker_value) if marked else None,
             conditional=marked,
         )
 
     if not has_handshake:
         verdict = Verdict.NO_HANDSHAKE
-    elif stamp is not None:
-        verdict = Verdict.STAMPED
-    elif standing is StampStanding.FRESH:
-        verdict = Verdict.FRESH
-    elif standing is StampStanding.EXPIRED:
-        verdict = Verdict.KEPT_BY_ALLOCATABLE
     else:
-        verdict = Verdict.UNSTAMPED
-
+        verdict = Verdict.STAMPED if stamp is not None else _VERDICTS[standing]
     write = None
     if stamp is not None and rules.handshake_annotation is not None:
         write = HandshakeWrite(rules.handshake_annotation, stamp)
-    if (
-        memory.awaiting_sign_of_life
-        or memory.allocatable_seen != allocatable_seen
-        or memory.delete_handshake
-        or memory.marked
-    ):
-        memory = attrs.evolve(
-            memory,
-            allocatable_seen=allocatable_seen,
-            awaiting_sign_of_life=False,
-            register_at_cleanup=None,
-            handshake_at_cleanup=None,
-            delete_handshake=False,
-            marked=False,
-        )
+    if memory.awaiting_sign_of_life or memory.delete_handshake or memory.marked:
+        memory = attrs.evolve(memory, **_SETTLED)
+    if memory.allocatable_seen != allocatable_seen:
+        memory = attrs.evolve(memory, allocatable_seen=allocatable_seen)
 
-    recheck_at = None
     if stamp is not None:  # ours, new: by the monotonic clock when there is one, else by its wire time
-        stamp_time = classify(stamp, tz=tz).time
-        expires_at = now + window if mono is not None else (stamp_time + window if stamp_time else None)
+        written = now if mono is not None else classify(stamp, tz=tz).time
+        expires_at = None if written is None else written + window
     elif standing is not StampStanding.FRESH:
         expires_at = None
-    if expires_at is not None and answers.alive_at_expiry is False:
-        recheck_at = expires_at
+    recheck_at = expires_at if answers.alive_at_expiry is False else None
 
-    decision = _register(obs, memory, answers.decoded, write=write, verdict=verdict, recheck_at=recheck_at)
-    handshake_seen = decision.memory.registered and handshake.kind is not HandshakeKind.ABSENT
-    if decision.memory.handshake_seen != handshake_seen:
-        decision = attrs.evolve(decision, memory=attrs.evolve(decision.memory, handshake_seen=handshake_seen))
+    memory, cache, reason, error, error_is_new = _register(obs, memory, answers.decoded)
+    changes: dict[str, Any] = {}
+    handshake_seen = memory.registered and handshake.kind is not HandshakeKind.ABSENT
+    if memory.handshake_seen != handshake_seen:
+        changes["handshake_seen"] = handshake_seen
     if mono is not None and has_handshake:
-        seen = (
-            (stamp, mono, True)
-            if stamp is not None
-            else (observed, seen_at if seen_at is not None else mono, False)
-        )
-        if stamp is None and seen_at is not None:
+        seen: tuple[str | None, float, bool]
+        if stamp is not None:
+            seen = (stamp, mono, True)
+        elif seen_at is not None:
             seen = (observed, seen_at, memory.own_stamp)
-        kept = decision.memory
-        if (kept.seen_handshake, kept.seen_at, kept.own_stamp) != seen:
-            new_memory = attrs.evolve(kept, seen_handshake=seen[0], seen_at=seen[1], own_stamp=seen[2])
-            decision = attrs.evolve(decision, memory=new_memory)
-    if clock_stepped:
-        decision = attrs.evolve(decision, clock_stepped=True)
-    if obs.cleaned is not None:  # readmitted, or a value under the marker's key that is none of ours
-        decision = attrs.evolve(decision, marker=HandshakeWrite(rules.marker_annotation, None))
-    return decision
+        else:
+            seen = (observed, mono, False)
+        if (memory.seen_handshake, memory.seen_at, memory.own_stamp) != seen:
+            changes.update(seen_handshake=seen[0], seen_at=seen[1], own_stamp=seen[2])
+    return Decision(
+        write=write,
+        memory=attrs.evolve(memory, **changes) if changes else memory,
+        cache=cache,
+        reason=reason,
+        verdict=verdict,
+        recheck_at=recheck_at,
+        error=error,
+        error_is_new=error_is_new,
+        # readmitted, or a value under the marker's key that is none of ours
+        marker=None if obs.cleaned is None else HandshakeWrite(rules.marker_annotation, None),
+        clock_stepped=clock_stepped,
+    )
+
+
+#: What a live vendor's memory holds of a cleanup: nothing.
+_SETTLED: dict[str, Any] = dict(
+    awaiting_sign_of_life=False,
+    register_at_cleanup=None,
+    handshake_at_cleanup=None,
+    delete_handshake=False,
+    marked=False,
+)
+_Registered = tuple[VendorMemory, CacheChange, Reason, str | None, bool]
 
 
 def _register(
-    obs: Observation,
-    memory: VendorMemory,
-    decoded: tuple[DeviceInfo, ...] | str | None,
-    *,
-    write: HandshakeWrite | None,
-    verdict: Verdict,
-    recheck_at: datetime | None,
-) -> Decision:
-    """Spec 5 for a live vendor: what its register annotation does to the cache."""
-
-    def done(
-        new: VendorMemory,
-        cache: CacheChange,
-        reason: Reason,
-        error: str | None = None,
-        error_is_new: bool = False,
-    ) -> Decision:
-        return Decision(
-            write=write,
-            memory=new,
-            cache=cache,
-            reason=reason,
-            verdict=verdict,
-            recheck_at=recheck_at,
-            error=error,
-            error_is_new=error_is_new,
-        )
-
-    healthy = (
-        memory
-        if memory.degraded is None and memory.degraded_value is None
-        else attrs.evolve(memory, degraded=None, degraded_value=None)
-    )
-    value = obs.register
+    obs: Observation, memory: VendorMemory, decoded: tuple[DeviceInfo, ...] | str | None
+) -> _Registered:
+    """Spec 5 for a live vendor: what its register annotation does to the cache (the new memory, the
+    cache change, the reason, and an error and whether it is new)."""
+    healthy = memory
+    if memory.degraded is not None or memory.degraded_value is not None:
+        healthy = attrs.evolve(memory, degraded=None, degraded_value=None)
+    value, registered, keep = obs.register, memory.registered, CacheChange.KEEP
     if value is None:
-        if memory.registered:
-            return done(
+        if registered:
+            return (
                 attrs.evolve(healthy, devices=None, register=None),
                 CacheChange.DROP,
                 Reason.UNREGISTERED_ABSENT,
+                None,
+                False,
             )
         gone = healthy if healthy.register is None else attrs.evolve(healthy, register=None)
-        return done(gone, CacheChange.KEEP, Reason.NO_VENDOR)
+        return gone, keep, Reason.NO_VENDOR, None, False
     if value == memory.register:
-        if memory.registered:
-            return done(healthy, CacheChange.KEEP, Reason.UNCHANGED)
-        return done(healthy, CacheChange.KEEP, Reason.UNREGISTERED_EMPTY)
+        return healthy, keep, Reason.UNCHANGED if registered else Reason.UNREGISTERED_EMPTY, None, False
     if value == memory.degraded_value and memory.degraded is not None:
-        return done(memory, CacheChange.KEEP, Reason.DEGRADED, memory.degraded)
-
+        return memory, keep, Reason.DEGRADED, memory.degraded, False
     if decoded is None:
         raise ValueError(
-            f"decide: the register value of node {obs.node} was not read by the driver "
-            "(see register_to_decode)"
+            f"decide: the register value of node {obs.node} was not read by the driver (register_to_decode)"
         )
     if isinstance(decoded, str):
-        degraded = attrs.evolve(memory, degraded=decoded, degraded_value=value)
-        return done(degraded, CacheChange.KEEP, Reason.DEGRADED, decoded, error_is_new=True)
+        return (
+            attrs.evolve(memory, degraded=decoded, degraded_value=value),
+            keep,
+            Reason.DEGRADED,
+            decoded,
+            True,
+        )
     if not decoded:
         empty = attrs.evolve(healthy, devices=None, register=value)
-        if memory.registered:
-            return done(empty, CacheChange.DROP, Reason.UNREGISTERED_EMPTY)
-        return done(empty, CacheChange.KEEP, Reason.UNREGISTERED_EMPTY)
+        return empty, CacheChange.DROP if registered else keep, Reason.UNREGISTERED_EMPTY, None, False
     fresh = attrs.evolve(healthy, devices=decoded, register=value)
-    return done(fresh, CacheChange.SET, Reason.UPDATED if memory.registered else Reason.REGISTERED)
+    return fresh, CacheChange.SET, Reason.UPDATED if registered else Reason.REGISTERED, None, False
