@@ -12,9 +12,9 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from hami_core.protocol import gojson as _gojson
-from hami_core.protocol import legacy as _legacy
 from hami_core.protocol.errors import DecodeError
+from hami_core.protocol.gojson import decode_json, encode_json
+from hami_core.protocol.legacy import decode_legacy, encode_legacy
 from hami_core.protocol.model import DeviceInfo
 from hami_core.protocol.size import MAX_ANNOTATION_BYTES, check_size
 
@@ -51,21 +51,15 @@ class Codec(Protocol):
 
 @attrs.frozen
 class _FunctionCodec:
-    """A codec made of a decode and an encode function, looked up when called."""
+    """A codec made of a decode and an encode function."""
 
     name: str
-    _decode: Callable[[], Callable[[str], list[DeviceInfo]]] = attrs.field(repr=False)
-    _encode: Callable[[], Callable[[Sequence[DeviceInfo]], str]] = attrs.field(repr=False)
-
-    def decode(self, value: str) -> list[DeviceInfo]:
-        return self._decode()(value)
-
-    def encode(self, devices: Sequence[DeviceInfo]) -> str:
-        return self._encode()(devices)
+    decode: Callable[[str], list[DeviceInfo]] = attrs.field(repr=False)
+    encode: Callable[[Sequence[DeviceInfo]], str] = attrs.field(repr=False)
 
 
-JSON_CODEC: Codec = _FunctionCodec("json", lambda: _gojson.decode_json, lambda: _gojson.encode_json)
-LEGACY_CODEC: Codec = _FunctionCodec("legacy", lambda: _legacy.decode_legacy, lambda: _legacy.encode_legacy)
+JSON_CODEC: Codec = _FunctionCodec("json", decode_json, encode_json)
+LEGACY_CODEC: Codec = _FunctionCodec("legacy", decode_legacy, encode_legacy)
 CODECS: dict[str, Codec] = {JSON_CODEC.name: JSON_CODEC, LEGACY_CODEC.name: LEGACY_CODEC}
 
 

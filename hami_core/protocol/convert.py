@@ -9,12 +9,12 @@ command, conformance data); the wire format itself is written by the codecs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from hami_core.protocol.errors import member_path
-from hami_core.protocol.model import DeviceInfo, IntRange, MigProfile, fields_of
+from hami_core.protocol.model import DeviceInfo, IntRange, MigPlacement, MigProfile, fields_of
 
-__all__ = ["DEVICE_KEYS", "device_from_dict", "device_to_dict", "profile_from_dict", "profile_to_dict"]
+__all__ = ["DEVICE_KEYS", "device_from_dict", "device_to_dict", "profile_from_dict"]
 
 #: The keys of a device dict, in the order ``device_to_dict`` writes them (HAMi's key order).
 DEVICE_KEYS = tuple(field.key for field in fields_of(DeviceInfo))
@@ -24,14 +24,16 @@ def _kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _to_dict(record: Any) -> dict[str, Any]:
+def device_to_dict(record: DeviceInfo | MigProfile | MigPlacement) -> dict[str, Any]:
+    """Every key of a DeviceInfo (or of a MigProfile), with the protocol's JSON key names; lists as lists,
+    ``custominfo`` a dict or ``None``."""
     out: dict[str, Any] = {}
     for field in fields_of(type(record)):
         value = getattr(record, field.name)
         if field.kind is dict:
             value = None if value is None else dict(value)
         elif field.record is not None:
-            value = None if value is None else [_to_dict(item) for item in value]
+            value = None if value is None else [device_to_dict(item) for item in value]
         out[field.key] = value
     return out
 
@@ -75,24 +77,11 @@ def _from_dict(cls: type, obj: object, path: str) -> Any:
 
 def profile_from_dict(obj: Any, path: str = "") -> MigProfile:
     """A MigProfile from ``{name, memoryMB, core, sliceCount, placements}``; missing keys are zero."""
-    profile: MigProfile = _from_dict(MigProfile, obj, path)
-    return profile
-
-
-def profile_to_dict(profile: MigProfile) -> dict[str, Any]:
-    """A MigProfile with every key; ``placements`` is ``None`` or a list."""
-    return _to_dict(profile)
+    return cast(MigProfile, _from_dict(MigProfile, obj, path))
 
 
 def device_from_dict(obj: Any) -> DeviceInfo:
     """A DeviceInfo from a dict with the protocol's JSON keys; missing keys are zero values.
 
     Raises ``ValueError`` naming the key for an unknown key, a wrong type or an out-of-range integer."""
-    device: DeviceInfo = _from_dict(DeviceInfo, obj, "")
-    return device
-
-
-def device_to_dict(device: DeviceInfo) -> dict[str, Any]:
-    """Every key of the device, with the protocol's JSON key names; ``migProfiles`` is a list and
-    ``custominfo`` a dict or ``None``."""
-    return _to_dict(device)
+    return cast(DeviceInfo, _from_dict(DeviceInfo, obj, ""))

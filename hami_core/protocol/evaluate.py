@@ -3,8 +3,8 @@
 ``decide`` runs no driver code. ``ask_driver`` calls the vendor's codec (for a register value ``decide``
 has not read before) or its ``FromNode`` function (for node inputs not seen before), and its liveness
 rule, and turns whatever they do, a ``DecodeError``, any other exception, a wrong return type, into a
-one-line error naming the node; ``evaluate`` is the two in a row,
-which is what the scheduler and ``hami doctor`` both run, so they cannot disagree.
+one-line error naming the node; ``evaluate`` is the two in a row, which is what the scheduler and
+``hami doctor`` both run, so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def read_register(
     except DecodeError as exc:
         return f"{where}: {exc}"
     except Exception as exc:  # a driver's codec must not take the scheduler down
-        return f"{where}: codec {codec.name!r} failed: {type(exc).__name__}: {exc}"
+        return f"{where}: codec {codec.name!r} failed: {_failure(exc)}"
     return _devices(decoded, rules, f"{where}: codec {codec.name!r}")
 
 
@@ -77,9 +77,13 @@ def read_node(view: NodeView, rules: VendorRules) -> tuple[DeviceInfo, ...] | st
     except DecodeError as exc:
         return f"{where}: {exc}"
     except Exception as exc:  # a driver's function must not take the scheduler down
-        detail = shorten(" ".join(f"{type(exc).__name__}: {exc}".split()), 160)[1:-1]
-        return f"{where}: the driver's function failed: {detail}"
+        return f"{where}: the driver's function failed: {_failure(exc)}"
     return _devices(computed, rules, f"{where}: the driver's function")
+
+
+def _failure(exc: Exception) -> str:
+    """An exception of a driver's code, as one line."""
+    return shorten(" ".join(f"{type(exc).__name__}: {exc}".split()), 160)[1:-1]
 
 
 def _devices(decoded: object, rules: VendorRules, what: str) -> tuple[DeviceInfo, ...] | str:
@@ -95,22 +99,14 @@ _SIZES: dict[int, int] = {}
 _SIZES_MAX = 4096
 
 
-def _shared_size(value: int) -> int:
-    shared = _SIZES.get(value)
-    if shared is None:
-        if len(_SIZES) >= _SIZES_MAX:
-            return value
-        _SIZES[value] = shared = value
-    return shared
-
-
 def _kept(device: DeviceInfo, vendor: str) -> DeviceInfo:
     """The device as the cache keeps it: ``devicevendor`` set, and the values that repeat across devices
     and nodes (model, mode, memory size) shared, so 10,000 nodes of one GPU model hold its name once."""
     # exact str and int first: a driver's codec may hand over subclasses, which sys.intern refuses and
     # which must not become the one shared object every later equal value is replaced with
     kind, mode = sys.intern(plain_str(device.type)), sys.intern(plain_str(device.mode))
-    devmem = _shared_size(plain_int(device.devmem))
+    devmem = plain_int(device.devmem)
+    devmem = _SIZES.setdefault(devmem, devmem) if len(_SIZES) < _SIZES_MAX else _SIZES.get(devmem, devmem)
     if (
         device.devicevendor == vendor
         and kind is device.type
@@ -126,8 +122,7 @@ def _alive(rules: VendorRules, facts: LivenessFacts, node: str) -> bool | str:
     try:
         return bool(rules.liveness.alive(facts))
     except Exception as exc:
-        detail = shorten(" ".join(f"{type(exc).__name__}: {exc}".split()), 160)[1:-1]
-        return f"node {node}: liveness rule {rules.liveness.name!r} failed: {detail}"
+        return f"node {node}: liveness rule {rules.liveness.name!r} failed: {_failure(exc)}"
 
 
 def ask_driver(

@@ -17,21 +17,6 @@ import attrs
 
 from hami_core.protocol.errors import shorten
 
-__all__ = [
-    "DEFAULT_WINDOW",
-    "REPORT_PREFIX",
-    "STAMP_MARKER",
-    "STAMP_PREFIX",
-    "Handshake",
-    "HandshakeKind",
-    "StampStanding",
-    "classify",
-    "format_report",
-    "format_stamp",
-    "parse_stamp_time",
-    "stamp_standing",
-]
-
 #: How long a scheduler stamp stays fresh (HAMi: 60 s, not configurable there).
 DEFAULT_WINDOW = timedelta(seconds=60)
 #: What the scheduler writes before the time.
@@ -47,24 +32,20 @@ def _check_aware(now: datetime, what: str) -> None:
         raise ValueError(f"{what}: expected an aware datetime (the scheduler's zone), got naive {now!r}")
 
 
-def _go_datetime(moment: datetime) -> str:
+def _go_datetime(moment: datetime, what: str) -> str:
     """Go's ``time.DateTime`` layout ``2006-01-02 15:04:05``, in the datetime's own zone."""
-    return (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d} "
-        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
-    )
+    _check_aware(moment, what)
+    return f"{moment.year:04d}-{moment:%m-%d %H:%M:%S}"
 
 
 def format_stamp(now: datetime) -> str:
     """The scheduler's stamp, ``Requesting_YYYY-MM-DD HH:MM:SS`` in ``now``'s zone, no zone suffix."""
-    _check_aware(now, "format_stamp")
-    return STAMP_PREFIX + _go_datetime(now)
+    return STAMP_PREFIX + _go_datetime(now, "format_stamp")
 
 
 def format_report(now: datetime) -> str:
     """Our reporter's heartbeat, ``Reported_YYYY-MM-DD HH:MM:SS`` in ``now``'s zone."""
-    _check_aware(now, "format_report")
-    return REPORT_PREFIX + _go_datetime(now)
+    return REPORT_PREFIX + _go_datetime(now, "format_report")
 
 
 # --- parsing -----------------------------------------------------------------------------------------
@@ -115,15 +96,11 @@ def _wall_clock(match: re.Match[str], text: str) -> datetime:
         raise ValueError(f"year {year:04d} is before year 1, which cannot be represented, {where}")
     if not 1 <= day <= calendar.monthrange(year, month)[1]:
         raise ValueError(f"day {day} out of range for {year:04d}-{month:02d} {where}")
-    if hour > 23:
-        raise ValueError(f"hour {hour} out of range {where}")
-    if minute > 59:
-        raise ValueError(f"minute {minute} out of range {where}")
-    if second > 59:
-        raise ValueError(f"second {second} out of range {where}")
-    fraction = match["fraction"] or ""
+    for unit, value, high in (("hour", hour, 23), ("minute", minute, 59), ("second", second, 59)):
+        if value > high:
+            raise ValueError(f"{unit} {value} out of range {where}")
     # Python keeps microseconds; Go's nanoseconds beyond them cannot matter against a 1 s-resolution stamp.
-    microsecond = int((fraction[:6]).ljust(6, "0"))
+    microsecond = int((match["fraction"] or "")[:6].ljust(6, "0"))
     return datetime(year, month, day, hour, minute, second, microsecond)
 
 

@@ -3,13 +3,12 @@
 A rule only answers the question; the decision core (``decide``) turns the answer into writes and cache
 changes. The core ships four rules (spec 1b, 4.1); a vendor driver may supply its own object with the same
 shape. ``handshake`` and ``allocatable`` are the handshake vendors'; ``devices`` and ``capacity`` are HAMi's
-rules for the vendors without a handshake: "healthy while it has devices" (nothing to judge: the vendor is
-in the cache while its source yields devices) and "healthy while ``status.capacity`` of the count resource
-is above 0".
+rules for the vendors without a handshake.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -59,51 +58,24 @@ def reads_capacity(rule: object) -> bool:
 
 
 @attrs.frozen
-class _HandshakeRule:
-    """Alive while the stamp is fresh, or while the node still advertises devices to kubelet."""
-
-    name: str = "handshake"
-
-    def alive(self, facts: LivenessFacts) -> bool:
-        return not facts.stamp_expired or facts.allocatable > 0
-
-
-@attrs.frozen
-class _AllocatableRule:
-    """NVIDIA's rule: once the count has been seen above zero, liveness *is* the count."""
-
-    name: str = "allocatable"
+class _Rule:
+    name: str
+    _alive: Callable[[LivenessFacts], bool] = attrs.field(eq=False, repr=False)
+    reads_capacity: bool = False
 
     def alive(self, facts: LivenessFacts) -> bool:
-        if facts.allocatable_seen:
-            return facts.allocatable > 0
-        return HANDSHAKE.alive(facts)
+        return self._alive(facts)
 
 
-@attrs.frozen
-class _DevicesRule:
-    """HAMi's "always healthy" of a vendor without a handshake (MLU, Kunlun, Moore Threads, AWS Neuron,
-    Enflame): it is registered while its source yields devices, and leaves when it yields none."""
-
-    name: str = "devices"
-
-    def alive(self, facts: LivenessFacts) -> bool:
-        return True
-
-
-@attrs.frozen
-class _CapacityRule:
-    """HAMi's GCU, MetaX GPU and AMD rule: alive while ``status.capacity`` of the count resource is > 0."""
-
-    name: str = "capacity"
-    reads_capacity: bool = True
-
-    def alive(self, facts: LivenessFacts) -> bool:
-        return facts.capacity > 0
-
-
-HANDSHAKE: LivenessRule = _HandshakeRule()
-ALLOCATABLE: LivenessRule = _AllocatableRule()
-DEVICES: LivenessRule = _DevicesRule()
-CAPACITY: LivenessRule = _CapacityRule()
+#: Alive while the stamp is fresh, or while the node still advertises devices to kubelet.
+HANDSHAKE: LivenessRule = _Rule("handshake", lambda f: not f.stamp_expired or f.allocatable > 0)
+#: NVIDIA's rule: once the count has been seen above zero, liveness *is* the count.
+ALLOCATABLE: LivenessRule = _Rule(
+    "allocatable", lambda f: f.allocatable > 0 if f.allocatable_seen else HANDSHAKE.alive(f)
+)
+#: HAMi's "always healthy" of a vendor without a handshake (MLU, Kunlun, Moore Threads, AWS Neuron,
+#: Enflame): it is registered while its source yields devices, and leaves when it yields none.
+DEVICES: LivenessRule = _Rule("devices", lambda f: True)
+#: HAMi's GCU, MetaX GPU and AMD rule: alive while ``status.capacity`` of the count resource is > 0.
+CAPACITY: LivenessRule = _Rule("capacity", lambda f: f.capacity > 0, reads_capacity=True)
 BUILTIN_RULES: dict[str, LivenessRule] = {r.name: r for r in (HANDSHAKE, ALLOCATABLE, DEVICES, CAPACITY)}
