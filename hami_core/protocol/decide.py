@@ -67,9 +67,8 @@ from hami_core.protocol.handshake import (
 )
 from hami_core.protocol.liveness import BUILTIN_RULES, LivenessRule
 from hami_core.protocol.marker import Marker, fingerprint, format_marker, marker_annotation, parse_marker
-from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.model import DeviceInfo, plain_str
 from hami_core.protocol.nodesource import FromNode
-from hami_core.protocol.plain import plain_str
 
 __all__ = [
     "CacheChange",

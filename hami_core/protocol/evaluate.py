@@ -29,9 +29,8 @@ from hami_core.protocol.decide import (
 from hami_core.protocol.errors import DecodeError, shorten
 from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.protocol.liveness import LivenessFacts
-from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.model import DeviceInfo, plain_int, plain_str
 from hami_core.protocol.nodesource import NodeView
-from hami_core.protocol.plain import plain_int, plain_str
 from hami_core.protocol.size import check_size
 
 __all__ = ["ask_driver", "evaluate", "read_node", "read_register", "reader"]

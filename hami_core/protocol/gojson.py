@@ -23,7 +23,6 @@ import re
 import sys
 import threading
 from collections.abc import Sequence
-from itertools import accumulate
 from operator import attrgetter
 from typing import Any, Final, NoReturn
 
@@ -36,8 +35,8 @@ from hami_core.protocol.model import (
     MigProfile,
     WireField,
     fields_of,
+    plain_str,
 )
-from hami_core.protocol.plain import plain_str
 from hami_core.protocol.size import check_value
 
 __all__ = [
@@ -65,11 +64,9 @@ class JsonDecodeError(DecodeError):
         self.kind = kind
 
 
-# ---------------------------------------------------------------------------------------------------
 # Go's view of a Python str: a str that came from bytes with errors="surrogateescape" carries each
 # invalid byte as a lone surrogate U+DC80..U+DCFF; Go would see that byte itself. Any other lone
 # surrogate is taken as its 3-byte (invalid) UTF-8 form.
-# ---------------------------------------------------------------------------------------------------
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_SPLIT = re.compile("([\ud800-\udfff])")
@@ -102,9 +99,7 @@ def go_text(value: str) -> str:
     return _SURROGATE.sub("\ufffd", _invalid_bytes_marked(value))
 
 
-# ---------------------------------------------------------------------------------------------------
-# Encoder
-# ---------------------------------------------------------------------------------------------------
+# --- Encoder -------------------------------------------------------------------------------------------
 
 _RECORDS: tuple[type, ...] = (DeviceInfo, MigProfile, MigPlacement)
 #: Per record class, for its written fields in HAMi's key order: a getter of their values, their JSON
@@ -187,9 +182,7 @@ def encode_json(devices: Sequence[DeviceInfo]) -> str:
     return _go_json(plain)
 
 
-# ---------------------------------------------------------------------------------------------------
-# Syntax: Python's json module with its extensions closed off
-# ---------------------------------------------------------------------------------------------------
+# --- Syntax: Python's json module with its extensions closed off ---------------------------------------
 
 
 class _Object(list[tuple[str, Any]]):
@@ -225,7 +218,6 @@ _ESCAPE_SCAN = re.compile(
 )
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _STRING_OR_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"?|(-?(?:NaN|Infinity))', re.S)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _DEEP_LOCK = threading.Lock()
 
 
@@ -236,14 +228,12 @@ def _lone_surrogate(match: re.Match[str]) -> str:
 def _depth(text: str) -> int:
     """How deep ``text`` nests (strings blanked out); a syntax error deeper than Go allows."""
     blank = _STRING_OR_CONSTANT.sub(lambda m: " " * len(m.group()), text)
-    brackets = _NOT_BRACKET.sub("", blank)
-    depth = max(accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
-    if depth > MAX_DEPTH:
-        level = 0
-        for match in re.finditer(r"[\[\]{}]", blank):
-            level += 1 if match.group() in "[{" else -1
-            if level > MAX_DEPTH:
-                _syntax(text, match.start(), f"exceeded max depth {MAX_DEPTH}", "json_syntax")
+    level = depth = 0
+    for match in re.finditer(r"[\[\]{}]", blank):
+        level += 1 if match.group() in "[{" else -1
+        if level > MAX_DEPTH:
+            _syntax(text, match.start(), f"exceeded max depth {MAX_DEPTH}", "json_syntax")
+        depth = max(depth, level)
     return depth
 
 
@@ -289,9 +279,7 @@ def _tree(text: str) -> Any:
         _syntax(text, found, f"invalid literal {exc}", "json_syntax")
 
 
-# ---------------------------------------------------------------------------------------------------
-# Decoding the tree into Go's types, field by field from the table
-# ---------------------------------------------------------------------------------------------------
+# --- Decoding the tree into Go's types, field by field from the table ----------------------------------
 
 _NOUNS: dict[type, str] = {_Object: "an object", list: "an array", str: "a string", bool: "a bool"}
 

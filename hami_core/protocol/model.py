@@ -10,12 +10,10 @@ The model, both codecs (``gojson``, ``legacy``) and the dict conversion (``conve
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from operator import attrgetter, contains, itemgetter
-from typing import Any, ClassVar
+from operator import attrgetter, contains, index, itemgetter
+from typing import Any
 
 import attrs
-
-from hami_core.protocol.plain import plain_int, plain_str
 
 __all__ = [
     "INT32",
@@ -31,6 +29,17 @@ __all__ = [
 ]
 
 
+def plain_str(value: str) -> str:
+    """``value``'s characters as an exact ``str`` (``value`` itself when it is one)."""
+    return str.__str__(value)
+
+
+def plain_int(value: int) -> int:
+    """``value`` as an exact ``int`` (``operator.index`` copies an ``int`` subclass without calling
+    any of its methods)."""
+    return index(value)
+
+
 @attrs.frozen
 class IntRange:
     """The range of one Go integer type, used as an attrs validator."""
@@ -38,7 +47,6 @@ class IntRange:
     go_type: str
     low: int
     high: int
-    kind: ClassVar[type] = int
 
     def __contains__(self, value: object) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and self.low <= value <= self.high
@@ -90,17 +98,6 @@ class WireField:
 
 
 @attrs.frozen
-class _Check:
-    """attrs validator for a ``str`` or ``bool`` field."""
-
-    kind: type
-
-    def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if not isinstance(value, self.kind):
-            raise TypeError(f"{attribute.name}: expected {self.kind.__name__}, got {type(value).__name__}")
-
-
-@attrs.frozen
 class _ItemsOf:
     """attrs validator: every item of a tuple field (``None`` allowed) is an ``item_type``."""
 
@@ -139,7 +136,7 @@ def _wire(key: str, kind: Kind, **row: Any) -> Any:
     if isinstance(kind, IntRange):  # scalars are checked by _validate, all at once
         return attrs.field(default=0, metadata={**metadata, "check": kind})
     if kind is str or kind is bool:
-        return attrs.field(default=kind(), metadata={**metadata, "check": _Check(kind)})
+        return attrs.field(default=kind(), metadata={**metadata, "check": kind})
     return attrs.field(default=None, hash=False, metadata=metadata)
 
 
@@ -149,8 +146,11 @@ def _validate(record: Any) -> None:
     One pass of C-level calls for the usual record (exact ``str``, ``bool`` and ``int`` values, each
     integer inside its Go range); only a record that fails it, or holds subclasses, takes the
     field-by-field check that names what is wrong. A subclass of ``str`` or ``int`` is taken and kept
-    as its own characters or digits (``plain``), so a record holds exact values only: what the codecs
-    write, and what no ``__str__``, ``__format__`` or ``__eq__`` of a subclass can change."""
+    as its own characters or digits (``plain_str``, ``plain_int``), so a record holds exact values only:
+    what the codecs write, what a decoder gives back, and what no ``__str__``, ``__format__`` or
+    ``__eq__`` of a subclass can change (formatted as it stands, an ``int`` whose ``__format__`` says
+    ``1,2:3`` would add fields and records to a legacy value, a ``str`` whose ``__str__`` holds a quote
+    would add keys to a JSON one)."""
     cls = type(record)
     getter, types, ints, ranges, slow = _CHECKS.get(cls) or _checks(cls)
     values = getter(record)
@@ -158,13 +158,14 @@ def _validate(record: Any) -> None:
         numbers = ints(values)
         if (min(numbers) >= 0 and max(numbers) <= _INT31) or all(map(contains, ranges, numbers)):
             return
-    for attribute, check in slow:
+    for attribute, kind in slow:
         value = getattr(record, attribute.name)
-        check(record, attribute, value)
-        if type(value) is not bool and type(value) is not check.kind:  # a subclass: keep its own value
-            object.__setattr__(
-                record, attribute.name, plain_str(value) if check.kind is str else plain_int(value)
-            )
+        if isinstance(kind, IntRange):
+            kind(record, attribute, value)
+        elif not isinstance(value, kind):
+            raise TypeError(f"{attribute.name}: expected {kind.__name__}, got {type(value).__name__}")
+        if type(value) is not bool and type(value) is not (int if kind is not str else str):  # a subclass
+            object.__setattr__(record, attribute.name, plain_str(value) if kind is str else plain_int(value))
 
 
 #: Every integer field's range holds 0..2**31-1: the usual record is checked against that alone.
@@ -179,7 +180,7 @@ def _checks(cls: type) -> _Checks:
     ints = [position for position, kind in enumerate(kinds) if isinstance(kind, IntRange)]
     found = (
         attrgetter(*(f.name for f in scalars)),
-        tuple(int if isinstance(kind, IntRange) else kind.kind for kind in kinds),
+        tuple(int if isinstance(kind, IntRange) else kind for kind in kinds),
         itemgetter(*ints) if len(ints) > 1 else lambda values: [values[p] for p in ints] or [0],
         tuple(range(kinds[p].low, kinds[p].high + 1) for p in ints),
         [(f, f.metadata["check"]) for f in scalars],

@@ -45,10 +45,6 @@ def _refuse(value: str) -> Any:
     raise DecodeError(f"{value} is not JSON")
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    return dict(pairs)  # the last of duplicate keys wins, as in Go
-
-
 def _field(obj: Mapping[str, Any], name: str) -> Any:
     """Go's case-insensitive field match: the last key equal to ``name`` in any case."""
     found = None
@@ -82,7 +78,7 @@ def decode_pair_scores(value: str) -> tuple[PairScore, ...]:
     refuse it."""
     check_size(value, "the")
     try:
-        data = json.loads(value, parse_float=_Fraction, parse_constant=_refuse, object_pairs_hook=_pairs)
+        data = json.loads(value, parse_float=_Fraction, parse_constant=_refuse)  # the last equal key wins
     except DecodeError as exc:
         raise DecodeError(f"not JSON: {exc}") from None
     except (ValueError, RecursionError) as exc:

@@ -3,23 +3,6 @@ doctor``, the metrics, the Events and the logs.
 
 The decision core says *why* (``Reason``, the verdict); the operator asks *where it stands*. ``state_of``
 is the one mapping from the one to the other; ``scheduler/explain.py`` words both.
-
-``registered``
-    in the device cache with its devices.
-``degraded``
-    the register value does not decode (the cache keeps the last good list), or the driver's liveness rule
-    failed (nothing is judged).
-``awaiting-sign-of-life``
-    cleaned up (or found dead before it ever registered): kept out until the plugin reports, the
-    allocatable count is above 0, or the register value changes (spec 4.2).
-``no-devices``
-    the register annotation decodes to no devices.
-``not-present``
-    the node carries no register annotation of the vendor (perhaps a handshake alone).
-``not-selected``
-    the node does not match the scheduler's node selector: nothing of it is kept.
-``node-deleted``
-    the Node is gone.
 """
 
 from __future__ import annotations
@@ -35,12 +18,21 @@ class VendorState(enum.StrEnum):
     """Where a vendor stands on a node once the scheduler has judged the node as it is now (a ``str``:
     it is its own JSON and label value)."""
 
+    #: In the device cache with its devices.
     REGISTERED = "registered"
+    #: The register value does not decode (the cache keeps the last good list), or the driver's liveness
+    #: rule failed (nothing is judged).
     DEGRADED = "degraded"
+    #: Cleaned up (or found dead before it ever registered): kept out until the plugin reports, the
+    #: allocatable count is above 0, or the register value changes (spec 4.2).
     AWAITING_SIGN_OF_LIFE = "awaiting-sign-of-life"
+    #: The register annotation decodes to no devices.
     NO_DEVICES = "no-devices"
+    #: The node carries no register annotation of the vendor (perhaps a handshake alone).
     NOT_PRESENT = "not-present"
+    #: The node does not match the scheduler's node selector: nothing of it is kept.
     NOT_SELECTED = "not-selected"
+    #: The Node is gone.
     NODE_DELETED = "node-deleted"
 
 
