@@ -12,11 +12,10 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from hami_core.protocol.errors import DecodeError
 from hami_core.protocol.gojson import decode_json, encode_json
 from hami_core.protocol.legacy import decode_legacy, encode_legacy
 from hami_core.protocol.model import DeviceInfo
-from hami_core.protocol.size import MAX_ANNOTATION_BYTES, check_size
+from hami_core.protocol.size import MAX_ANNOTATION_BYTES, check_size, check_value
 
 __all__ = [
     "CODECS",
@@ -73,7 +72,5 @@ def detect_encoding(value: str) -> str:
 
 def decode_any(value: str) -> list[DeviceInfo]:
     """Decode a register value in either encoding (spec 3.4, beyond HAMi); raise ``DecodeError``."""
-    if not isinstance(value, str):
-        raise DecodeError(f"annotation value must be a str, got {type(value).__name__}")
-    check_size(value, "annotation")  # before detect_encoding copies it
+    check_value(value, "annotation")  # before detect_encoding copies it
     return CODECS[detect_encoding(value)].decode(value)

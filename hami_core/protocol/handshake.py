@@ -64,23 +64,16 @@ def format_report(now: datetime) -> str:
 # for the month and year, hour 0-23, minute and second 0-59; no trailing text at all. A Time.String()
 # offset is ``+hhmm`` or ``-hhmm`` with hours up to 24 and minutes up to 60 (Go's own bounds).
 
-_CLOCK = r"(?P<hour>\d{1,2}):(?P<minute>\d{2}):(?P<second>\d{2})"
-_NAIVE = re.compile(
+_STAMP_TIME = re.compile(
     r"(?P<year>\d{4})(?P<sep>[-.])(?P<month>\d{2})(?P=sep)(?P<day>\d{2}) +"
-    + _CLOCK
-    + r"(?:[.,](?P<fraction>\d+))?",
-    re.ASCII,
-)
-_GO_STRING = re.compile(
-    r"(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2}) +"
-    + _CLOCK
-    + r"(?:[.,](?P<fraction>\d+))?"
-    + r" +(?P<sign>[-+])(?P<off_hours>\d{2})(?P<off_minutes>\d{2})"
-    # The zone's abbreviation in the shapes Go's parser takes (3 capitals; 4 or 5 ending in T; WITA,
-    # ChST, MeST; GMT with an hour offset), or the numeric one Go prints for a zone without a name (+08,
-    # +0545; Go's own parser refuses the 4-digit kind, but the numeric offset before it says it all).
-    + r" +(?:[A-Z]{3}|[A-Z]{3,4}T|WITA|ChST|MeST|GMT[-+]\d{1,2}|[-+]\d{2}(?:\d{2})?)"
-    + r"(?: +m=[-+]\d+(?:\.\d{1,9})?)?",
+    r"(?P<hour>\d{1,2}):(?P<minute>\d{2}):(?P<second>\d{2})(?:[.,](?P<fraction>\d+))?"
+    # Time.String() only: the offset, then the zone's abbreviation in the shapes Go's parser takes (3
+    # capitals; 4 or 5 ending in T; WITA, ChST, MeST; GMT with an hour offset), or the numeric one Go prints
+    # for a zone without a name (+08, +0545; Go's own parser refuses the 4-digit kind, but the numeric
+    # offset before it says it all), then perhaps the monotonic reading.
+    r"(?: +(?P<sign>[-+])(?P<off_hours>\d{2})(?P<off_minutes>\d{2})"
+    r" +(?:[A-Z]{3}|[A-Z]{3,4}T|WITA|ChST|MeST|GMT[-+]\d{1,2}|[-+]\d{2}(?:\d{2})?)"
+    r"(?: +m=[-+]\d+(?:\.\d{1,9})?)?)?",
     re.ASCII,
 )
 
@@ -111,20 +104,19 @@ def parse_stamp_time(text: str, *, tz: tzinfo) -> datetime:
     its first occurrence). The result is in UTC so that arithmetic on it is absolute, never wall-clock.
     Raises ``ValueError`` naming what was wrong.
     """
+    match = _STAMP_TIME.fullmatch(text)
     try:
-        naive = _NAIVE.fullmatch(text)
-        if naive is not None:
-            return _wall_clock(naive, text).replace(tzinfo=tz).astimezone(UTC)
-        full = _GO_STRING.fullmatch(text)
-        if full is not None:
-            off_hours, off_minutes = int(full["off_hours"]), int(full["off_minutes"])
+        if match is not None and match["sign"] is None:
+            return _wall_clock(match, text).replace(tzinfo=tz).astimezone(UTC)
+        if match is not None and match["sep"] == "-":
+            off_hours, off_minutes = int(match["off_hours"]), int(match["off_minutes"])
             if off_hours > 24 or off_minutes > 60:
                 raise ValueError(f"zone offset out of range in stamp time {shorten(text)}")
             offset = timedelta(hours=off_hours, minutes=off_minutes)
-            if full["sign"] == "-":
-                offset = -offset
             # Through UTC: Go allows offsets up to 24:60, which Python's fixed zones refuse.
-            return (_wall_clock(full, text) - offset).replace(tzinfo=UTC)
+            return (_wall_clock(match, text) - (-offset if match["sign"] == "-" else offset)).replace(
+                tzinfo=UTC
+            )
     except OverflowError:
         raise ValueError(f"stamp time {shorten(text)} is out of the representable range") from None
     raise ValueError(

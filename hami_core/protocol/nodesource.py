@@ -72,19 +72,10 @@ class FromNode:
         labels: Mapping[str, str],
     ) -> str | None:
         """The declared inputs a Node shows, as one string (the raw values: equal strings, equal inputs),
-        or ``None`` when it does not show the source's main input (the first declared capacity, else
-        allocatable, else annotation): the vendor is not on the Node. The decision core compares it as it
-        compares a register value."""
-        parts: list[str | None] = [
-            source.get(name)
-            for names, source in (
-                (self.capacity, capacity),
-                (self.allocatable, allocatable),
-                (self.annotations, annotations),
-                (self.labels, labels),
-            )
-            for name in names
-        ]
+        or ``None`` when it does not show the source's main input: the vendor is not on the Node. The
+        decision core compares it as it compares a register value."""
+        sources = zip(self._inputs(), (capacity, allocatable, annotations, labels), strict=True)
+        parts = [source.get(name) for names, source in sources for name in names]
         if not parts or parts[0] is None:
             return None
         return json.dumps(parts, separators=(",", ":"))
@@ -105,6 +96,9 @@ class FromNode:
             annotations=_kept(self.annotations, annotations),
             labels=_kept(self.labels, labels),
         )
+
+    def _inputs(self) -> tuple[tuple[str, ...], ...]:
+        return self.capacity, self.allocatable, self.annotations, self.labels
 
 
 def _kept(names: tuple[str, ...], source: Mapping[str, V]) -> dict[str, V]:
