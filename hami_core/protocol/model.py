@@ -9,8 +9,8 @@ The model, both codecs (``gojson``, ``legacy``) and the dict conversion (``conve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from operator import attrgetter, contains, index, itemgetter
+from collections.abc import Iterable, Mapping
+from operator import index
 from typing import Any
 
 import attrs
@@ -143,50 +143,22 @@ def _wire(key: str, kind: Kind, **row: Any) -> Any:
 def _validate(record: Any) -> None:
     """Check every scalar field of a new record against its kind (attrs' ``__attrs_post_init__``).
 
-    One pass of C-level calls for the usual record (exact ``str``, ``bool`` and ``int`` values, each
-    integer inside its Go range); only a record that fails it, or holds subclasses, takes the
-    field-by-field check that names what is wrong. A subclass of ``str`` or ``int`` is taken and kept
-    as its own characters or digits (``plain_str``, ``plain_int``), so a record holds exact values only:
-    what the codecs write, what a decoder gives back, and what no ``__str__``, ``__format__`` or
-    ``__eq__`` of a subclass can change (formatted as it stands, an ``int`` whose ``__format__`` says
-    ``1,2:3`` would add fields and records to a legacy value, a ``str`` whose ``__str__`` holds a quote
-    would add keys to a JSON one)."""
-    cls = type(record)
-    getter, types, ints, ranges, slow = _CHECKS.get(cls) or _checks(cls)
-    values = getter(record)
-    if tuple(map(type, values)) == types:
-        numbers = ints(values)
-        if (min(numbers) >= 0 and max(numbers) <= _INT31) or all(map(contains, ranges, numbers)):
-            return
-    for attribute, kind in slow:
+    A value of the exact type inside its Go range passes at once; any other takes the check that names
+    what is wrong. A subclass of ``str`` or ``int`` is taken and kept as its own characters or digits
+    (``plain_str``, ``plain_int``), so a record holds exact values only: what the codecs write, what a
+    decoder gives back, and what no ``__str__``, ``__format__`` or ``__eq__`` of a subclass can change
+    (formatted as it stands, an ``int`` whose ``__format__`` says ``1,2:3`` would add fields and records
+    to a legacy value, a ``str`` whose ``__str__`` holds a quote would add keys to a JSON one)."""
+    for attribute, kind, exact, go_range in _SCALARS[type(record)]:
         value = getattr(record, attribute.name)
+        if type(value) is exact and (go_range is None or value in go_range):
+            continue
         if isinstance(kind, IntRange):
             kind(record, attribute, value)
         elif not isinstance(value, kind):
             raise TypeError(f"{attribute.name}: expected {kind.__name__}, got {type(value).__name__}")
-        if type(value) is not bool and type(value) is not (int if kind is not str else str):  # a subclass
+        if type(value) is not bool:  # a subclass: keep its own value
             object.__setattr__(record, attribute.name, plain_str(value) if kind is str else plain_int(value))
-
-
-#: Every integer field's range holds 0..2**31-1: the usual record is checked against that alone.
-_INT31 = 2**31 - 1
-_Checks = tuple[Callable[[Any], Any], tuple[type, ...], Callable[[Any], Any], tuple[range, ...], list[Any]]
-_CHECKS: dict[type, _Checks] = {}
-
-
-def _checks(cls: type) -> _Checks:
-    scalars = [f for f in attrs.fields(cls) if "check" in f.metadata]
-    kinds = [f.metadata["check"] for f in scalars]
-    ints = [position for position, kind in enumerate(kinds) if isinstance(kind, IntRange)]
-    found = (
-        attrgetter(*(f.name for f in scalars)),
-        tuple(int if isinstance(kind, IntRange) else kind for kind in kinds),
-        itemgetter(*ints) if len(ints) > 1 else lambda values: [values[p] for p in ints] or [0],
-        tuple(range(kinds[p].low, kinds[p].high + 1) for p in ints),
-        [(f, f.metadata["check"]) for f in scalars],
-    )
-    _CHECKS[cls] = found
-    return found
 
 
 @attrs.frozen(kw_only=True)
@@ -251,3 +223,17 @@ _TABLES: dict[type, tuple[WireField, ...]] = {
 def fields_of(cls: type) -> tuple[WireField, ...]:
     """The field table of a record class, in declaration order (HAMi's JSON key order)."""
     return _TABLES[cls]
+
+
+#: Per record class, each scalar field: its attribute, its kind, the exact type of its values, and for an
+#: integer the range of its Go type (a ``range``: ``in`` is one C call).
+_SCALARS: dict[type, list[tuple[attrs.Attribute[Any], Kind, type, range | None]]] = {
+    cls: [
+        (f, kind, int, range(kind.low, kind.high + 1))
+        if isinstance(kind, IntRange)
+        else (f, kind, kind, None)
+        for f in attrs.fields(cls)
+        if (kind := f.metadata.get("check")) is not None
+    ]
+    for cls in _TABLES
+}
