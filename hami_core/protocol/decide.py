@@ -58,7 +58,6 @@ import attrs
 from hami_core.protocol.codecs import Codec
 from hami_core.protocol.handshake import (
     DEFAULT_WINDOW,
-    Handshake,
     HandshakeKind,
     StampStanding,
     classify,
@@ -99,7 +98,7 @@ def _text(optional: bool = False) -> _Check:
     def check(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not (optional and value is None) and (not isinstance(value, str) or not value):
             shape = "None or a non-empty string" if optional else "a non-empty string"
-            raise ValueError(f"VendorRules.{attribute.name} must be {shape}, got {value!r}")
+            raise ValueError(f"{type(instance).__name__}.{attribute.name} must be {shape}, got {value!r}")
 
     return check
 
@@ -111,7 +110,7 @@ def _optional_key() -> Any:
 def _shaped(kind: type, shape: str, optional: bool = True) -> _Check:
     def check(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not (optional and value is None) and not isinstance(value, kind):
-            raise TypeError(f"VendorRules.{attribute.name} must {shape}, got {value!r}")
+            raise TypeError(f"{type(instance).__name__}.{attribute.name} must {shape}, got {value!r}")
 
     return check
 
@@ -198,11 +197,6 @@ class VendorRules:
 # --- what decide() reads --------------------------------------------------------------------------------
 
 
-def _node_name(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"Observation.node must be a non-empty node name, got {value!r}")
-
-
 def _count(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"Observation.{attribute.name} must be an int, got {value!r}")
@@ -212,7 +206,7 @@ def _count(instance: object, attribute: attrs.Attribute[int], value: int) -> Non
 class Observation:
     """One node as seen for one vendor: the few facts the decision depends on."""
 
-    node: str = attrs.field(validator=_node_name)
+    node: str = attrs.field(validator=_text())
     #: False once the Node object is gone (a delete event).
     present: bool = True
     #: The node matches the scheduler's node label selector.
@@ -468,23 +462,6 @@ def _awaiting(
     )
 
 
-def _deleted_by_a_cleanup(memory: VendorMemory, handshake: Handshake, answers: DriverAnswers) -> bool:
-    """The handshake a registered vendor showed is gone, and its rule finds it dead once a stamp expires:
-    a scheduler cleaned it up (beyond HAMi: spec 4 rule 4, seen by another replica).
-
-    Plugins never delete a handshake; a scheduler does only in a cleanup, when the stamp expired by the
-    cleaning replica's clock (a leader's clock ahead of ours, or a previous leader's last write landing
-    after the takeover). Deciding as if nothing had happened would stamp it again: a follower's stamp
-    never lands, so it would keep the dead vendor cached for good, and stamp it once it leads. A vendor
-    the rule keeps alive at expiry (an allocatable count) is stamped again as before."""
-    return (
-        memory.registered
-        and memory.handshake_seen
-        and handshake.kind is HandshakeKind.ABSENT
-        and answers.alive_at_expiry is False
-    )
-
-
 def decide(
     obs: Observation,
     memory: VendorMemory,
@@ -558,7 +535,20 @@ def decide(
             delete_handshake=False,
             allocatable_seen=False,
         )
-    elif has_handshake and _deleted_by_a_cleanup(memory, handshake, answers):
+    elif (
+        has_handshake
+        and memory.registered
+        and memory.handshake_seen
+        and handshake.kind is HandshakeKind.ABSENT
+        and answers.alive_at_expiry is False
+    ):
+        # The handshake a registered vendor showed is gone, and its rule finds it dead once a stamp
+        # expires: a scheduler cleaned it up (beyond HAMi: spec 4 rule 4, seen by another replica).
+        # Plugins never delete a handshake; a scheduler does only in a cleanup, when the stamp expired by
+        # the cleaning replica's clock (a leader's clock ahead of ours, or a previous leader's last write
+        # landing after the takeover). Deciding as if nothing had happened would stamp it again: a
+        # follower's stamp never lands, so it would keep the dead vendor cached for good, and stamp it
+        # once it leads. A vendor the rule keeps alive at expiry (an allocatable count) is stamped again.
         if not obs.view_current:
             return _withheld(memory)
         cleaned = VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=fingerprint(obs.register))

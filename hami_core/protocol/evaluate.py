@@ -116,12 +116,16 @@ def _kept(device: DeviceInfo, vendor: str) -> DeviceInfo:
     return attrs.evolve(device, type=kind, mode=mode, devmem=devmem, devicevendor=vendor)
 
 
-def _alive(rules: VendorRules, facts: LivenessFacts, node: str) -> bool | str:
-    """The vendor's liveness rule on ``facts``, or a one-line error when the rule (a driver's) raised."""
+def _alive(rules: VendorRules, obs: Observation, expired: bool, seen: bool) -> bool | str:
+    """The vendor's liveness rule on the node's facts, or a one-line error when the rule (a driver's)
+    raised."""
+    facts = LivenessFacts(
+        stamp_expired=expired, allocatable=obs.allocatable, allocatable_seen=seen, capacity=obs.capacity
+    )
     try:
         return bool(rules.liveness.alive(facts))
     except Exception as exc:
-        return f"node {node}: liveness rule {rules.liveness.name!r} failed: {_failure(exc)}"
+        return f"node {obs.node}: liveness rule {rules.liveness.name!r} failed: {_failure(exc)}"
 
 
 def ask_driver(
@@ -146,16 +150,9 @@ def ask_driver(
         else:
             decoded = read_node(view, rules)
     seen = memory.allocatable_seen
-
-    def facts(expired: bool, seen: bool) -> LivenessFacts:
-        return LivenessFacts(
-            stamp_expired=expired, allocatable=obs.allocatable, allocatable_seen=seen, capacity=obs.capacity
-        )
-
-    fresh = _alive(rules, facts(False, seen), obs.node)
-    expired = _alive(rules, facts(True, seen), obs.node)
+    fresh, expired = _alive(rules, obs, False, seen), _alive(rules, obs, True, seen)
     seen_after = seen or obs.allocatable > 0
-    at_expiry = expired if seen_after == seen else _alive(rules, facts(True, seen_after), obs.node)
+    at_expiry = expired if seen_after == seen else _alive(rules, obs, True, seen_after)
     return DriverAnswers(decoded=decoded, alive_fresh=fresh, alive_expired=expired, alive_at_expiry=at_expiry)
 
 
