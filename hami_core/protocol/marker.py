@@ -56,11 +56,10 @@ class Marker:
 
 def format_marker(marker: Marker, cleaned_at: datetime) -> str:
     """The marker's annotation value (``cleaned_at``: the wall time of the cleanup, for operators)."""
-    body: dict[str, str] = {"cleanedAt": cleaned_at.strftime("%Y-%m-%d %H:%M:%S")}
-    if marker.handshake is not None:
-        body["handshake"] = marker.handshake
-    if marker.register is not None:
-        body["register"] = marker.register
+    body = {"cleanedAt": cleaned_at.strftime("%Y-%m-%d %H:%M:%S")}
+    body.update(
+        (k, v) for k, v in (("handshake", marker.handshake), ("register", marker.register)) if v is not None
+    )
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
@@ -75,10 +74,8 @@ def parse_marker(value: str | None) -> Marker | None:
         return None
     if not isinstance(body, dict) or not isinstance(body.get("cleanedAt"), str):
         return None
-    found: dict[str, str | None] = {}
-    for key in ("register", "handshake"):
-        part = body.get(key)
+    register, handshake = body.get("register"), body.get("handshake")
+    for part in (register, handshake):
         if part is not None and (not isinstance(part, str) or not _FINGERPRINT.fullmatch(part)):
             return None
-        found[key] = part
-    return Marker(register=found["register"], handshake=found["handshake"])
+    return Marker(register=register, handshake=handshake)
