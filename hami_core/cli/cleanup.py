@@ -16,29 +16,27 @@ device list changes). Every change is printed; ``--dry-run`` prints what would c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
 import attrs
 import click
 
-from hami_core.cli.cluster import cluster_options, connect
-from hami_core.cli.leases import find_scheduler_leases
+from hami_core.cli.cluster import PAGE, all_nodes, cluster_options, connect
+from hami_core.cli.leases import find_scheduler_leases, lease_options
+from hami_core.cli.options import parsed
 from hami_core.cli.vendors import drivers_from_options
 from hami_core.clock import SYSTEM
-from hami_core.k8snames import is_dns_label, is_dns_subdomain
+from hami_core.k8snames import is_dns_subdomain
 from hami_core.kube.port import AdminCluster, ClusterError, Conflict, Lease, NodeSnapshot, NotFound
 from hami_core.plugins import VendorDriver
 from hami_core.protocol.marker import marker_annotation
 from hami_core.reporter.daemon import COMPONENT as REPORTER
 from hami_core.scheduler.config import COMPONENT as SCHEDULER
-from hami_core.scheduler.config import DEFAULT_LEASE_NAME
 from hami_core.scheduler.peer_check import HAMI_LEASE, lease_in_use, parse_lease_ref
 
 __all__ = ["OUR_MANAGERS", "CleanupResult", "annotation_keys", "cleanup", "cleanup_command"]
 
-#: Nodes per list page with ``--all``.
-PAGE = 500
 #: The field managers hami-core writes node annotations as: what ``cleanup`` counts as its own.
 OUR_MANAGERS = frozenset({SCHEDULER, REPORTER})
 #: The field manager of the cleanup's own patches.
@@ -70,16 +68,6 @@ def annotation_keys(drivers: Iterable[VendorDriver]) -> tuple[str, ...]:
         key for driver in drivers for key in (*driver.annotation_keys, marker_annotation(driver.vendor_key))
     ]
     return tuple(dict.fromkeys(keys))
-
-
-def _all_nodes(cluster: AdminCluster) -> Iterator[NodeSnapshot]:
-    token: str | None = None
-    while True:
-        page = cluster.list_nodes(limit=PAGE, continue_token=token)
-        yield from page.items
-        token = page.continue_token
-        if not token:
-            return
 
 
 def _owner_words(managers: Sequence[str]) -> str:
@@ -152,7 +140,7 @@ def cleanup(
     changed: list[str] = []
     errors: list[str] = []
     kept_all: list[str] = []
-    targets: Iterable[NodeSnapshot | str] = _all_nodes(cluster) if nodes is None else nodes
+    targets: Iterable[NodeSnapshot | str] = all_nodes(cluster, PAGE) if nodes is None else nodes
     for target in targets:
         if isinstance(target, NodeSnapshot) and not any(key in target.annotations for key in keys):
             continue  # nothing of ours to look at: no second read
@@ -214,24 +202,6 @@ def _node_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ..
     return tuple(dict.fromkeys(value))
 
 
-def _hami_lease(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, str] | None:
-    try:
-        return parse_lease_ref(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def _checked(
-    check: Callable[[str], bool], what: str
-) -> Callable[[click.Context, click.Parameter, str | None], str | None]:
-    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-        if value is not None and not check(value):
-            raise click.BadParameter(f"{value!r} is not a valid {what}")
-        return value
-
-    return callback
-
-
 @click.command("cleanup")
 @cluster_options
 @click.option(
@@ -250,28 +220,13 @@ def _checked(
     help="Comma-separated drivers whose annotations to remove (a driver name, or a plugin name "
     "for all its drivers); default every installed one. Env: HAMI_VENDORS.",
 )
-@click.option(
-    "--lease-namespace",
-    envvar="HAMI_LEASE_NAMESPACE",
-    default=None,
-    callback=_checked(is_dns_label, "namespace name (a lower-case DNS label)"),
-    help="Namespace of the scheduler's leader Lease. Default: found by name in any namespace (the "
-    "chart puts it in the release namespace). Env: HAMI_LEASE_NAMESPACE.",
-)
-@click.option(
-    "--lease-name",
-    envvar="HAMI_LEASE_NAME",
-    default=DEFAULT_LEASE_NAME,
-    show_default=True,
-    callback=_checked(is_dns_subdomain, "Lease name (a lower-case DNS subdomain)"),
-    help="Name of the scheduler's leader Lease. Env: HAMI_LEASE_NAME.",
-)
+@lease_options
 @click.option(
     "--hami-lease",
     envvar="HAMI_CHECK_HAMI_LEASE",
     default="/".join(HAMI_LEASE),
     show_default=True,
-    callback=_hami_lease,
+    callback=parsed(parse_lease_ref),
     metavar="NAMESPACE/NAME",
     help="HAMi's own scheduler Lease: while it is held and fresh the command refuses; 'off' skips "
     "the check. Env: HAMI_CHECK_HAMI_LEASE.",

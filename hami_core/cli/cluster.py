@@ -10,22 +10,33 @@ be verified on the next try either).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import yaml  # type: ignore[import-untyped]  # the kubernetes client's own YAML parser; no stubs installed
 
 from hami_core.kube.access import describe_error
-from hami_core.kube.port import ClusterError, Forbidden, NotFound, Untrusted
+from hami_core.kube.port import AdminCluster, ClusterError, Forbidden, NodeSnapshot, NotFound, Untrusted
 
 if TYPE_CHECKING:  # the kubernetes client is imported by connect(), not by every command's parsing
     from hami_core.kube.client import KubeCluster
 
-__all__ = ["ConfigError", "check_access", "cluster_options", "connect", "kubeconfig_problem"]
+__all__ = [
+    "ConfigError",
+    "all_nodes",
+    "check_access",
+    "cluster_options",
+    "connect",
+    "kubeconfig_problem",
+    "read_mapping",
+]
 
 F = TypeVar("F", bound=Callable[..., object])
 
+#: Nodes per list page.
+PAGE = 500
 #: The kubeconfig used when neither ``--kubeconfig`` nor an in-cluster config is there.
 DEFAULT_KUBECONFIG = "~/.kube/config"
 #: Keys of which a kubeconfig has at least one.
@@ -53,36 +64,37 @@ def cluster_options(command: F) -> F:
     return command
 
 
-def _one_file_problem(path: str) -> str | None:
-    """Why the file at ``path`` is not a kubeconfig one could load, or ``None``."""
-    if not os.path.lexists(path):
-        return "not found"
-    if not os.path.exists(path):
-        return f"not found: a symbolic link to {os.readlink(path)}, which does not exist"
-    if os.path.isdir(path):
-        return "not readable: it is a directory"
-    try:
-        with open(path, "rb") as stream:
-            raw = stream.read(16 * 1024 * 1024)
-    except OSError as exc:
-        return f"not readable: {exc.strerror or exc}"
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return "not a kubeconfig: not UTF-8 text"
+def read_mapping(path: str, what: str, *, syntax: str = "YAML", shape: str = "a mapping") -> dict[str, Any]:
+    """The mapping in the YAML file at ``path`` (``-``: standard input), or a ``ValueError`` saying why
+    not, in words that follow the path: ``not found``, ``not readable: ...``, ``not WHAT: ...``."""
+    if path == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            with open(path, "rb") as stream:
+                raw = stream.read(64 * 1024 * 1024)
+        except FileNotFoundError:
+            link = os.path.islink(path) and f": a symbolic link to {os.readlink(path)}, which does not exist"
+            raise ValueError(f"not found{link or ''}") from None
+        except IsADirectoryError:
+            raise ValueError("not readable: it is a directory") from None
+        except OSError as exc:
+            raise ValueError(f"not readable: {exc.strerror or exc}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"not {what}: not UTF-8 text") from None
     try:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        return f"not a kubeconfig: not valid YAML{yaml_error_detail(exc)}"
+        raise ValueError(f"not {what}: not valid {syntax}{yaml_error_detail(exc)}") from None
     except RecursionError:
-        return "not a kubeconfig: nested too deeply"
+        raise ValueError(f"not {what}: nested too deeply") from None
     if data is None:
-        return "not a kubeconfig: the file is empty"
+        raise ValueError(f"not {what}: the file is empty")
     if not isinstance(data, dict):
-        return f"not a kubeconfig: it holds a YAML {type(data).__name__}, not a mapping"
-    if not any(key in data for key in _KUBECONFIG_KEYS):
-        return "not a kubeconfig: it has no clusters, contexts, users or current-context"
-    return None
+        raise ValueError(f"not {what}: it holds a YAML {type(data).__name__}, not {shape}")
+    return data
 
 
 def yaml_error_detail(exc: yaml.YAMLError) -> str:
@@ -107,10 +119,23 @@ def kubeconfig_problem(value: str) -> str | None:
     if not present:
         return f"{value}: not found" if len(paths) == 1 else f"{value}: none of these files exists"
     for path in present:
-        problem = _one_file_problem(path)
-        if problem is not None:
-            return f"{path}: {problem}"
+        try:
+            if not any(key in read_mapping(path, "a kubeconfig") for key in _KUBECONFIG_KEYS):
+                return f"{path}: not a kubeconfig: it has no clusters, contexts, users or current-context"
+        except ValueError as exc:
+            return f"{path}: {exc}"
     return None
+
+
+def all_nodes(cluster: AdminCluster, limit: int = PAGE) -> Iterator[NodeSnapshot]:
+    """Every Node, ``limit`` per list page; a failed page raises its ``ClusterError``."""
+    token: str | None = None
+    while True:
+        page = cluster.list_nodes(limit=limit, continue_token=token)
+        yield from page.items
+        token = page.continue_token
+        if not token:
+            return
 
 
 def connect(

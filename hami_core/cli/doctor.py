@@ -13,7 +13,6 @@ note says so where a scheduler's past on the node would change the answer.
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
@@ -23,12 +22,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
 import click
-import yaml  # type: ignore[import-untyped]  # the kubernetes client's own YAML parser; no stubs installed
 
-from hami_core.cli.cluster import cluster_options, connect, yaml_error_detail
-from hami_core.cli.defaults import default_of
-from hami_core.cli.leases import LeaseSearch, find_scheduler_leases
-from hami_core.cli.options import DURATION
+from hami_core.cli.cluster import all_nodes, cluster_options, connect, read_mapping
+from hami_core.cli.leases import LeaseSearch, find_scheduler_leases, lease_options
+from hami_core.cli.options import DURATION, default_of, parsed
 from hami_core.cli.reach import DEFAULT_SERVICE, SchedulerEndpoint, Unanswered, parse_service_ref
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.clock import SYSTEM
@@ -39,16 +36,16 @@ from hami_core.kube.port import (
     AdminCluster,
     Cluster,
     ClusterError,
-    Forbidden,
     NodeSnapshot,
     NotFound,
     Unavailable,
 )
 from hami_core.kube.wire import node_snapshot
+from hami_core.plugins import VendorDriver
 from hami_core.protocol.decide import VendorRules
 from hami_core.protocol.errors import shorten
 from hami_core.protocol.states import KEPT_STATES, parse_states
-from hami_core.scheduler.config import DEFAULT_LEASE_NAME, SchedulerConfig
+from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.explain import (
     NodeExplanation,
     VendorExplanation,
@@ -104,31 +101,11 @@ def parse_timezone(text: str) -> tzinfo:
         ) from None
 
 
-def _zone(ctx: click.Context, param: click.Parameter, value: str | None) -> tzinfo | None:
-    if value is None:
-        return None
-    try:
-        return parse_timezone(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> NodeSelector | None:
-    if value is None:
-        return None
-    try:
-        return parse_node_selector(value or "")
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def _scheduler_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if not value:
-        return None
+def _scheduler_url(value: str) -> str | None:
     parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise click.BadParameter(f"{value!r} is not an http:// or https:// URL of a scheduler's endpoint")
-    return value.rstrip("/")
+    if value and (parts.scheme not in ("http", "https") or not parts.netloc):
+        raise ValueError(f"{value!r} is not an http:// or https:// URL of a scheduler's endpoint")
+    return value.rstrip("/") or None
 
 
 def _moment(text: str, zone: tzinfo) -> datetime:
@@ -139,24 +116,6 @@ def _moment(text: str, zone: tzinfo) -> datetime:
             f"{text!r} is not a time like 2026-11-30T12:00:00+08:00", param_hint="'--at'"
         ) from None
     return moment.replace(tzinfo=zone) if moment.tzinfo is None else moment.astimezone(zone)
-
-
-def _read_text(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        with open(path, "rb") as stream:
-            raw = stream.read(64 * 1024 * 1024)
-    except FileNotFoundError:
-        raise click.UsageError(f"{path}: not found") from None
-    except IsADirectoryError:
-        raise click.UsageError(f"{path}: not readable: it is a directory") from None
-    except OSError as exc:
-        raise click.UsageError(f"{path}: not readable: {exc.strerror or exc}") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise click.UsageError(f"{path}: not a Node: not UTF-8 text") from None
 
 
 def _quantities_as_text(obj: dict[str, Any]) -> dict[str, Any]:
@@ -178,19 +137,11 @@ def load_node_file(path: str, name: str | None = None) -> NodeSnapshot:
     A List of Nodes (``kubectl get nodes -o yaml``) works too: ``name`` picks one (needed when there are
     several). Anything else is a ``click.UsageError`` naming the file and what was wrong.
     """
-    text = _read_text(path)
-    path = "standard input" if path == "-" else path
     try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        detail = yaml_error_detail(exc)
-        raise click.UsageError(f"{path}: not a Node: not valid YAML or JSON{detail}") from None
-    except RecursionError:
-        raise click.UsageError(f"{path}: not a Node: nested too deeply") from None
-    if data is None:
-        raise click.UsageError(f"{path}: not a Node: the file is empty")
-    if not isinstance(data, dict):
-        raise click.UsageError(f"{path}: not a Node: it holds a YAML {type(data).__name__}, not an object")
+        data = read_mapping(path, "a Node", syntax="YAML or JSON", shape="an object")
+    except ValueError as exc:
+        raise click.UsageError(f"{'standard input' if path == '-' else path}: {exc}") from None
+    path = "standard input" if path == "-" else path
     kind = data.get("kind")
     if kind in ("List", "NodeList"):
         items = [
@@ -303,10 +254,9 @@ class VendorAgreement:
     vendor_key: str
     #: ``None`` when the scheduler does not run this driver.
     agrees: bool | None
-    scheduler_state: str | None = None
-    scheduler_write: str | None = None
-    doctor_state: str
-    doctor_write: str
+    #: (state, next write) as the scheduler and as the doctor see them.
+    scheduler: tuple[str | None, str | None] = (None, None)
+    doctor: tuple[str, str]
     #: Why they differ, in words (``None`` when they agree).
     why: str | None = None
 
@@ -328,9 +278,23 @@ class SchedulerAgreement:
     def agrees(self) -> bool | None:
         """``None`` when there was nothing to compare."""
         compared = [v.agrees for v in self.vendors if v.agrees is not None]
-        if self.error is not None or not compared:
-            return None
-        return all(compared)
+        return None if self.error is not None or not compared else all(compared)
+
+    def to_json(self) -> dict[str, Any]:
+        facts = ("url", "error", "identity", "leader", "writes", "resource_version", "agrees")
+        body = {"this_replica_writes" if k == "writes" else k: getattr(self, k) for k in facts}
+        body["vendors"] = {
+            v.vendor_key: {
+                "agrees": v.agrees,
+                **{side: dict(zip(("state", "write"), getattr(v, side), strict=True)) for side in _SIDES},
+                "why": v.why,
+            }
+            for v in self.vendors
+        }
+        return body
+
+
+_SIDES = ("scheduler", "doctor")
 
 
 def fetch_scheduler_view(endpoint: SchedulerEndpoint, node: str) -> dict[str, Any] | str:
@@ -389,13 +353,7 @@ class Settings:
         }
 
 
-def scheduler_settings(
-    endpoint: SchedulerEndpoint | None,
-    *,
-    window: float | None,
-    selector: NodeSelector | None,
-    zone: tzinfo | None,
-) -> Settings:
+def scheduler_settings(endpoint: SchedulerEndpoint | None, flags: Mapping[str, Any]) -> Settings:
     """The settings to judge with: each flag given (not ``None``) as it is, the rest from the scheduler's
     ``/status`` when ``endpoint`` answers, else the doctor's defaults."""
     theirs: dict[str, Any] = {}
@@ -409,18 +367,17 @@ def scheduler_settings(
         else:
             theirs = status["settings"]
     try:
-        their_window = (
-            float(theirs["handshake_window_seconds"]) if "handshake_window_seconds" in theirs else None
-        )
-        their_selector = parse_node_selector(theirs["node_selector"]) if "node_selector" in theirs else None
-        their_zone = parse_timezone(theirs["timezone"]) if "timezone" in theirs else None
+        window = float(theirs["handshake_window_seconds"]) if "handshake_window_seconds" in theirs else None
+        selector = parse_node_selector(theirs["node_selector"]) if "node_selector" in theirs else None
+        zone = parse_timezone(theirs["timezone"]) if "timezone" in theirs else None
     except (TypeError, ValueError) as exc:
-        error, their_window, their_selector, their_zone = f"its settings do not read: {exc}", None, None, None
+        error, window, selector, zone = f"its settings do not read: {exc}", None, None, None
     lease = theirs.get("lease") if error is None else None
+    given = flags["node_selector"]
     return Settings(
-        window=timedelta(seconds=window or their_window or _DEFAULT_WINDOW),
-        selector=selector if selector is not None else their_selector or NodeSelector({}),
-        zone=zone or their_zone or parse_timezone("local"),
+        window=timedelta(seconds=flags["handshake_window"] or window or _DEFAULT_WINDOW),
+        selector=given if given is not None else selector or NodeSelector({}),
+        zone=flags["zone"] or zone or parse_timezone("local"),
         lease=(lease["namespace"], lease["name"]) if isinstance(lease, dict) else None,
         source=endpoint.where if endpoint is not None else None,
         error=error,
@@ -466,34 +423,20 @@ def compare_with_scheduler(
     """Compare the doctor's explanation with a scheduler's ``/cache/<node>`` view (or why there is none)."""
     if isinstance(view, str):
         return SchedulerAgreement(url=url, error=view)
-    theirs_all = view.get("vendors") or {}
     vendors = []
     for mine in explanation.vendors:
-        theirs = theirs_all.get(mine.vendor_key)
-        doctor_state, doctor_write = mine.state.value, mine.next.write.value
+        theirs = (view.get("vendors") or {}).get(mine.vendor_key)
+        doctor = (mine.state.value, mine.next.write.value)
         if not isinstance(theirs, dict):
-            vendors.append(
-                VendorAgreement(
-                    vendor_key=mine.vendor_key,
-                    agrees=None,
-                    doctor_state=doctor_state,
-                    doctor_write=doctor_write,
-                    why=f"the scheduler does not run the driver of {mine.vendor_key}",
-                )
-            )
+            why = f"the scheduler does not run the driver of {mine.vendor_key}"
+            vendors.append(VendorAgreement(vendor_key=mine.vendor_key, agrees=None, doctor=doctor, why=why))
             continue
-        state = theirs.get("state")
-        write = (theirs.get("next") or {}).get("write")
-        agrees = (state, write) == (doctor_state, doctor_write)
+        scheduler = (theirs.get("state"), (theirs.get("next") or {}).get("write"))
+        agrees = scheduler == doctor
+        differs = None if agrees else _differs_why(mine, theirs, view, explanation)
         vendors.append(
             VendorAgreement(
-                vendor_key=mine.vendor_key,
-                agrees=agrees,
-                scheduler_state=state,
-                scheduler_write=write,
-                doctor_state=doctor_state,
-                doctor_write=doctor_write,
-                why=None if agrees else _differs_why(mine, theirs, view, explanation),
+                vendor_key=mine.vendor_key, agrees=agrees, scheduler=scheduler, doctor=doctor, why=differs
             )
         )
     return SchedulerAgreement(
@@ -504,27 +447,6 @@ def compare_with_scheduler(
         resource_version=view.get("resource_version"),
         vendors=tuple(vendors),
     )
-
-
-def _agreement_json(agreement: SchedulerAgreement) -> dict[str, Any]:
-    return {
-        "url": agreement.url,
-        "error": agreement.error,
-        "identity": agreement.identity,
-        "leader": agreement.leader,
-        "this_replica_writes": agreement.writes,
-        "resource_version": agreement.resource_version,
-        "agrees": agreement.agrees,
-        "vendors": {
-            v.vendor_key: {
-                "agrees": v.agrees,
-                "scheduler": {"state": v.scheduler_state, "write": v.scheduler_write},
-                "doctor": {"state": v.doctor_state, "write": v.doctor_write},
-                "why": v.why,
-            }
-            for v in agreement.vendors
-        },
-    }
 
 
 # --- output ---------------------------------------------------------------------------------------------
@@ -565,26 +487,19 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
+def _wrap(text: str, first: str, rest: str) -> list[str]:
+    wrap = textwrap.wrap
+    return wrap(text, _WIDTH, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False,
+                break_long_words=False)  # fmt: skip
+
+
 def _wrapped(label: str, text: str) -> list[str]:
     head = f"  {label:<11} "
-    return textwrap.wrap(
-        text,
-        width=_WIDTH,
-        initial_indent=head,
-        subsequent_indent=" " * len(head),
-        break_on_hyphens=False,
-        break_long_words=False,
-    ) or [head.rstrip()]
+    return _wrap(text, head, " " * len(head)) or [head.rstrip()]
 
 
 def _vendor_details(e: VendorExplanation, now: datetime) -> list[str]:
-    lines = textwrap.wrap(
-        f"{e.vendor_key}: {e.summary}",
-        width=_WIDTH,
-        subsequent_indent="  ",
-        break_on_hyphens=False,
-        break_long_words=False,
-    )
+    lines = _wrap(f"{e.vendor_key}: {e.summary}", "", "  ")
     if (
         e.state is VendorState.NOT_PRESENT
         and not e.register.present
@@ -689,18 +604,14 @@ def _agreement_text(agreement: SchedulerAgreement) -> list[str]:
         f"{agreement.resource_version}): {verdict}"
     ]
     for v in agreement.vendors:
+        (state, write), (doctor_state, doctor_write) = v.scheduler, v.doctor
         if v.agrees is None:
             lines += _wrapped(v.vendor_key, v.why or "")
         elif v.agrees:
-            lines += _wrapped(v.vendor_key, f"agrees: {v.doctor_state}, next write {v.doctor_write}")
+            lines += _wrapped(v.vendor_key, f"agrees: {doctor_state}, next write {doctor_write}")
         else:
-            lines += _wrapped(
-                v.vendor_key,
-                (
-                    f"differs: scheduler {v.scheduler_state}, next write {v.scheduler_write}; doctor "
-                    f"{v.doctor_state}, next write {v.doctor_write}: {v.why}"
-                ),
-            )
+            text = f"differs: scheduler {state}, next write {write}; doctor {doctor_state}, next write "
+            lines += _wrapped(v.vendor_key, f"{text}{doctor_write}: {v.why}")
     return lines
 
 
@@ -716,7 +627,7 @@ def render_json(
     body["source"] = source
     body["settings"] = settings.to_json() if settings is not None else None
     body["lease"] = _lease_json(lease, explanation.now) if lease is not None else None
-    body["scheduler"] = _agreement_json(agreement) if agreement is not None else None
+    body["scheduler"] = agreement.to_json() if agreement is not None else None
     return json.dumps(body, indent=2, sort_keys=False)
 
 
@@ -728,93 +639,56 @@ def doctor() -> None:
     """Explain what the scheduler sees and does, from the cluster or an exported object; writes nothing."""
 
 
-def _service(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, str] | None:
-    if not value:
-        return None
-    try:
-        return parse_service_ref(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
 def judging_options(command: F) -> F:
     """The scheduler's settings the doctor judges with, and where to find the scheduler."""
-    for option in reversed(
-        [
-            click.option(
-                "--node-selector",
-                envvar="HAMI_NODE_SELECTOR",
-                callback=_selector,
-                metavar="K=V,...",
-                help="The scheduler's node selector. Default: the running scheduler's (see "
-                "--scheduler-service), else none. Env: HAMI_NODE_SELECTOR.",
-            ),
-            click.option(
-                "--handshake-window",
-                envvar="HAMI_HANDSHAKE_WINDOW",
-                type=DURATION,
-                default=None,
-                help=f"The scheduler's handshake window. Default: the running scheduler's, else "
-                f"{span(_DEFAULT_WINDOW)}. Env: HAMI_HANDSHAKE_WINDOW.",
-            ),
-            click.option(
-                "--timezone",
-                "zone",
-                envvar="HAMI_DOCTOR_TIMEZONE",
-                default=None,
-                callback=_zone,
-                metavar="ZONE",
-                help="The scheduler's time zone, in which stamps without a zone are read: 'local', "
-                "'UTC', an offset (+08:00) or a zone name (Asia/Shanghai). Default: the running "
-                "scheduler's, else local. Env: HAMI_DOCTOR_TIMEZONE.",
-            ),
-            click.option(
-                "--lease-namespace",
-                envvar="HAMI_LEASE_NAMESPACE",
-                default=None,
-                help="Namespace of the scheduler's leader Lease. Default: found by name in any namespace "
-                "(the chart puts it in the release namespace). Env: HAMI_LEASE_NAMESPACE.",
-            ),
-            click.option(
-                "--lease-name",
-                envvar="HAMI_LEASE_NAME",
-                default=DEFAULT_LEASE_NAME,
-                show_default=True,
-                help="Name of the scheduler's leader Lease. Env: HAMI_LEASE_NAME.",
-            ),
-            click.option(
-                "--scheduler-service",
-                callback=_service,
-                metavar="NAMESPACE/NAME[:PORT]",
-                help="The running scheduler's Service, reached through the API server's service proxy "
-                f"(no port-forward; needs get on services/proxy). Default: {DEFAULT_SERVICE} in the "
-                "namespace of its Lease.",
-            ),
-            click.option(
-                "--scheduler-url",
-                callback=_scheduler_url,
-                metavar="URL",
-                help="The running scheduler's status endpoint, reached directly (e.g. "
-                "http://127.0.0.1:9396 with a port-forward), instead of --scheduler-service.",
-            ),
-        ]
-    ):
+    options = [
+        click.option(
+            "--node-selector",
+            envvar="HAMI_NODE_SELECTOR",
+            callback=parsed(parse_node_selector),
+            metavar="K=V,...",
+            help="The scheduler's node selector. Default: the running scheduler's (see "
+            "--scheduler-service), else none. Env: HAMI_NODE_SELECTOR.",
+        ),
+        click.option(
+            "--handshake-window",
+            envvar="HAMI_HANDSHAKE_WINDOW",
+            type=DURATION,
+            default=None,
+            help=f"The scheduler's handshake window. Default: the running scheduler's, else "
+            f"{span(_DEFAULT_WINDOW)}. Env: HAMI_HANDSHAKE_WINDOW.",
+        ),
+        click.option(
+            "--timezone",
+            "zone",
+            envvar="HAMI_DOCTOR_TIMEZONE",
+            default=None,
+            callback=parsed(parse_timezone),
+            metavar="ZONE",
+            help="The scheduler's time zone, in which stamps without a zone are read: 'local', "
+            "'UTC', an offset (+08:00) or a zone name (Asia/Shanghai). Default: the running "
+            "scheduler's, else local. Env: HAMI_DOCTOR_TIMEZONE.",
+        ),
+        lease_options,
+        click.option(
+            "--scheduler-service",
+            callback=parsed(lambda value: parse_service_ref(value) if value else None),
+            metavar="NAMESPACE/NAME[:PORT]",
+            help="The running scheduler's Service, reached through the API server's service proxy "
+            f"(no port-forward; needs get on services/proxy). Default: {DEFAULT_SERVICE} in the "
+            "namespace of its Lease.",
+        ),
+        click.option(
+            "--scheduler-url",
+            callback=parsed(_scheduler_url),
+            metavar="URL",
+            help="The running scheduler's status endpoint, reached directly (e.g. "
+            "http://127.0.0.1:9396 with a port-forward), instead of --scheduler-service.",
+        ),
+    ]
+    for option in reversed(options):
         command = option(command)
     return command
-
-
-def _endpoint(
-    cluster: AdminCluster, url: str | None, service: tuple[str, str] | None, lease: LeaseFacts
-) -> SchedulerEndpoint | None:
-    """Where to read the running scheduler: the URL or Service given, else the chart's Service in the
-    namespace of the Lease found (``None``: no Lease found, no scheduler to ask)."""
-    if url is not None:
-        return SchedulerEndpoint(url=url)
-    if service is not None:
-        return SchedulerEndpoint(service=service, cluster=cluster)
-    if lease.found and lease.namespace is not None:
-        return SchedulerEndpoint(service=(lease.namespace, DEFAULT_SERVICE), cluster=cluster)
-    return None
 
 
 @attrs.frozen(kw_only=True)
@@ -824,32 +698,45 @@ class Judging:
     settings: Settings
     lease: LeaseFacts
     endpoint: SchedulerEndpoint | None
-    #: The scheduler was named (--scheduler-url, --scheduler-service): compare even when it fails.
-    named: bool
+    #: Compare with the scheduler: it was named (--scheduler-url, --scheduler-service; even when it
+    #: fails), or its settings were read.
+    compare: bool
 
 
-def judging(
-    cluster: AdminCluster,
-    *,
-    lease_namespace: str | None,
-    lease_name: str,
-    scheduler_url: str | None,
-    scheduler_service: tuple[str, str] | None,
-    window: float | None,
-    selector: NodeSelector | None,
-    zone: tzinfo | None,
-) -> Judging:
-    lease = lease_facts(cluster, lease_namespace, lease_name)
-    endpoint = _endpoint(cluster, scheduler_url, scheduler_service, lease)
-    settings = scheduler_settings(endpoint, window=window, selector=selector, zone=zone)
-    if (
-        settings.lease is not None
-        and lease_namespace is None
-        and settings.lease != (lease.namespace, lease.name)
-    ):
+def judging(cluster: AdminCluster, flags: Mapping[str, Any]) -> Judging:
+    """The settings, the Lease and the scheduler to ask, from the options of ``judging_options``: the URL
+    or Service given, else the chart's Service in the namespace of the Lease found (none found: no
+    scheduler to ask)."""
+    namespace, url, service = flags["lease_namespace"], flags["scheduler_url"], flags["scheduler_service"]
+    lease = lease_facts(cluster, namespace, flags["lease_name"])
+    endpoint = None
+    if url is not None or service is not None:
+        endpoint = SchedulerEndpoint(url=url, service=service, cluster=cluster)
+    elif lease.found and lease.namespace is not None:
+        endpoint = SchedulerEndpoint(service=(lease.namespace, DEFAULT_SERVICE), cluster=cluster)
+    settings = scheduler_settings(endpoint, flags)
+    if settings.lease is not None and namespace is None and settings.lease != (lease.namespace, lease.name):
         lease = lease_facts(cluster, *settings.lease)  # the running scheduler says which Lease is its own
-    named = scheduler_url is not None or scheduler_service is not None
-    return Judging(settings=settings, lease=lease, endpoint=endpoint, named=named)
+    named = url is not None or service is not None
+    return Judging(
+        settings=settings, lease=lease, endpoint=endpoint, compare=named or settings.from_scheduler
+    )
+
+
+def _explain(
+    snapshot: NodeSnapshot, rules: Sequence[VendorRules], settings: Settings, now: datetime
+) -> NodeExplanation:
+    """The scheduler's own explanation, as a scheduler that has just started would judge (no memory)."""
+    window, selector = settings.window, settings.selector
+    return explain_node(snapshot.name, snapshot, rules, None, selector=selector, now=now, window=window)
+
+
+def _drivers(flags: Mapping[str, Any]) -> tuple[VendorDriver, ...]:
+    return drivers_from_options(flags["vendors"], flags["count_resources"], flags["device_config"])[1]
+
+
+def _live(flags: Mapping[str, Any]) -> AdminCluster:
+    return connect(flags["kubeconfig"], flags["context"], request_timeout=REQUEST_TIMEOUT)
 
 
 @doctor.command("node")
@@ -873,24 +760,7 @@ def judging(
     "instead of now: for a Node exported earlier.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
-def node(
-    name: str | None,
-    from_file: str | None,
-    kubeconfig: str | None,
-    context: str | None,
-    vendors: str | None,
-    count_resources: tuple[str, ...],
-    device_config: str | None,
-    node_selector: NodeSelector | None,
-    handshake_window: float | None,
-    zone: tzinfo | None,
-    lease_namespace: str | None,
-    lease_name: str,
-    scheduler_service: tuple[str, str] | None,
-    scheduler_url: str | None,
-    at: str | None,
-    as_json: bool,
-) -> None:
+def node(name: str | None, from_file: str | None, at: str | None, as_json: bool, **flags: Any) -> None:
     """Explain one Node: for each selected driver, the register annotation (present, decodes, devices, or
     the decode error and where), the handshake (value, kind, age), the allocatable count, the verdict, the
     state, and what the scheduler will do next and why. From the cluster it judges with the running
@@ -903,7 +773,9 @@ def node(
     """
     if name is None and from_file is None:
         raise click.UsageError("give a Node NAME, or --from-file FILE")
-    if from_file is not None and (scheduler_url is not None or scheduler_service is not None):
+    if from_file is not None and (
+        flags["scheduler_url"] is not None or flags["scheduler_service"] is not None
+    ):
         raise click.UsageError(
             "--scheduler-url and --scheduler-service compare with the live Node: leave out --from-file"
         )
@@ -911,56 +783,31 @@ def node(
         raise click.BadParameter(
             f"{name!r} is not a Node name (a lower-case DNS subdomain)", param_hint="'NAME'"
         )
-    _, drivers = drivers_from_options(vendors, count_resources, device_config)
-    lease: LeaseFacts | None = None
-    endpoint: SchedulerEndpoint | None = None
-    compare = False
+    drivers = _drivers(flags)
+    judged: Judging | None = None
     if from_file is not None:
         snapshot = load_node_file(from_file, name)
-        settings = scheduler_settings(None, window=handshake_window, selector=node_selector, zone=zone)
+        settings = scheduler_settings(None, flags)  # a file is judged with the flags given, as always
         source: dict[str, Any] = {"kind": "file", "file": from_file}
-        shown_source = f"from {from_file}"
     else:
         assert name is not None
-        cluster = connect(kubeconfig, context, request_timeout=REQUEST_TIMEOUT)
+        cluster = _live(flags)
         snapshot = _get_node(cluster, name)
-        judged = judging(
-            cluster,
-            lease_namespace=lease_namespace,
-            lease_name=lease_name,
-            scheduler_url=scheduler_url,
-            scheduler_service=scheduler_service,
-            window=handshake_window,
-            selector=node_selector,
-            zone=zone,
-        )
-        settings, lease, endpoint = judged.settings, judged.lease, judged.endpoint
-        compare = judged.named or settings.from_scheduler
+        judged = judging(cluster, flags)
+        settings = judged.settings
         source = {"kind": "cluster", "file": None}
-        shown_source = "from the cluster"
     now = _moment(at, settings.zone) if at is not None else SYSTEM.now().astimezone(settings.zone)
-    explanation = explain_node(
-        snapshot.name,
-        snapshot,
-        [d.rules() for d in drivers],
-        None,
-        selector=settings.selector,
-        now=now,
-        window=settings.window,
-    )
+    explanation = _explain(snapshot, [d.rules() for d in drivers], settings, now)
     agreement = None
-    if endpoint is not None and compare:
-        agreement = compare_with_scheduler(
-            explanation, endpoint.where, fetch_scheduler_view(endpoint, snapshot.name)
-        )
-    shown = settings if from_file is None else None  # a file is judged with the flags given, as always
+    if judged is not None and judged.endpoint is not None and judged.compare:
+        view = fetch_scheduler_view(judged.endpoint, snapshot.name)
+        agreement = compare_with_scheduler(explanation, judged.endpoint.where, view)
+    lease, shown = (judged.lease, settings) if judged is not None else (None, None)
     if as_json:
-        body = render_json(explanation, source=source, lease=lease, agreement=agreement, settings=shown)
-        click.echo(body)
+        click.echo(render_json(explanation, source=source, lease=lease, agreement=agreement, settings=shown))
     else:
-        click.echo(
-            render_text(explanation, source=shown_source, lease=lease, agreement=agreement, settings=shown)
-        )
+        where = f"from {from_file}" if from_file is not None else "from the cluster"
+        click.echo(render_text(explanation, source=where, lease=lease, agreement=agreement, settings=shown))
 
 
 def _get_node(cluster: Cluster, name: str) -> NodeSnapshot:
@@ -969,18 +816,13 @@ def _get_node(cluster: Cluster, name: str) -> NodeSnapshot:
         return cluster.get_node(name)
     except NotFound:
         raise click.ClickException(f"node {name!r} not found in the cluster") from None
-    except Forbidden as exc:
-        raise click.ClickException(describe_error(exc)) from None
     except Unavailable as exc:
         raise click.ClickException(f"cannot reach the API server: {exc}") from None
     except ClusterError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(describe_error(exc)) from None
 
 
 # --- the fleet ------------------------------------------------------------------------------------------
-
-#: Nodes per list page.
-PAGE = 500
 
 
 def _states(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> frozenset[VendorState]:
@@ -1002,30 +844,16 @@ def fleet_states(
     now = SYSTEM.now().astimezone(settings.zone)
     theirs: Mapping[str, Any] = (scheduler or {}).get("nodes") or {}
     fleet: dict[str, dict[str, dict[str, str]]] = {}
-    token: str | None = None
-    while True:
-        page = cluster.list_nodes(limit=PAGE, continue_token=token)
-        for snapshot in page.items:
-            explained = explain_node(
-                snapshot.name,
-                snapshot,
-                rules,
-                None,
-                selector=settings.selector,
-                now=now,
-                window=settings.window,
-            )
-            vendors: dict[str, dict[str, str]] = {}
-            for vendor in explained.vendors:
-                known = (theirs.get(snapshot.name) or {}).get(vendor.vendor_key)
-                if isinstance(known, dict) and isinstance(known.get("state"), str):
-                    vendors[vendor.vendor_key] = {"state": known["state"], "source": "scheduler"}
-                elif vendor.state is not VendorState.NOT_PRESENT or vendor.handshake.value is not None:
-                    vendors[vendor.vendor_key] = {"state": vendor.state.value, "source": "doctor"}
-            fleet[snapshot.name] = vendors
-        token = page.continue_token
-        if not token:
-            return fleet
+    for snapshot in all_nodes(cluster):
+        vendors: dict[str, dict[str, str]] = {}
+        for vendor in _explain(snapshot, rules, settings, now).vendors:
+            known = (theirs.get(snapshot.name) or {}).get(vendor.vendor_key)
+            if isinstance(known, dict) and isinstance(known.get("state"), str):
+                vendors[vendor.vendor_key] = {"state": known["state"], "source": "scheduler"}
+            elif vendor.state is not VendorState.NOT_PRESENT or vendor.handshake.value is not None:
+                vendors[vendor.vendor_key] = {"state": vendor.state.value, "source": "doctor"}
+        fleet[snapshot.name] = vendors
+    return fleet
 
 
 @doctor.command("nodes")
@@ -1042,52 +870,26 @@ def fleet_states(
     "awaiting-sign-of-life, no-devices, not-present, not-selected); repeatable.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the lines.")
-def nodes(
-    kubeconfig: str | None,
-    context: str | None,
-    vendors: str | None,
-    count_resources: tuple[str, ...],
-    device_config: str | None,
-    node_selector: NodeSelector | None,
-    handshake_window: float | None,
-    zone: tzinfo | None,
-    lease_namespace: str | None,
-    lease_name: str,
-    scheduler_service: tuple[str, str] | None,
-    scheduler_url: str | None,
-    wanted: frozenset[VendorState],
-    as_json: bool,
-) -> None:
+def nodes(wanted: frozenset[VendorState], as_json: bool, **flags: Any) -> None:
     """Every Node, one line each: the state of each vendor it carries anything of. The running scheduler's
     states are used where it has one (it remembers what it cleaned up: awaiting-sign-of-life); the others
     are judged by the doctor as for 'hami doctor node', with the scheduler's settings when it answers.
 
     Exit status: 0 when the Nodes were listed, 1 when the cluster could not be read, 2 for bad usage.
     """
-    _, drivers = drivers_from_options(vendors, count_resources, device_config)
-    cluster = connect(kubeconfig, context, request_timeout=REQUEST_TIMEOUT)
-    judged = judging(
-        cluster,
-        lease_namespace=lease_namespace,
-        lease_name=lease_name,
-        scheduler_url=scheduler_url,
-        scheduler_service=scheduler_service,
-        window=handshake_window,
-        selector=node_selector,
-        zone=zone,
-    )
+    drivers = _drivers(flags)
+    cluster = _live(flags)
+    judged = judging(cluster, flags)
     view: dict[str, Any] | None = None
     view_error: str | None = None
-    if judged.endpoint is not None and (judged.named or judged.settings.from_scheduler):
+    if judged.endpoint is not None and judged.compare:
         kept = ",".join(state.value for state in KEPT_STATES)
         answer = judged.endpoint.get_json("/cache", [("state", kept)])
         view, view_error = (None, str(answer)) if isinstance(answer, Unanswered) else (answer, None)
     try:
         fleet = fleet_states(cluster, [d.rules() for d in drivers], judged.settings, view)
-    except Forbidden as exc:
-        raise click.ClickException(describe_error(exc)) from None
     except ClusterError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(describe_error(exc)) from None
     shown = {
         name: states
         for name, states in fleet.items()

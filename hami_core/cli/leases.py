@@ -8,12 +8,52 @@ without a word.
 
 from __future__ import annotations
 
-import attrs
+from collections.abc import Callable
+from typing import TypeVar
 
+import attrs
+import click
+
+from hami_core.k8snames import is_dns_label, is_dns_subdomain
 from hami_core.kube.access import describe_error
 from hami_core.kube.port import AdminCluster, ClusterError, Lease, NotFound
+from hami_core.scheduler.config import DEFAULT_LEASE_NAME
 
-__all__ = ["LeaseSearch", "find_scheduler_leases"]
+__all__ = ["LeaseSearch", "find_scheduler_leases", "lease_options"]
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def _checked(
+    check: Callable[[str], bool], what: str
+) -> Callable[[click.Context, click.Parameter, str | None], str | None]:
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is not None and not check(value):
+            raise click.BadParameter(f"{value!r} is not a valid {what}")
+        return value
+
+    return callback
+
+
+def lease_options(command: F) -> F:
+    """``--lease-namespace`` and ``--lease-name`` of the scheduler's Lease to look for, each also from the
+    environment."""
+    command = click.option(
+        "--lease-name",
+        envvar="HAMI_LEASE_NAME",
+        default=DEFAULT_LEASE_NAME,
+        show_default=True,
+        callback=_checked(is_dns_subdomain, "Lease name (a lower-case DNS subdomain)"),
+        help="Name of the scheduler's leader Lease. Env: HAMI_LEASE_NAME.",
+    )(command)
+    return click.option(
+        "--lease-namespace",
+        envvar="HAMI_LEASE_NAMESPACE",
+        default=None,
+        callback=_checked(is_dns_label, "namespace name (a lower-case DNS label)"),
+        help="Namespace of the scheduler's leader Lease. Default: found by name in any namespace (the "
+        "chart puts it in the release namespace). Env: HAMI_LEASE_NAMESPACE.",
+    )(command)
 
 
 @attrs.frozen(kw_only=True)

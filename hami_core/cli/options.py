@@ -1,15 +1,17 @@
-"""Options the daemons share, in Kubernetes' idiom: durations, Go-style boolean flags, kube-scheduler's
-flag names as aliases, the listen address, and the logging flags."""
+"""Options the commands share, in Kubernetes' idiom: durations, Go-style boolean flags, kube-scheduler's
+flag names as aliases, the listen address, the logging flags, and the defaults the options show, read
+from the config classes that own them (``SchedulerConfig``, ``ReporterConfig``, the elector's
+``ElectionConfig``), never retyped."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
 import click
 from click.core import ParameterSource
 
-from hami_core.cli.defaults import duration_default_of
 from hami_core.cli.logs import LOG_FORMATS, LOG_LEVELS
 from hami_core.durations import MAX_SECONDS, format_duration, parse_duration
 
@@ -18,14 +20,17 @@ __all__ = [
     "LOG_LEVEL",
     "Duration",
     "aliases",
+    "default_of",
     "go_bool_flag",
     "klog_verbosity",
     "listen_address",
     "log_options",
+    "parsed",
     "timing_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., object])
+T = TypeVar("T")
 
 
 if TYPE_CHECKING:  # generic in the click versions that carry type parameters; not subscriptable in 8.1
@@ -66,6 +71,27 @@ class Duration(_FloatType):
 
 #: The type of every duration option of the daemons.
 DURATION = Duration()
+
+
+def default_of(cls: type, name: str) -> Any:
+    """The default of attrs class ``cls``'s field ``name`` (not a factory's: those are computed per use)."""
+    default = attrs.fields_dict(cls)[name].default
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        raise TypeError(f"{cls.__name__}.{name} has a factory, not one default value")
+    return default
+
+
+def parsed(parse: Callable[[str], T]) -> Callable[[click.Context, click.Parameter, str | None], T | None]:
+    """An option callback: ``parse`` of the value given (``None`` stays ``None``), its ``ValueError`` a
+    usage error naming the option."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> T | None:
+        try:
+            return None if value is None else parse(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+
+    return callback
 
 
 def go_bool_flag(flag: str, *, envvar: str, default: bool, help: str) -> Callable[[F], F]:
@@ -197,7 +223,7 @@ def timing_option(flag: str, envvar: str, owner: type, field: str, help: str) ->
         flag,
         envvar=envvar,
         type=DURATION,
-        default=duration_default_of(owner, field),
+        default=format_duration(default_of(owner, field)),
         show_default=True,
         help=f"{help} Env: {envvar}.",
     )

@@ -6,14 +6,22 @@ import logging
 import signal
 import sys
 from types import FrameType
+from typing import Any
 
 import click
 
 from hami_core.cli.cluster import check_access, cluster_options, connect
-from hami_core.cli.defaults import default_of
 from hami_core.cli.logs import configure_logging
-from hami_core.cli.options import aliases, go_bool_flag, klog_verbosity, log_options, timing_option
-from hami_core.cli.options import listen_address as _listen
+from hami_core.cli.options import (
+    aliases,
+    default_of,
+    go_bool_flag,
+    klog_verbosity,
+    listen_address,
+    log_options,
+    parsed,
+    timing_option,
+)
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.scheduler.allocator import limit_malloc_arenas
 from hami_core.scheduler.config import (
@@ -21,29 +29,13 @@ from hami_core.scheduler.config import (
     DEFAULT_LEASE_NAME,
     DEFAULT_LEASE_NAMESPACE,
     SchedulerConfig,
-    default_identity,
-    default_lease_namespace,
 )
 from hami_core.scheduler.peer_check import HAMI_LEASE, parse_lease_ref
-from hami_core.scheduler.selector import NodeSelector, parse_node_selector
+from hami_core.scheduler.selector import parse_node_selector
 
 __all__ = ["scheduler"]
 
 log = logging.getLogger(__name__)
-
-
-def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> NodeSelector:
-    try:
-        return parse_node_selector(value or "")
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def _hami_lease(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, str] | None:
-    try:
-        return parse_lease_ref(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 @click.group("scheduler")
@@ -80,7 +72,7 @@ HAMI_SCHEDULER_ALIASES = {
 @click.option(
     "--node-selector",
     envvar="HAMI_NODE_SELECTOR",
-    callback=_selector,
+    callback=parsed(parse_node_selector),
     metavar="K=V,...",
     help="Only nodes with all these labels register. Env: HAMI_NODE_SELECTOR.",
 )
@@ -178,7 +170,7 @@ HAMI_SCHEDULER_ALIASES = {
     envvar="HAMI_HTTP_LISTEN",
     default=f"{default_of(SchedulerConfig, 'http_host')}:{DEFAULT_HTTP_PORT}",
     show_default=True,
-    callback=_listen,
+    callback=listen_address,
     help="HOST:PORT or [IPV6]:PORT of the status endpoint, or 'off'. Env: HAMI_HTTP_LISTEN.",
 )
 @click.option(
@@ -186,7 +178,7 @@ HAMI_SCHEDULER_ALIASES = {
     envvar="HAMI_CHECK_HAMI_LEASE",
     default="/".join(HAMI_LEASE),
     show_default=True,
-    callback=_hami_lease,
+    callback=parsed(parse_lease_ref),
     metavar="NAMESPACE/NAME",
     help="HAMi's own scheduler Lease, checked at start and every --resync: while it is held and "
     "fresh, HAMi's registrar is active (never run two registrars at once): a warning and a Warning "
@@ -208,56 +200,30 @@ def run(
     vendors: str | None,
     count_resources: tuple[str, ...],
     device_config: str | None,
-    node_selector: NodeSelector,
-    lease_namespace: str | None,
-    lease_name: str,
-    identity: str | None,
-    leader_elect: bool,
-    read_only: bool,
-    lease_duration: float,
-    renew_deadline: float,
-    retry_period: float,
-    resync: float,
-    handshake_window: float,
-    qps: float,
-    burst: int,
-    max_in_flight: int,
     http_listen: tuple[str, int] | None,
     check_hami_lease: tuple[str, str] | None,
-    refuse_beside_hami: bool,
     log_format: str,
     log_level: str,
     verbosity: str | None,
+    **settings: Any,
 ) -> None:
     """Run the scheduler: watch nodes, stamp handshakes, keep the device cache, clean up dead nodes."""
-    elects = leader_elect and not read_only
-    if elects and not retry_period < renew_deadline < lease_duration:
+    # The other options are SchedulerConfig's fields by name; unset (or empty), its own default.
+    settings = {name: value for name, value in settings.items() if value not in (None, "")}
+    lease_duration, renew_deadline = settings["lease_duration"], settings["renew_deadline"]
+    elects = settings["leader_elect"] and not settings["read_only"]
+    if elects and not settings["retry_period"] < renew_deadline < lease_duration:
         raise click.UsageError("need --retry-period < --renew-deadline < --lease-duration")
     configure_logging(log_format, verbosity or log_level)
-    lease_namespace = lease_namespace or default_lease_namespace()
     limit_malloc_arenas()  # before any thread starts (scheduler/allocator.py says why)
     manager, drivers = drivers_from_options(vendors, count_resources, device_config)
     try:
         config = SchedulerConfig(
-            resync=resync,
-            handshake_window=handshake_window,
-            node_selector=node_selector,
-            lease_namespace=lease_namespace,
-            lease_name=lease_name,
-            identity=identity or default_identity(),
-            lease_duration=lease_duration,
-            renew_deadline=renew_deadline,
-            retry_period=retry_period,
-            leader_elect=leader_elect,
-            read_only=read_only,
-            qps=qps,
-            burst=burst,
-            max_in_flight=max_in_flight,
+            **settings,
             http_host=http_listen[0] if http_listen else "",
             http_port=http_listen[1] if http_listen else None,
             freeze_gc_after_sync=True,
             hami_lease=check_hami_lease,
-            refuse_beside_hami=refuse_beside_hami,
         )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
@@ -267,7 +233,7 @@ def run(
     timeout = min(30.0, max(1.0, lease_duration - renew_deadline)) if elects else 30.0
     from hami_core.scheduler.daemon import Scheduler  # here: a bad flag is reported before it loads
 
-    cluster = connect(kubeconfig, context, request_timeout=timeout, pool_size=max_in_flight + 16)
+    cluster = connect(kubeconfig, context, request_timeout=timeout, pool_size=config.max_in_flight + 16)
     # The first reads the daemon makes, so that a missing permission is one line at start, not a retry loop.
     check_access(
         [lambda: cluster.list_nodes(limit=1)]
@@ -285,7 +251,7 @@ def run(
         raise click.BadParameter(
             f"cannot listen on {where}: {exc.strerror or exc}", param_hint="'--http-listen'"
         ) from None
-    if read_only:  # beside HAMi is what read-only is for; and its RBAC reads Nodes only
+    if config.read_only:  # beside HAMi is what read-only is for; and its RBAC reads Nodes only
         log.info("read-only: no Lease, no patch, no Event; /cache/<node> shows what a leader would write")
 
     def _terminate(signum: int, frame: FrameType | None) -> None:
