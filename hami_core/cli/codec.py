@@ -149,14 +149,17 @@ def _stdin() -> bytes:
     return data
 
 
-def _lines(raw: bytes) -> list[bytes]:
+def _batch(raw: bytes, each: Callable[[str, str], dict[str, Any]]) -> None:
+    """JSON Lines: ``each(line, "line N")`` of every input line, or its error, one result per line."""
     lines = raw.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    return [line.removesuffix(b"\r") for line in lines]
-
-
-def _write_lines(results: list[str]) -> None:
+    results = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            results.append(_dump(each(_bytes_to_text(line.removesuffix(b"\r")), f"line {number}")))
+        except (DecodeError, EncodeError, _InputError) as exc:
+            results.append(_dump({"error": _one_line(exc)}))
     click.echo("".join(result + "\n" for result in results), nl=False)
 
 
@@ -188,16 +191,14 @@ def decode(encoding: str, batch: bool) -> None:
             _fail(exc)
         click.echo(output)
         return
-    results: list[str] = []
-    for number, line in enumerate(_lines(raw), start=1):
-        try:
-            value = _json(_bytes_to_text(line), f"line {number}")
-            if not isinstance(value, str):
-                raise _InputError(f"line {number} must be a JSON string, got {type(value).__name__}")
-            results.append(_dump({"devices": _device_objects(decoder(value))}))
-        except (DecodeError, _InputError) as exc:
-            results.append(_dump({"error": _one_line(exc)}))
-    _write_lines(results)
+
+    def each(line: str, what: str) -> dict[str, Any]:
+        value = _json(line, what)
+        if not isinstance(value, str):
+            raise _InputError(f"{what} must be a JSON string, got {type(value).__name__}")
+        return {"devices": _device_objects(decoder(value))}
+
+    _batch(raw, each)
 
 
 @codec.command("encode")
@@ -222,11 +223,4 @@ def encode(encoding: str, batch: bool) -> None:
         sys.stdout.buffer.write(go_bytes(value))
         sys.stdout.buffer.flush()
         return
-    results: list[str] = []
-    for number, line in enumerate(_lines(raw), start=1):
-        try:
-            value = encoder(_parse_devices(_bytes_to_text(line), f"line {number}"))
-            results.append(_dump({"value": value}))
-        except (EncodeError, _InputError) as exc:
-            results.append(_dump({"error": _one_line(exc)}))
-    _write_lines(results)
+    _batch(raw, lambda line, what: {"value": encoder(_parse_devices(line, what))})

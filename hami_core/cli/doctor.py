@@ -27,7 +27,7 @@ from hami_core.cli.cluster import all_nodes, cluster_options, connect, read_mapp
 from hami_core.cli.leases import LeaseSearch, find_scheduler_leases, lease_options
 from hami_core.cli.options import DURATION, default_of, parsed
 from hami_core.cli.reach import DEFAULT_SERVICE, SchedulerEndpoint, Unanswered, parse_service_ref
-from hami_core.cli.vendors import driver_options, drivers_from_options
+from hami_core.cli.vendors import driver_options, drivers_from_options, table
 from hami_core.clock import SYSTEM
 from hami_core.durations import span
 from hami_core.k8snames import is_dns_subdomain
@@ -482,11 +482,6 @@ def _allocatable_cell(e: VendorExplanation) -> str:
     return f"{a.resource}={shown}"
 
 
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-
-
 def _wrap(text: str, first: str, rest: str) -> list[str]:
     wrap = textwrap.wrap
     return wrap(text, _WIDTH, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False,
@@ -583,7 +578,7 @@ def render_text(
         )
         for v in e.vendors
     ]
-    lines += _table(rows)
+    lines += table(rows)
     for vendor in e.vendors:
         lines.append("")
         lines += _vendor_details(vendor, now)

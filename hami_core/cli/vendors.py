@@ -1,4 +1,5 @@
-"""``hami vendors``: the installed vendor drivers, and the driver selection options the daemons share."""
+"""``hami vendors``: the installed vendor drivers; the driver selection options the daemons share, and the
+text table the listing commands print."""
 
 from __future__ import annotations
 
@@ -21,24 +22,14 @@ from hami_core.plugins import (
     parse_vendor_names,
 )
 
-__all__ = ["JSON_KEYS", "driver_options", "drivers_from_options", "vendors", "vendors_json"]
+__all__ = ["JSON_KEYS", "driver_options", "drivers_from_options", "table", "vendors", "vendors_json"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The keys of each object in ``hami vendors --json``, in order.
 JSON_KEYS = (
-    "name",
-    "vendor_key",
-    "register_annotation",
-    "handshake_annotation",
-    "encoding",
-    "count_resource",
-    "liveness",
-    "writes_reported",
-    "sources",
-    "settings",
-    "package",
-    "version",
+    *("name", "vendor_key", "register_annotation", "handshake_annotation", "encoding", "count_resource"),
+    *("liveness", "writes_reported", "sources", "settings", "package", "version"),
 )
 
 
@@ -117,42 +108,28 @@ def _as_click_error(error: PluginError) -> click.ClickException:
 
 def vendors_json(drivers: Sequence[VendorDriver]) -> list[dict[str, object]]:
     """The objects of ``hami vendors --json``, one per driver, with exactly ``JSON_KEYS``."""
-    return [
-        {
-            "name": d.name,
-            "vendor_key": d.vendor_key,
-            "register_annotation": d.register_annotation,
-            "handshake_annotation": d.handshake_annotation,
-            "encoding": d.encoding,
-            "count_resource": d.count_resource,
-            "liveness": d.liveness.name,
-            "writes_reported": d.writes_reported,
-            "sources": list(d.sources),
-            "settings": {
-                f"{section}.{key}": {"value": value, "from": "device config" if from_file else "default"}
-                for section, key, value, from_file in d.settings
-            },
-            "package": d.package,
-            "version": d.version,
+    objects: list[dict[str, object]] = []
+    for d in drivers:
+        settings = {
+            f"{section}.{key}": {"value": value, "from": "device config" if from_file else "default"}
+            for section, key, value, from_file in d.settings
         }
-        for d in drivers
-    ]
+        one = {key: getattr(d, key) for key in JSON_KEYS}
+        objects.append(one | {"liveness": d.liveness.name, "sources": list(d.sources), "settings": settings})
+    return objects
+
+
+def table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows of cells as lines of left-aligned columns two spaces apart (the first row is the header)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+_HEADER = "NAME|VENDOR KEY|SOURCE|REGISTER|HANDSHAKE|ENCODING|COUNT RESOURCE|LIVENESS|REPORTED_|PACKAGE"
 
 
 def _table(drivers: Sequence[VendorDriver]) -> str:
-    header = (
-        "NAME",
-        "VENDOR KEY",
-        "SOURCE",
-        "REGISTER",
-        "HANDSHAKE",
-        "ENCODING",
-        "COUNT RESOURCE",
-        "LIVENESS",
-        "REPORTED_",
-        "PACKAGE",
-    )
-    rows = [header] + [
+    rows = [tuple(_HEADER.split("|"))] + [
         (
             d.name,
             d.vendor_key,
@@ -167,16 +144,14 @@ def _table(drivers: Sequence[VendorDriver]) -> str:
         )
         for d in drivers
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines = table(rows)
     for d in drivers:
         if d.settings:
-            lines.append("")
-            lines.append(f"{d.name} settings (device config section: value):")
-            lines.extend(
+            lines += ["", f"{d.name} settings (device config section: value):"]
+            lines += [
                 f"  {section}.{key} = {value!r}{'' if from_file else '  (default)'}"
                 for section, key, value, from_file in d.settings
-            )
+            ]
     return "\n".join(lines)
 
 
