@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ class Action:
 
     at: float
     node: str
-    do: str = attrs.field(validator=attrs.validators.in_(("kill", "revive", "set-register", "delete")))
+    do: str
     driver: str = ""
     value: str = ""
 
@@ -131,20 +131,15 @@ def load_scenario(path: Path) -> Scenario:
     be run (``validate_scenario``). Every failure is a one-line ``ValueError`` (a ``ScenarioError`` when it
     is about a value) naming the file and the field."""
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
-    except _DuplicateKey as exc:
-        raise ScenarioError(
-            "", f"the key {shorten(exc.field)} appears twice in one JSON object", source=str(path)
-        ) from None
+        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
+        scenario: Scenario = _structure("", data, Scenario, ("nodes",))
+        validate_scenario(scenario)
+    except ScenarioError as exc:
+        raise ScenarioError(exc.field, exc.problem, source=str(path)) from None
     except RecursionError:
         raise ValueError(f"scenario {path}: nested too deeply") from None
     except (OSError, ValueError) as exc:  # JSONDecodeError, UnicodeDecodeError, an integer too long
         raise ValueError(f"scenario {path}: {' '.join(str(exc).split())}") from None
-    try:
-        scenario = _structure_scenario(data)
-        validate_scenario(scenario)
-    except ScenarioError as exc:
-        raise ScenarioError(exc.field, exc.problem, source=str(path)) from None
     return scenario
 
 
@@ -199,9 +194,8 @@ def validate_scenario(scenario: Scenario) -> None:
             drivers[plugin.driver] = j
             _check_text(f"{at}.register", plugin.register)
             if isinstance(plugin.allocatable, bool) or not isinstance(plugin.allocatable, int):
-                raise ScenarioError(
-                    f"{at}.allocatable", f"expected a whole number, got {_show(plugin.allocatable)}"
-                )
+                got = f"{_json_type(plugin.allocatable)} {_show(plugin.allocatable)}"
+                raise ScenarioError(f"{at}.allocatable", f"expected a whole number, got {got}")
             if not 0 <= plugin.allocatable <= _MAX_COUNT:
                 raise ScenarioError(
                     f"{at}.allocatable", f"{_show(plugin.allocatable)} is not from 0 to {_MAX_COUNT}"
@@ -224,6 +218,7 @@ def validate_scenario(scenario: Scenario) -> None:
     # In the order they run: by time, then as listed.
     for k, action in sorted(enumerate(scenario.actions), key=lambda item: item[1].at):
         where = f"actions[{k}]"
+        _check_text(f"{where}.do", action.do)
         if action.do not in _ACTIONS:
             raise ScenarioError(f"{where}.do", f"{shorten(action.do)} is not one of {', '.join(_ACTIONS)}")
         for name in ("node", "driver", "value"):
@@ -313,16 +308,11 @@ def _check_annotation_size(field: str, registers: Mapping[str, str]) -> None:
 # -- JSON -> Scenario, strictly: every field its own type, no unknown or repeated fields -----------------
 
 
-class _DuplicateKey(Exception):
-    def __init__(self, field: str) -> None:
-        self.field = field
-
-
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise _DuplicateKey(key)
+            raise ScenarioError("", f"the key {shorten(key)} appears twice in one JSON object")
         result[key] = value
     return result
 
@@ -353,21 +343,6 @@ def _fields(field: str, data: object, cls: type, required: tuple[str, ...] = ())
     return dict(data)
 
 
-def _array(field: str, value: object) -> list[Any]:
-    if not isinstance(value, list):
-        raise ScenarioError(field, f"expected a JSON array, got {_json_type(value)}")
-    return value
-
-
-def _number(field: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ScenarioError(field, f"expected a number, got {_json_type(value)}")
-    try:
-        return float(value)
-    except OverflowError:
-        raise ScenarioError(field, f"{_show(value)} is too large") from None
-
-
 def _timing(field: str, value: object) -> float:
     """A timing of the file: a number of seconds, or a duration string (``"16s"``, ``"1m30s"``, ``"3"``)."""
     if isinstance(value, str):
@@ -379,76 +354,38 @@ def _timing(field: str, value: object) -> float:
         raise ScenarioError(
             field, f"expected a number of seconds or a duration string, got {_json_type(value)}"
         )
-    return _number(field, value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise ScenarioError(field, f"{_show(value)} is too large") from None
 
 
-def _whole(field: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ScenarioError(field, f"expected a whole number, got {_json_type(value)} {_show(value)}")
-    return value
+#: The arrays of a scenario: the class of their items, and the fields an item must have.
+_ITEMS: dict[str, tuple[type, tuple[str, ...]]] = {
+    "nodes": (SimNode, ("name",)),
+    "plugins": (Plugin, ("driver", "register")),
+    "actions": (Action, ("at", "node", "do")),
+}
+_TIMINGS = ("duration", "handshake_window", "resync", "report_interval", "at")
 
 
-def _text(field: str, value: object) -> str:
-    _check_text(field, value)
-    assert isinstance(value, str)
-    return value
-
-
-def _structure_scenario(data: object) -> Scenario:
-    top = _fields("", data, Scenario, required=("nodes",))
-    for name in ("duration", "handshake_window", "resync", "report_interval"):
-        if name in top:
-            top[name] = _timing(name, top[name])
-    nodes = _array("nodes", top["nodes"])
-    top["nodes"] = tuple(_structure_node(f"nodes[{i}]", n) for i, n in enumerate(nodes))
-    if "actions" in top:
-        top["actions"] = tuple(
-            _structure_action(f"actions[{i}]", a) for i, a in enumerate(_array("actions", top["actions"]))
-        )
-    return Scenario(**top)
-
-
-def _structure_node(field: str, data: object) -> SimNode:
-    node = _fields(field, data, SimNode, required=("name",))
-    node["name"] = _text(f"{field}.name", node["name"])
-    if "labels" in node:
-        labels = node["labels"]
-        if not isinstance(labels, dict):
-            raise ScenarioError(f"{field}.labels", f"expected a JSON object, got {_json_type(labels)}")
-        for key, value in labels.items():
-            _text(member_path(f"{field}.labels", key), value)
-        node["labels"] = dict(labels)
-    if "plugins" in node:
-        node["plugins"] = tuple(
-            _structure_plugin(f"{field}.plugins[{j}]", p)
-            for j, p in enumerate(_array(f"{field}.plugins", node["plugins"]))
-        )
-    return SimNode(**node)
-
-
-def _structure_plugin(field: str, data: object) -> Plugin:
-    plugin = _fields(field, data, Plugin, required=("driver", "register"))
-    plugin["driver"] = _text(f"{field}.driver", plugin["driver"])
-    plugin["register"] = _text(f"{field}.register", plugin["register"])
-    if "allocatable" in plugin:
-        plugin["allocatable"] = _whole(f"{field}.allocatable", plugin["allocatable"])
-    return Plugin(**plugin)
-
-
-def _structure_action(field: str, data: object) -> Action:
-    action = _fields(field, data, Action, required=("at", "node", "do"))
-    action["at"] = _timing(f"{field}.at", action["at"])
-    for name in ("node", "do", "driver", "value"):
-        if name in action:
-            action[name] = _text(f"{field}.{name}", action[name])
-    if action["do"] not in _ACTIONS:
-        raise ScenarioError(f"{field}.do", f"{shorten(action['do'])} is not one of {', '.join(_ACTIONS)}")
-    return Action(**action)
+def _structure(field: str, data: object, cls: type, required: tuple[str, ...]) -> Any:
+    """``cls`` from a JSON object of its fields; the timings read, the arrays' items structured in turn.
+    The other values are checked by ``validate_scenario``, which checks a scenario built in code too."""
+    values = _fields(field, data, cls, required)
+    for name, value in values.items():
+        where = member_path(field, name)
+        if name in _TIMINGS:
+            values[name] = _timing(where, value)
+        elif name in _ITEMS:
+            if not isinstance(value, list):
+                raise ScenarioError(where, f"expected a JSON array, got {_json_type(value)}")
+            item, needed = _ITEMS[name]
+            values[name] = tuple(_structure(f"{where}[{i}]", v, item, needed) for i, v in enumerate(value))
+        elif name == "labels" and not isinstance(value, dict):
+            raise ScenarioError(where, f"expected a JSON object, got {_json_type(value)}")
+    return cls(**values)
 
 
 def scenario_as_json(scenario: Scenario) -> str:
     return json.dumps(cattrs.unstructure(scenario), indent=2)
-
-
-def plugin_drivers(scenario: Scenario) -> Sequence[str]:
-    return sorted({p.driver for n in scenario.nodes for p in n.plugins})
