@@ -1,11 +1,15 @@
 """Options the commands share, in Kubernetes' idiom: durations, Go-style boolean flags, kube-scheduler's
 flag names as aliases, the listen address, the logging flags, and the defaults the options show, read
 from the config classes that own them (``SchedulerConfig``, ``ReporterConfig``, the elector's
-``ElectionConfig``), never retyped."""
+``ElectionConfig``), never retyped; and what the daemons do with them at start (the listen address's
+error, SIGTERM)."""
 
 from __future__ import annotations
 
+import logging
+import signal
 from collections.abc import Callable, Mapping
+from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
@@ -20,17 +24,20 @@ __all__ = [
     "LOG_LEVEL",
     "Duration",
     "aliases",
+    "cannot_listen",
+    "config_option",
     "default_of",
     "go_bool_flag",
     "klog_verbosity",
     "listen_address",
     "log_options",
     "parsed",
-    "timing_option",
+    "stop_on_signals",
 ]
 
 F = TypeVar("F", bound=Callable[..., object])
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 if TYPE_CHECKING:  # generic in the click versions that carry type parameters; not subscriptable in 8.1
@@ -163,6 +170,24 @@ def listen_address(ctx: click.Context, param: click.Parameter, value: str | None
     return host or "0.0.0.0", int(port)
 
 
+def cannot_listen(host: str, port: int | None, exc: OSError) -> click.BadParameter:
+    """The usage error of a ``--http-listen`` address the daemon cannot bind (not local, in use, unknown)."""
+    return click.BadParameter(
+        f"cannot listen on {host}:{port}: {exc.strerror or exc}", param_hint="'--http-listen'"
+    )
+
+
+def stop_on_signals(stop: Callable[[], object]) -> None:
+    """SIGTERM (the kubelet's) and SIGINT call ``stop``, once said in the log."""
+
+    def _terminate(signum: int, frame: FrameType | None) -> None:
+        log.info("received %s: stopping", signal.Signals(signum).name)
+        stop()
+
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
+
+
 #: ``--log-level`` values, in any case (``DEBUG`` and ``debug`` alike).
 LOG_LEVEL = click.Choice(LOG_LEVELS, case_sensitive=False)
 
@@ -216,14 +241,18 @@ def klog_verbosity(command: F) -> F:
     )(command)
 
 
-def timing_option(flag: str, envvar: str, owner: type, field: str, help: str) -> Callable[[F], F]:
-    """A duration flag whose default is ``owner``'s field ``field`` (written once, there), read also from
-    ``envvar``, which its help names."""
+def config_option(
+    owner: type, field: str, help: str, *, envvar: str | None = None, type: click.ParamType[Any] = DURATION
+) -> Callable[[F], F]:
+    """``--FIELD`` (from ``HAMI_FIELD`` in the environment, unless ``envvar`` says otherwise, which its help
+    names), whose default is ``owner``'s field ``field``, written once, there; a duration by default."""
+    envvar = envvar or f"HAMI_{field.upper()}"
+    default = default_of(owner, field)
     return click.option(
-        flag,
+        f"--{field.replace('_', '-')}",
         envvar=envvar,
-        type=DURATION,
-        default=format_duration(default_of(owner, field)),
+        type=type,
+        default=format_duration(default) if type is DURATION else default,
         show_default=True,
         help=f"{help} Env: {envvar}.",
     )

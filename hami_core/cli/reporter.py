@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import logging
-import signal
 import sys
-from types import FrameType
 
 import click
 
 from hami_core.cli.cluster import check_access, cluster_options, connect
 from hami_core.cli.logs import configure_logging, report_error
-from hami_core.cli.options import klog_verbosity, listen_address, log_options, timing_option
+from hami_core.cli.options import (
+    cannot_listen,
+    config_option,
+    klog_verbosity,
+    listen_address,
+    log_options,
+    stop_on_signals,
+)
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.kube.port import Untrusted
 from hami_core.reporter.daemon import Reporter, ReporterConfig
@@ -36,13 +41,12 @@ def reporter() -> None:
     required=True,
     help="The Node this reporter runs on. Env: HAMI_NODE_NAME, NODE_NAME (downward API).",
 )
-@timing_option("--interval", "HAMI_REPORT_INTERVAL", ReporterConfig, "interval", "Between passes.")
-@timing_option(
-    "--retry-interval",
-    "HAMI_REPORT_RETRY_INTERVAL",
+@config_option(ReporterConfig, "interval", "Between passes.", envvar="HAMI_REPORT_INTERVAL")
+@config_option(
     ReporterConfig,
     "retry_interval",
     "To the next pass after a failed one.",
+    envvar="HAMI_REPORT_RETRY_INTERVAL",
 )
 @click.option(
     "--once",
@@ -105,19 +109,11 @@ def run(
         try:
             server = reporter_server(daemon, *http_listen)
         except OSError as exc:
-            where = f"{http_listen[0]}:{http_listen[1]}"
-            raise click.BadParameter(
-                f"cannot listen on {where}: {exc.strerror or exc}", param_hint="'--http-listen'"
-            ) from None
+            raise cannot_listen(*http_listen, exc) from None
         server.start()
         log.info("serving /livez, /readyz, /metrics on http://%s:%d", *server.address)
 
-    def _terminate(signum: int, frame: FrameType | None) -> None:
-        log.info("received %s: stopping", signal.Signals(signum).name)
-        daemon.request_stop()
-
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGINT, _terminate)
+    stop_on_signals(daemon.request_stop)
     try:
         daemon.run()
     finally:

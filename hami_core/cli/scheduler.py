@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import signal
 import sys
-from types import FrameType
 from typing import Any
 
 import click
@@ -14,13 +12,15 @@ from hami_core.cli.cluster import check_access, cluster_options, connect
 from hami_core.cli.logs import configure_logging
 from hami_core.cli.options import (
     aliases,
+    cannot_listen,
+    config_option,
     default_of,
     go_bool_flag,
     klog_verbosity,
     listen_address,
     log_options,
     parsed,
-    timing_option,
+    stop_on_signals,
 )
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.scheduler.allocator import limit_malloc_arenas
@@ -112,59 +112,21 @@ HAMI_SCHEDULER_ALIASES = {
     "Event. /cache/<node> shows the write a leader would send. For running beside another "
     "registrar (HAMi's scheduler); needs only get, list and watch on Nodes.",
 )
-@timing_option(
-    "--lease-duration",
-    "HAMI_LEASE_DURATION",
-    SchedulerConfig,
-    "lease_duration",
-    "How long a Lease holds without renewal.",
+@config_option(SchedulerConfig, "lease_duration", "How long a Lease holds without renewal.")
+@config_option(
+    SchedulerConfig, "renew_deadline", "A leader that has not renewed for this long stops writing."
 )
-@timing_option(
-    "--renew-deadline",
-    "HAMI_RENEW_DEADLINE",
+@config_option(SchedulerConfig, "retry_period", "Between two tries to take or renew the Lease.")
+@config_option(SchedulerConfig, "resync", "Between re-evaluations of every node.")
+@config_option(SchedulerConfig, "handshake_window", "After this a scheduler stamp is expired.")
+@config_option(
     SchedulerConfig,
-    "renew_deadline",
-    "A leader that has not renewed for this long stops writing.",
-)
-@timing_option(
-    "--retry-period",
-    "HAMI_RETRY_PERIOD",
-    SchedulerConfig,
-    "retry_period",
-    "Between two tries to take or renew the Lease.",
-)
-@timing_option("--resync", "HAMI_RESYNC", SchedulerConfig, "resync", "Between re-evaluations of every node.")
-@timing_option(
-    "--handshake-window",
-    "HAMI_HANDSHAKE_WINDOW",
-    SchedulerConfig,
-    "handshake_window",
-    "After this a scheduler stamp is expired.",
-)
-@click.option(
-    "--qps",
-    envvar="HAMI_QPS",
+    "qps",
+    "Write rate limit (requests per second).",
     type=click.FloatRange(min=0, min_open=True, max=100_000),
-    default=default_of(SchedulerConfig, "qps"),
-    show_default=True,
-    help="Write rate limit (requests per second). Env: HAMI_QPS.",
 )
-@click.option(
-    "--burst",
-    envvar="HAMI_BURST",
-    type=click.IntRange(min=1, max=100_000),
-    default=default_of(SchedulerConfig, "burst"),
-    show_default=True,
-    help="Write burst. Env: HAMI_BURST.",
-)
-@click.option(
-    "--max-in-flight",
-    envvar="HAMI_MAX_IN_FLIGHT",
-    type=click.IntRange(min=1, max=1024),
-    default=default_of(SchedulerConfig, "max_in_flight"),
-    show_default=True,
-    help="Concurrent patches. Env: HAMI_MAX_IN_FLIGHT.",
-)
+@config_option(SchedulerConfig, "burst", "Write burst.", type=click.IntRange(min=1, max=100_000))
+@config_option(SchedulerConfig, "max_in_flight", "Concurrent patches.", type=click.IntRange(min=1, max=1024))
 @click.option(
     "--http-listen",
     envvar="HAMI_HTTP_LISTEN",
@@ -247,19 +209,11 @@ def run(
             on_node_deleted=lambda node: manager.node_deleted(drivers, node),
         )
     except OSError as exc:  # the status endpoint's address: not local, in use, unknown host
-        where = f"{config.http_host}:{config.http_port}"
-        raise click.BadParameter(
-            f"cannot listen on {where}: {exc.strerror or exc}", param_hint="'--http-listen'"
-        ) from None
+        raise cannot_listen(config.http_host, config.http_port, exc) from None
     if config.read_only:  # beside HAMi is what read-only is for; and its RBAC reads Nodes only
         log.info("read-only: no Lease, no patch, no Event; /cache/<node> shows what a leader would write")
 
-    def _terminate(signum: int, frame: FrameType | None) -> None:
-        log.info("received %s: stopping", signal.Signals(signum).name)
-        daemon.request_stop()
-
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGINT, _terminate)
+    stop_on_signals(daemon.request_stop)
     try:
         daemon.start()
     except OSError as exc:
