@@ -137,11 +137,11 @@ def load_node_file(path: str, name: str | None = None) -> NodeSnapshot:
     A List of Nodes (``kubectl get nodes -o yaml``) works too: ``name`` picks one (needed when there are
     several). Anything else is a ``click.UsageError`` naming the file and what was wrong.
     """
+    source, path = path, "standard input" if path == "-" else path
     try:
-        data = read_mapping(path, "a Node", syntax="YAML or JSON", shape="an object")
+        data = read_mapping(source, "a Node", syntax="YAML or JSON", shape="an object")
     except ValueError as exc:
-        raise click.UsageError(f"{'standard input' if path == '-' else path}: {exc}") from None
-    path = "standard input" if path == "-" else path
+        raise click.UsageError(f"{path}: {exc}") from None
     kind = data.get("kind")
     if kind in ("List", "NodeList"):
         items = [
@@ -495,12 +495,8 @@ def _wrapped(label: str, text: str) -> list[str]:
 
 def _vendor_details(e: VendorExplanation, now: datetime) -> list[str]:
     lines = _wrap(f"{e.vendor_key}: {e.summary}", "", "  ")
-    if (
-        e.state is VendorState.NOT_PRESENT
-        and not e.register.present
-        and e.handshake.value is None
-        and not e.notes
-    ):
+    present = e.register.present or e.handshake.value is not None or e.notes
+    if e.state is VendorState.NOT_PRESENT and not present:
         return lines
     r = e.register
     if e.source == "node":
@@ -543,17 +539,27 @@ def _vendor_details(e: VendorExplanation, now: datetime) -> list[str]:
     return lines
 
 
-def render_text(
+def render(
     explanation: NodeExplanation,
     *,
-    source: str,
+    source: dict[str, Any],
     lease: LeaseFacts | None,
     agreement: SchedulerAgreement | None,
-    settings: Settings | None = None,
+    settings: Settings | None,
+    as_json: bool,
 ) -> str:
+    """The examination as the table and its details, or as one JSON object."""
     e = explanation
     now = e.now
-    lines = [f"Node {e.node} ({source}; uid {e.uid or '-'}, resourceVersion {e.resource_version or '-'})"]
+    if as_json:
+        body = explanation_json(e)
+        body["source"] = source
+        body["settings"] = settings.to_json() if settings is not None else None
+        body["lease"] = _lease_json(lease, now) if lease is not None else None
+        body["scheduler"] = agreement.to_json() if agreement is not None else None
+        return json.dumps(body, indent=2)
+    where = f"from {source['file']}" if source["file"] is not None else "from the cluster"
+    lines = [f"Node {e.node} ({where}; uid {e.uid or '-'}, resourceVersion {e.resource_version or '-'})"]
     if not e.selector:
         selected = "no node selector: every node is judged"
     else:
@@ -608,22 +614,6 @@ def _agreement_text(agreement: SchedulerAgreement) -> list[str]:
             text = f"differs: scheduler {state}, next write {write}; doctor {doctor_state}, next write "
             lines += _wrapped(v.vendor_key, f"{text}{doctor_write}: {v.why}")
     return lines
-
-
-def render_json(
-    explanation: NodeExplanation,
-    *,
-    source: dict[str, Any],
-    lease: LeaseFacts | None,
-    agreement: SchedulerAgreement | None,
-    settings: Settings | None = None,
-) -> str:
-    body = explanation_json(explanation)
-    body["source"] = source
-    body["settings"] = settings.to_json() if settings is not None else None
-    body["lease"] = _lease_json(lease, explanation.now) if lease is not None else None
-    body["scheduler"] = agreement.to_json() if agreement is not None else None
-    return json.dumps(body, indent=2, sort_keys=False)
 
 
 # --- the command ----------------------------------------------------------------------------------------
@@ -798,11 +788,9 @@ def node(name: str | None, from_file: str | None, at: str | None, as_json: bool,
         view = fetch_scheduler_view(judged.endpoint, snapshot.name)
         agreement = compare_with_scheduler(explanation, judged.endpoint.where, view)
     lease, shown = (judged.lease, settings) if judged is not None else (None, None)
-    if as_json:
-        click.echo(render_json(explanation, source=source, lease=lease, agreement=agreement, settings=shown))
-    else:
-        where = f"from {from_file}" if from_file is not None else "from the cluster"
-        click.echo(render_text(explanation, source=where, lease=lease, agreement=agreement, settings=shown))
+    click.echo(
+        render(explanation, source=source, lease=lease, agreement=agreement, settings=shown, as_json=as_json)
+    )
 
 
 def _get_node(cluster: Cluster, name: str) -> NodeSnapshot:

@@ -35,6 +35,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import attrs
+
 from hami_core.clock import SYSTEM
 
 __all__ = [
@@ -90,26 +92,21 @@ def text_response(status: HTTPStatus, text: str) -> Response:
 
 def health_response(ok: bool) -> Response:
     """A ``/livez`` or ``/readyz`` answer: 200 ``ok`` or 503 ``not ready``."""
-    return (
-        text_response(HTTPStatus.OK, "ok\n")
-        if ok
-        else text_response(HTTPStatus.SERVICE_UNAVAILABLE, "not ready\n")
-    )
+    status, text = (HTTPStatus.OK, "ok\n") if ok else (HTTPStatus.SERVICE_UNAVAILABLE, "not ready\n")
+    return text_response(status, text)
 
 
 def not_found(path: str) -> Response:
     return json_response(HTTPStatus.NOT_FOUND, {"error": f"no such endpoint: {path}"})
 
 
+@attrs.define
 class _Waiting:
     """An accepted connection whose request has not fully arrived."""
 
-    __slots__ = ("address", "deadline", "head")
-
-    def __init__(self, address: Any, deadline: float) -> None:
-        self.address = address
-        self.deadline = deadline
-        self.head = bytearray()
+    address: Any
+    deadline: float
+    head: bytearray = attrs.Factory(bytearray)
 
 
 def _close(conn: socket.socket) -> None:
@@ -225,11 +222,9 @@ class EndpointServer:
             self._close_all()
 
     def _drain_wake(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             while self._wake_read.recv(512):
                 pass
-        except OSError:
-            pass
 
     def _accept(self) -> None:
         while True:

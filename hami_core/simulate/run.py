@@ -40,7 +40,6 @@ class SimulationResult:
 class _PluginState:
     node: str
     driver: VendorDriver
-    register: str
     allocatable: int
     alive: bool = True
     killed_at: float | None = None
@@ -59,13 +58,10 @@ def run_scenario(
     ``ValueError`` when it needs a driver ``drivers`` does not have.
     """
     validate_scenario(scenario)
-    missing = sorted({p.driver for n in scenario.nodes for p in n.plugins} - set(drivers))
-    if missing:
+    needed = {p.driver for n in scenario.nodes for p in n.plugins}
+    if missing := sorted(needed - set(drivers)):
         raise ValueError(f"scenario needs drivers that are not selected or installed: {', '.join(missing)}")
-    unwritten = sorted(
-        {p.driver for n in scenario.nodes for p in n.plugins if not _register(drivers[p.driver])}
-    )
-    if unwritten:
+    if unwritten := sorted(name for name in needed if not _register(drivers[name])):
         raise ValueError(f"scenario plugins write register annotations; these drivers have none: {unwritten}")
     cluster = MemoryCluster()
     writes = NodeWrites()
@@ -77,9 +73,7 @@ def run_scenario(
         if allocatable:
             writes.saw(cluster.patch_node_status(node.name, allocatable))
         for p in node.plugins:
-            plugins[(node.name, p.driver)] = _PluginState(
-                node.name, drivers[p.driver], p.register, p.allocatable
-            )
+            plugins[(node.name, p.driver)] = _PluginState(node.name, drivers[p.driver], p.allocatable)
     config = SchedulerConfig(
         resync=scenario.resync,
         handshake_window=scenario.handshake_window,
@@ -206,7 +200,6 @@ def _apply(
         revived = {state.driver.count_resource: str(state.allocatable)}
         writes.saw(cluster.patch_node_status(action.node, revived))
     elif action.do == "set-register":
-        state.register = action.value
         changed: dict[str, str | None] = {_register(state.driver): action.value}
         writes.saw(cluster.patch_node_annotations(action.node, changed))
 
