@@ -5,12 +5,13 @@ The daemon gives a ``Routes`` function (path -> ``Response``); the server does t
 ``500`` (logged) for a route that raises, clients that go away in the middle (ignored, logged at debug),
 and IPv4 or IPv6 addresses (``::1``, ``::``). Request lines are logged at debug, through ``logging``.
 
-A connection costs no thread while it waits. One thread accepts connections and reads their requests
-(non-blocking, all at once); a fixed pool of ``workers`` threads answers the requests that have fully
-arrived, one connection each (HTTP/1.0: one request per connection, then it is closed). So:
+A connection costs no thread while it waits. One thread (an asyncio event loop) accepts connections,
+reads their requests and sends the answers, all at once; a fixed pool of ``workers`` threads computes
+the answers to the requests that have fully arrived (HTTP/1.0: one request per connection, then it is
+closed). So:
 
 * a connection that has not sent its whole request within ``idle_timeout`` seconds of its accept is
-  closed, and so is one whose answer does not leave within ``idle_timeout`` (each write);
+  closed, and so is one whose answer does not leave within ``idle_timeout`` of its being ready;
 * at most ``max_connections`` are open at once. A new connection beyond that closes the one that has
   waited longest without sending its request (a probe, which sends at once, is served); when every
   open connection is being answered or queued for a worker, the new one gets ``503`` and is closed;
@@ -21,12 +22,12 @@ The ``Server`` header is the daemon's own component name (``name``), nothing mor
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
 import logging
 import queue
-import selectors
 import socket
 import threading
 from collections.abc import Callable, Mapping
@@ -34,8 +35,6 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
-
-import attrs
 
 from hami_core.clock import SYSTEM
 
@@ -100,21 +99,6 @@ def not_found(path: str) -> Response:
     return json_response(HTTPStatus.NOT_FOUND, {"error": f"no such endpoint: {path}"})
 
 
-@attrs.define
-class _Waiting:
-    """An accepted connection whose request has not fully arrived."""
-
-    address: Any
-    deadline: float
-    head: bytearray = attrs.Factory(bytearray)
-
-
-def _close(conn: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        conn.shutdown(socket.SHUT_WR)
-    conn.close()
-
-
 class EndpointServer:
     """Serves ``routes`` on ``host:port`` from background threads (port 0 picks a free one).
 
@@ -143,24 +127,23 @@ class EndpointServer:
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             listener.bind((host, port))
             listener.listen(BACKLOG)
-            listener.setblocking(False)
         except OSError:
             listener.close()
             raise
         self._listener = listener
-        self._handler = _make_handler(routes, name, idle_timeout)
+        self._answer = _make_handler(routes, name)
         self._name = name
         self._idle_timeout = idle_timeout
         self._workers = workers
         self._max_connections = max_connections
-        self._selector = selectors.DefaultSelector()
-        self._wake_read, self._wake_write = socket.socketpair()
-        self._wake_read.setblocking(False)
-        self._waiting: dict[socket.socket, _Waiting] = {}  # in accept order
-        self._ready: queue.SimpleQueue[tuple[socket.socket, Any, bytes] | None] = queue.SimpleQueue()
+        self._loop = asyncio.new_event_loop()
+        self._stopped: asyncio.Future[None] = self._loop.create_future()
+        #: Connections whose request has not fully arrived, in accept order, and their client's address.
+        self._waiting: dict[asyncio.Task[Any], Any] = {}
+        self._clients: set[asyncio.Task[Any]] = set()
+        self._ready: queue.SimpleQueue[tuple[bytes, Any, asyncio.Future[bytes]] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._answering = 0  # handed to the workers (queued or being answered), under _lock
-        self._stopping = threading.Event()
+        self._answering = 0  # handed to the workers (queued, being answered or written), under _lock
         self._threads: list[threading.Thread] = []
 
     @property
@@ -184,161 +167,132 @@ class EndpointServer:
             thread.start()
 
     def stop(self) -> None:
-        self._stopping.set()
-        self._wake()
+        if not self._threads:  # never started: nothing else closes them
+            self._listener.close()
+            self._loop.close()
+            return
+        with contextlib.suppress(RuntimeError):  # the loop has ended already
+            self._loop.call_soon_threadsafe(_resolve, self._stopped, None)
         for _ in range(self._workers):
             self._ready.put(None)
-        deadline = SYSTEM.monotonic() + 5  # a worker may be writing to a slow client: not longer than this
+        deadline = SYSTEM.monotonic() + 5  # a worker may be in a slow route: not longer than this
         for thread in self._threads:
             thread.join(max(0.0, deadline - SYSTEM.monotonic()))
-        if not self._threads:  # never started: nothing else closes them
-            self._close_all()
 
-    # -- the acceptor ---------------------------------------------------------------------------------
-
-    def _wake(self) -> None:
-        with contextlib.suppress(OSError):
-            self._wake_write.send(b"x")
+    # -- the acceptor: one event loop for every connection's request and answer --------------------------
 
     def _accept_loop(self) -> None:
-        self._selector.register(self._listener, selectors.EVENT_READ)
-        self._selector.register(self._wake_read, selectors.EVENT_READ)
         try:
-            while not self._stopping.is_set():
-                with self._lock:
-                    deadline = min((w.deadline for w in self._waiting.values()), default=None)
-                timeout = None if deadline is None else max(0.0, deadline - SYSTEM.monotonic())
-                for key, _ in self._selector.select(timeout):
-                    if key.fileobj is self._listener:
-                        self._accept()
-                    elif key.fileobj is self._wake_read:
-                        self._drain_wake()
-                    else:
-                        self._read(key.fileobj)  # type: ignore[arg-type]
-                self._expire(SYSTEM.monotonic())
+            self._loop.run_until_complete(self._serve())
         except Exception:  # the endpoint must never take the daemon down; say so and stop serving
             log.exception("http: the endpoint's acceptor failed; it serves no more")
         finally:
-            self._close_all()
+            self._listener.close()
+            self._loop.close()
 
-    def _drain_wake(self) -> None:
-        with contextlib.suppress(OSError):
-            while self._wake_read.recv(512):
-                pass
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, address = self._listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as error:  # out of descriptors, a connection reset before accept
-                log.warning("http: cannot accept a connection: %s", error)
-                return
-            conn.setblocking(False)
-            with self._lock:
-                full = len(self._waiting) + self._answering >= self._max_connections
-                oldest = next(iter(self._waiting), None) if full else None
-            if full and oldest is None:
-                log.debug("http: %s refused: all %d connections are being answered", address,
-                          self._max_connections)  # fmt: skip
-                with contextlib.suppress(OSError):
-                    conn.send(_BUSY)
-                _close(conn)
-                continue
-            if oldest is not None:
-                log.debug("http: %s closed to make room: it sent no request", self._waiting[oldest].address)
-                self._drop(oldest)
-            with self._lock:
-                self._waiting[conn] = _Waiting(address, SYSTEM.monotonic() + self._idle_timeout)
-            self._selector.register(conn, selectors.EVENT_READ)
-
-    def _read(self, conn: socket.socket) -> None:
-        waiting = self._waiting.get(conn)
-        if waiting is None:
-            return
+    async def _serve(self) -> None:
+        server = await asyncio.start_server(self._client, sock=self._listener, backlog=BACKLOG)
         try:
-            data = conn.recv(MAX_HEAD_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as error:
-            log.debug("http: client %s went away: %s", waiting.address, error)
-            self._drop(conn)
-            return
-        if not data:  # the client closed before its request was complete
-            self._drop(conn)
-            return
-        waiting.head += data
-        if len(waiting.head) < MAX_HEAD_BYTES and not any(end in waiting.head for end in _HEAD_END):
-            return
-        self._selector.unregister(conn)
-        with self._lock:
-            del self._waiting[conn]
-            self._answering += 1
-        self._ready.put((conn, waiting.address, bytes(waiting.head)))
+            await self._stopped
+        finally:
+            server.close()
+            for task in self._clients:
+                task.cancel()
+            await asyncio.gather(*self._clients, return_exceptions=True)
 
-    def _expire(self, now: float) -> None:
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        address, task = writer.get_extra_info("peername"), asyncio.current_task()
+        assert task is not None
         with self._lock:
-            late = [conn for conn, waiting in self._waiting.items() if waiting.deadline <= now]
-        for conn in late:
+            full = len(self._waiting) + self._answering >= self._max_connections
+            oldest = next(iter(self._waiting), None) if full else None
+            if oldest is not None:
+                log.debug("http: %s closed to make room: it sent no request", self._waiting.pop(oldest))
+                oldest.cancel()
+            if not full or oldest is not None:
+                self._waiting[task] = address
+        if full and oldest is None:
             log.debug(
-                "http: %s closed: no request within %gs", self._waiting[conn].address, self._idle_timeout
+                "http: %s refused: all %d connections are being answered", address, self._max_connections
             )
-            self._drop(conn)
+            writer.write(_BUSY)
+            writer.close()
+            return
+        self._clients.add(task)
+        try:
+            await self._request_and_answer(reader, writer, address, task)
+        except TimeoutError:
+            log.debug("http: %s closed: no request or answer within %gs", address, self._idle_timeout)
+        except (ConnectionError, OSError) as error:
+            log.debug("http: client %s went away: %s", address, error)
+        finally:
+            with self._lock:
+                self._waiting.pop(task, None)
+            self._clients.discard(task)
+            writer.close()
 
-    def _drop(self, conn: socket.socket) -> None:
-        """Close a connection still waiting for its request."""
+    async def _request_and_answer(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        address: Any,
+        task: asyncio.Task[Any],
+    ) -> None:
+        head = bytearray()
+        async with asyncio.timeout(self._idle_timeout):  # from the accept
+            while len(head) < MAX_HEAD_BYTES and not any(end in head for end in _HEAD_END):
+                data = await reader.read(MAX_HEAD_BYTES)
+                if not data:  # the client closed before its request was complete
+                    return
+                head += data
         with self._lock:
-            self._waiting.pop(conn, None)
-        with contextlib.suppress(KeyError, ValueError):
-            self._selector.unregister(conn)
-        _close(conn)
-
-    def _close_all(self) -> None:
-        for conn in list(self._waiting):
-            self._drop(conn)
-        self._selector.close()
-        self._listener.close()
-        self._wake_read.close()
-        self._wake_write.close()
+            if self._waiting.pop(task, None) is None:  # closed to make room meanwhile
+                return
+            self._answering += 1
+        try:
+            answer: asyncio.Future[bytes] = self._loop.create_future()
+            self._ready.put((bytes(head), address, answer))
+            writer.write(await answer)
+            async with asyncio.timeout(self._idle_timeout):
+                await writer.drain()
+        finally:
+            with self._lock:
+                self._answering -= 1
 
     # -- the workers ----------------------------------------------------------------------------------
 
     def _work(self) -> None:
-        while True:
-            item = self._ready.get()
-            if item is None or self._stopping.is_set():
-                if item is not None:
-                    _close(item[0])
-                return
-            conn, address, head = item
+        while (item := self._ready.get()) is not None:
+            head, address, answer = item
             try:
-                conn.setblocking(True)
-                conn.settimeout(self._idle_timeout)
-                self._handler(conn, address, head)
-            except ConnectionError as error:
-                log.debug("http: client %s went away: %s", address, error)
+                data = b"" if self._stopped.done() else self._answer(head, address)
             except Exception:
                 log.exception("http: error while serving %s", address)
-            finally:
-                _close(conn)
-                with self._lock:
-                    self._answering -= 1
+                data = b""
+            with contextlib.suppress(RuntimeError):  # the loop has ended: no one to answer
+                self._loop.call_soon_threadsafe(_resolve, answer, data)
 
 
-def _make_handler(routes: Routes, name: str, timeout: float) -> Callable[[socket.socket, Any, bytes], object]:
+def _resolve(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _make_handler(routes: Routes, name: str) -> Callable[[bytes, Any], bytes]:
+    """The answer to a request (its head as it arrived), as the bytes to send."""
+
     class Handler(BaseHTTPRequestHandler):
         server_version = name
 
-        def __init__(self, conn: socket.socket, address: Any, head: bytes) -> None:
+        def __init__(self, head: bytes, address: Any) -> None:
             self._head = head
-            super().__init__(conn, address, None)  # type: ignore[arg-type]  # no socketserver here
+            super().__init__(None, address, None)  # type: ignore[arg-type]  # no socket, no socketserver
 
         def setup(self) -> None:
-            super().setup()
-            self.connection.settimeout(timeout)
-            self.rfile.close()  # the acceptor has read the request already
-            self.rfile = io.BytesIO(self._head)
+            self.rfile, self.wfile = io.BytesIO(self._head), io.BytesIO()
+
+        def finish(self) -> None:  # the answer stays in wfile, for the acceptor to send
+            pass
 
         def version_string(self) -> str:
             return name  # the component, without the Python version
@@ -369,20 +323,21 @@ def _make_handler(routes: Routes, name: str, timeout: float) -> Callable[[socket
 
         def _send(self, response: Response, *, body: bool, allow: str | None = None) -> None:
             status, content, content_type = response
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(content)))
-                if allow is not None:
-                    self.send_header("Allow", allow)
-                self.end_headers()
-                if body:
-                    self.wfile.write(content)
-            except ConnectionError as exc:  # the client went away; there is no one to answer
-                log.debug("http: client went away during %s %s: %s", self.command, self.path, exc)
-                self.close_connection = True
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(content)))
+            if allow is not None:
+                self.send_header("Allow", allow)
+            self.end_headers()
+            if body:
+                self.wfile.write(content)
 
         def log_message(self, format: str, *args: Any) -> None:
             log.debug("http: " + format, *args)
 
-    return Handler
+    def answer(head: bytes, address: Any) -> bytes:
+        handled = Handler(head, address)
+        assert isinstance(handled.wfile, io.BytesIO)
+        return handled.wfile.getvalue()
+
+    return answer
