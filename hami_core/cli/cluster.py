@@ -86,8 +86,13 @@ def read_mapping(path: str, what: str, *, syntax: str = "YAML", shape: str = "a 
             raise ValueError(f"not {what}: not UTF-8 text") from None
     try:
         data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"not {what}: not valid {syntax}{yaml_error_detail(exc)}") from None
+    except yaml.YAMLError as exc:  # where, when the parser knows it, and why
+        mark, problem = (
+            getattr(exc, "problem_mark", None),
+            getattr(exc, "problem", None) or type(exc).__name__,
+        )
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ValueError(f"not {what}: not valid {syntax}{line} ({problem})") from None
     except RecursionError:
         raise ValueError(f"not {what}: nested too deeply") from None
     if data is None:
@@ -95,13 +100,6 @@ def read_mapping(path: str, what: str, *, syntax: str = "YAML", shape: str = "a 
     if not isinstance(data, dict):
         raise ValueError(f"not {what}: it holds a YAML {type(data).__name__}, not {shape}")
     return data
-
-
-def yaml_error_detail(exc: yaml.YAMLError) -> str:
-    """Where and why YAML failed to parse, as `` at line N (problem)`` (the line when the parser knows it)."""
-    mark = getattr(exc, "problem_mark", None)
-    where = f" at line {mark.line + 1}" if mark is not None else ""
-    return f"{where} ({getattr(exc, 'problem', None) or type(exc).__name__})"
 
 
 def _paths(value: str) -> list[str]:

@@ -55,15 +55,7 @@ from hami_core.scheduler.explain import (
 )
 from hami_core.scheduler.selector import NodeSelector, parse_node_selector
 
-__all__ = [
-    "LeaseFacts",
-    "SchedulerAgreement",
-    "compare_with_scheduler",
-    "doctor",
-    "lease_facts",
-    "load_node_file",
-    "parse_timezone",
-]
+__all__ = ["doctor", "load_node_file", "parse_timezone"]
 
 #: The scheduler's own default window (its config owns it), for a doctor that has no scheduler to ask.
 _DEFAULT_WINDOW: float = default_of(SchedulerConfig, "handshake_window")
@@ -209,6 +201,20 @@ class LeaseFacts:
             "is leading now, so nothing is written"
         )
 
+    def to_json(self, now: datetime) -> dict[str, Any]:
+        until = self.valid_until()
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "found": self.found,
+            "holder": self.holder,
+            "renewed_at": self.renewed_at.astimezone(now.tzinfo).isoformat() if self.renewed_at else None,
+            "valid_until": until.astimezone(now.tzinfo).isoformat() if until else None,
+            "held": bool(self.holder) and until is not None and until > now,
+            "error": self.error,
+            "summary": self.describe(now),
+        }
+
 
 def lease_facts(cluster: AdminCluster, namespace: str | None, name: str) -> LeaseFacts:
     """Find the Lease by name in ``namespace`` (``None``: any namespace; of several, the one renewed
@@ -229,21 +235,6 @@ def lease_facts(cluster: AdminCluster, namespace: str | None, name: str) -> Leas
         renewed_at=lease.renew_time or lease.acquire_time,
         duration=duration,
     )
-
-
-def _lease_json(facts: LeaseFacts, now: datetime) -> dict[str, Any]:
-    until = facts.valid_until()
-    return {
-        "namespace": facts.namespace,
-        "name": facts.name,
-        "found": facts.found,
-        "holder": facts.holder,
-        "renewed_at": facts.renewed_at.astimezone(now.tzinfo).isoformat() if facts.renewed_at else None,
-        "valid_until": until.astimezone(now.tzinfo).isoformat() if until else None,
-        "held": bool(facts.holder) and until is not None and until > now,
-        "error": facts.error,
-        "summary": facts.describe(now),
-    }
 
 
 # --- a scheduler's view ---------------------------------------------------------------------------------
@@ -283,18 +274,16 @@ class SchedulerAgreement:
     def to_json(self) -> dict[str, Any]:
         facts = ("url", "error", "identity", "leader", "writes", "resource_version", "agrees")
         body = {"this_replica_writes" if k == "writes" else k: getattr(self, k) for k in facts}
+        sides = ("scheduler", "doctor")
         body["vendors"] = {
             v.vendor_key: {
                 "agrees": v.agrees,
-                **{side: dict(zip(("state", "write"), getattr(v, side), strict=True)) for side in _SIDES},
+                **{side: dict(zip(("state", "write"), getattr(v, side), strict=True)) for side in sides},
                 "why": v.why,
             }
             for v in self.vendors
         }
         return body
-
-
-_SIDES = ("scheduler", "doctor")
 
 
 def fetch_scheduler_view(endpoint: SchedulerEndpoint, node: str) -> dict[str, Any] | str:
@@ -555,7 +544,7 @@ def render(
         body = explanation_json(e)
         body["source"] = source
         body["settings"] = settings.to_json() if settings is not None else None
-        body["lease"] = _lease_json(lease, now) if lease is not None else None
+        body["lease"] = lease.to_json(now) if lease is not None else None
         body["scheduler"] = agreement.to_json() if agreement is not None else None
         return json.dumps(body, indent=2)
     where = f"from {source['file']}" if source["file"] is not None else "from the cluster"
@@ -883,7 +872,7 @@ def nodes(wanted: frozenset[VendorState], as_json: bool, **flags: Any) -> None:
             "nodes": shown,
             "states": sorted(state.value for state in wanted) or None,
             "settings": judged.settings.to_json(),
-            "lease": _lease_json(judged.lease, SYSTEM.now().astimezone(judged.settings.zone)),
+            "lease": judged.lease.to_json(SYSTEM.now().astimezone(judged.settings.zone)),
             "scheduler": {"where": judged.endpoint.where if judged.endpoint else None, "error": view_error},
         }
         click.echo(json.dumps(body, indent=2))

@@ -58,7 +58,6 @@ __all__ = [
     "LOG_LEVELS",
     "JsonFormatter",
     "TextFormatter",
-    "active_format",
     "configure_logging",
     "report_error",
 ]
@@ -180,11 +179,6 @@ def configure_logging(fmt: str, level: str) -> None:
     sys.excepthook = _main_exception
     sys.unraisablehook = _unraisable
     _active = fmt
-
-
-def active_format() -> str | None:
-    """The format ``configure_logging`` set up in this process, ``None`` before it ran."""
-    return _active
 
 
 def report_error(message: str) -> None:
