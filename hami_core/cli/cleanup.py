@@ -304,17 +304,12 @@ def cleanup_command(
         cluster.close()
     for error in result.errors:
         click.echo(f"error: {error}", err=True)
-    count = len(result.changed)
-    nodes_text = f"{count} node{'' if count == 1 else 's'}"
-    summary = (
-        f"dry run: {nodes_text} would change; nothing was changed" if dry_run else f"{nodes_text} changed"
-    )
-    if result.kept:
-        kept = len(result.kept)
-        summary += (
-            f"; {kept} annotation{'' if kept == 1 else 's'} another field manager owns "
-            f"{'was' if kept == 1 else 'were'} kept (--include-foreign removes them)"
-        )
+    count, kept = len(result.changed), len(result.kept)
+    changed = f"{count} node{'' if count == 1 else 's'}"
+    summary = f"dry run: {changed} would change; nothing was changed" if dry_run else f"{changed} changed"
+    if kept:
+        owned = f"{kept} annotation{'' if kept == 1 else 's'} another field manager owns"
+        summary += f"; {owned} {'was' if kept == 1 else 'were'} kept (--include-foreign removes them)"
     click.echo(summary)
     if result.errors:
         raise click.exceptions.Exit(1)

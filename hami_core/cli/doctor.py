@@ -484,48 +484,46 @@ def _wrapped(label: str, text: str) -> list[str]:
 
 def _vendor_details(e: VendorExplanation, now: datetime) -> list[str]:
     lines = _wrap(f"{e.vendor_key}: {e.summary}", "", "  ")
-    present = e.register.present or e.handshake.value is not None or e.notes
-    if e.state is VendorState.NOT_PRESENT and not present:
+    r, h = e.register, e.handshake
+    if e.state is VendorState.NOT_PRESENT and not (r.present or h.value is not None or e.notes):
         return lines
-    r = e.register
+    rows: list[tuple[str, str]] = []
     if e.source == "node":
-        source = "the Node (the driver's function of its capacity, allocatable, annotations, labels)"
-        lines += _wrapped("source", source)
+        rows.append(
+            ("source", "the Node (the driver's function of its capacity, allocatable, annotations, labels)")
+        )
         if r.error is not None:
-            lines += _wrapped("devices", f"do not compute: {r.error}")
+            rows.append(("devices", f"do not compute: {r.error}"))
         elif r.present:
-            lines += _wrapped("devices", _register_cell(e))
+            rows.append(("devices", _register_cell(e)))
     else:
-        if not r.present:
-            register = f"{r.annotation}: absent"
-        elif r.error is not None:
-            register = f"{r.annotation} ({r.size} bytes) does not decode: {r.error}"
-        else:
-            register = f"{r.annotation} ({r.size} bytes): {_register_cell(e)}"
-        lines += _wrapped("source", "the register annotation")
-        lines += _wrapped("register", register)
-    h = e.handshake
+        sized = f"{r.annotation} ({r.size} bytes)"
+        register = (
+            f"{sized}: {_register_cell(e)}" if r.error is None else f"{sized} does not decode: {r.error}"
+        )
+        rows += [
+            ("source", "the register annotation"),
+            ("register", register if r.present else f"{r.annotation}: absent"),
+        ]
     if h.annotation is None:
         handshake = "the vendor has no handshake annotation"
     elif h.value is None:
         handshake = f"{h.annotation}: absent"
     else:
         handshake = f"{h.annotation} = {shorten(h.value)}: {_handshake_cell(e)}"
-        if h.time is not None:
-            handshake += f", stamped {_clock(h.time, now)}"
-        if h.error is not None:
-            handshake += f"; {h.error}"
-    lines += _wrapped("handshake", handshake)
-    lines += _wrapped("allocatable", _allocatable_cell(e))
-    lines += _wrapped("verdict", f"{e.verdict.value} (liveness rule {e.liveness}); reason {e.reason.value}")
-    lines += _wrapped("next", e.next.why)
+        handshake += f", stamped {_clock(h.time, now)}" if h.time is not None else ""
+        handshake += f"; {h.error}" if h.error is not None else ""
+    rows += [
+        ("handshake", handshake),
+        ("allocatable", _allocatable_cell(e)),
+        ("verdict", f"{e.verdict.value} (liveness rule {e.liveness}); reason {e.reason.value}"),
+        ("next", e.next.why),
+    ]
     if e.next.deadline is not None:
-        left = e.next.deadline - now
-        deadline = f"{_clock(e.next.deadline, now)} (in {span(left)}): {e.next.at_deadline}"
-        lines += _wrapped("deadline", deadline)
-    for note in e.notes:
-        lines += _wrapped("note", note.text)
-    return lines
+        left = span(e.next.deadline - now)
+        rows.append(("deadline", f"{_clock(e.next.deadline, now)} (in {left}): {e.next.at_deadline}"))
+    rows += [("note", note.text) for note in e.notes]
+    return lines + [line for label, text in rows for line in _wrapped(label, text)]
 
 
 def render(
