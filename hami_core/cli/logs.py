@@ -90,16 +90,10 @@ class TextFormatter(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        fields = _fields(record)
-        if not fields:
-            return super().formatMessage(record)
-        prefix = " ".join(f"{name}={_text_value(value)}" for name, value in fields.items())
-        original = record.message
-        record.message = f"{prefix}: {original}"
-        try:
-            return super().formatMessage(record)
-        finally:
-            record.message = original
+        fields = " ".join(f"{name}={_text_value(value)}" for name, value in _fields(record).items())
+        if fields:  # on a copy: the record goes on to the other handlers as it came
+            record = logging.makeLogRecord({**record.__dict__, "message": f"{fields}: {record.message}"})
+        return super().formatMessage(record)
 
 
 class JsonFormatter(logging.Formatter):
