@@ -26,7 +26,6 @@ from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.scheduler.allocator import limit_malloc_arenas
 from hami_core.scheduler.config import (
     DEFAULT_HTTP_PORT,
-    DEFAULT_LEASE_NAME,
     DEFAULT_LEASE_NAMESPACE,
     SchedulerConfig,
 )
@@ -84,13 +83,7 @@ HAMI_SCHEDULER_ALIASES = {
     "(POD_NAMESPACE, or its ServiceAccount's; the chart's release namespace); outside a pod "
     f"{DEFAULT_LEASE_NAMESPACE}. Env: HAMI_LEASE_NAMESPACE.",
 )
-@click.option(
-    "--lease-name",
-    envvar="HAMI_LEASE_NAME",
-    default=DEFAULT_LEASE_NAME,
-    show_default=True,
-    help="Name of the leader Lease. Env: HAMI_LEASE_NAME.",
-)
+@config_option(SchedulerConfig, "lease_name", "Name of the leader Lease.", type=click.STRING)
 @click.option(
     "--identity",
     envvar="HAMI_IDENTITY",
