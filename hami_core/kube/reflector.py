@@ -386,10 +386,15 @@ class Reflector:
     # -- list -------------------------------------------------------------------------------------------
 
     def _list(self) -> None:
-        """A full paged list, then the difference against the store goes to the handler."""
+        """A full paged list, then the difference against the store goes to the handler.
+
+        A fresh list asked for while this one is read (a term that starts during the first list) makes
+        it start over, once: its consumer would have to wait past the list anyway, and being handed it
+        would have the consumer decide every Node twice, holding two lists' garbage meanwhile."""
         items: dict[str, NodeSnapshot] = {}
         token: str | None = None
         resource_version = ""
+        may_restart = True
         with self._lock:
             serves = self._requested  # a list serves the fresh lists asked for before it started
         self._watch_was_open = False
@@ -401,10 +406,18 @@ class Reflector:
             )
             if not resource_version:
                 resource_version = page.resource_version
-            keep = self._keep
+            keep, known = self._keep, self._store  # only this thread replaces or changes the store
             for node in page.items:
-                items[node.name] = node if keep is None else keep(node)
+                kept = node if keep is None else keep(node)
+                items[node.name] = _relisted(known.get(node.name), kept)
             token = page.continue_token
+            if may_restart:
+                with self._lock:
+                    asked, requested = self._requested > serves, self._requested
+                if asked:
+                    log.debug("node reflector lists again from the start: a fresh list was asked for")
+                    items, token, resource_version, serves, may_restart = {}, None, "", requested, False
+                    continue
             if not token:
                 break
             if self._stop.is_set():
@@ -442,8 +455,7 @@ class Reflector:
 
     def _apply_list(self, items: dict[str, NodeSnapshot]) -> None:
         with self._lock:
-            old_store = self._store
-            self._store = dict(items)
+            old_store, self._store = self._store, items
         for name, old in sorted(old_store.items()):
             if name not in items:
                 self._notify(self._handler.on_delete, old)
@@ -549,6 +561,17 @@ def _number(resource_version: str) -> int | None:
     """A resourceVersion as a number (etcd's revision, as kube-apiserver serves it), else ``None``: then
     nothing is compared."""
     return int(resource_version) if resource_version.isdigit() else None
+
+
+def _relisted(old: NodeSnapshot | None, new: NodeSnapshot) -> NodeSnapshot:
+    """What the store keeps of a listed Node it held as ``old``: ``old`` itself when the list shows it
+    the same, else ``new`` sharing ``old``'s unchanged strings (:func:`_sharing`). A relist (a term's
+    start, a gap) then holds one copy of the store's Nodes, not two: the list's copy is let go page by
+    page, and a consumer that kept ``old``'s values (the registrar keeps each register value it read)
+    keeps no second copy alive once the store moves on."""
+    if old is None:
+        return new
+    return old if old == new else _sharing(old, new)
 
 
 def _sharing(old: NodeSnapshot, new: NodeSnapshot) -> NodeSnapshot:

@@ -600,6 +600,69 @@ def test_reflector_relists_after_gone_without_losing_or_repeating_anything(
         cluster.delete_node(name)
 
 
+class _RelistDuringFirstList:
+    """Passes every call through, asking the reflector for a fresh list while it reads its first page."""
+
+    def __init__(self, inner: Any, page_size: int) -> None:
+        self.inner = inner
+        self.page_size = page_size
+        self.reflector: Reflector | None = None
+        self.tickets: list[int] = []
+        self.pages = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def list_nodes(self, **kwargs: Any) -> NodeList:
+        result: NodeList = self.inner.list_nodes(**kwargs)
+        if kwargs.get("limit") == self.page_size:  # a page of a full list, not the probe before a watch
+            self.pages += 1
+            if self.pages == 1 and self.reflector is not None:
+                self.tickets.append(self.reflector.relist())  # a term starting during the first list
+        return result
+
+
+def test_a_fresh_list_asked_for_during_the_first_list_restarts_it_and_a_relist_keeps_the_nodes(
+    cluster: Any, test_label: dict[str, str]
+) -> None:
+    names = [node_name(x) for x in "abcde"]
+    created = {name: cluster.create_node(name, labels=test_label) for name in names}
+    proxy = _RelistDuringFirstList(cluster, page_size=2)
+    recorder = Recorder()
+    reflector = Reflector(
+        proxy, recorder, ReflectorConfig(label_selector=selector_of(test_label), page_size=2)
+    )
+    proxy.reflector = reflector
+    reflector.start()
+    try:
+        synced = recorder.wait_for(("synced", "False", None))
+        # The ticket asked for during the first page is served by the one list handed over: each Node
+        # is delivered once; the list started over after its first page (1 page, then all 3).
+        assert len(proxy.tickets) == 1 and reflector.current(proxy.tickets[0])
+        assert sorted(recorder.calls[:synced]) == sorted(
+            ("upsert", None, f"{n.name}@{n.resource_version}") for n in created.values()
+        )
+        assert reflector.lists == 1 and proxy.pages == 4
+        held = reflector.items()
+
+        changed = cluster.patch_node_annotations(names[0], {"x": "1"})
+        recorder.wait_for(
+            ("upsert", created[names[0]].resource_version, f"{names[0]}@{changed.resource_version}")
+        )
+        held[names[0]] = reflector.items()[names[0]]
+        ticket = reflector.relist()
+        recorder.wait_for(("synced", "True", None))
+        assert reflector.current(ticket) and reflector.lists == 2
+        # A Node the relist shows unchanged stays the very object the store held: one copy, not two.
+        after = reflector.items()
+        assert after == held
+        assert all(after[name] is held[name] for name in names)
+    finally:
+        reflector.stop()
+    for name in names:
+        cluster.delete_node(name)
+
+
 def test_reflector_resumes_after_its_watch_times_out_without_listing_again(
     cluster: Any, test_label: dict[str, str]
 ) -> None:

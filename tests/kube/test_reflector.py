@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import attrs
 import pytest
 from harness.poll import wait_for
 
@@ -503,3 +504,66 @@ def test_a_probe_that_finds_nothing_written_since_is_progress_one_that_finds_mor
         assert reflector.current()
     finally:
         reflector.stop()
+
+
+# -- what a list keeps ----------------------------------------------------------------------------------
+
+
+def _parsed_afresh(node: NodeSnapshot) -> NodeSnapshot:
+    """``node`` with new string objects, as every read off the wire has (the memory cluster's share)."""
+    return attrs.evolve(node, annotations={k: "".join(list(v)) for k, v in node.annotations.items()})
+
+
+def test_a_relist_keeps_the_objects_of_unchanged_nodes_and_the_unchanged_values_of_changed_ones() -> None:
+    cluster = MemoryCluster()
+    value = "x" * 100
+    for name in ("a", "b"):
+        cluster.create_node(name, annotations={"register": value, "other": "1"})
+    log = Log()
+    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True), keep=_parsed_afresh)
+    reflector.start()
+    try:
+        log.wait_for(("synced", False))
+        before = reflector.items()
+        with cluster._cond:  # the change and the request land together: the relist shows the change
+            b1 = cluster.patch_node_annotations("b", {"other": "2"})
+            reflector.relist()
+        log.wait_for(("synced", True))
+        after = reflector.items()
+        assert after["a"] is before["a"]  # the list's own copy of it was let go
+        assert after["b"].resource_version == b1.resource_version and after["b"].annotations["other"] == "2"
+        assert after["b"].annotations["register"] is before["b"].annotations["register"]
+        assert after["b"].name is before["b"].name
+    finally:
+        reflector.stop()
+
+
+class _RelistOnEveryPage(MemoryCluster):
+    """Asks the reflector for a fresh list after every page it serves."""
+
+    reflector: Reflector | None = None
+    tickets: list[int]
+
+    def list_nodes(self, **kwargs: Any) -> Any:
+        page = super().list_nodes(**kwargs)
+        if self.reflector is not None and kwargs.get("limit") == 2:
+            self.tickets.append(self.reflector.relist())
+        return page
+
+
+def test_a_list_starts_over_for_a_fresh_list_asked_for_during_it_at_most_once() -> None:
+    cluster = _RelistOnEveryPage()
+    cluster.tickets = []
+    for i in range(3):
+        cluster.create_node(f"n{i}")
+    log = Log()
+    reflector = Reflector(cluster, log, ReflectorConfig(page_size=2), clock=FakeClock(auto_advance=True))
+    cluster.reflector = reflector
+    log.hook = lambda call: reflector.stop(timeout=0) if call[0] == "synced" else None
+    reflector.run()
+    # Page 1 asked (ticket 1): the list started over and read both pages, asking twice more meanwhile.
+    # It was handed over, serving ticket 1 but not the later ones, which a next list serves.
+    assert cluster.tickets == [1, 2, 3] and cluster.request_count("list") == 3
+    assert log.calls.count(("synced", False)) == 1 and len(log.calls) == 4  # 3 upserts, then synced
+    assert reflector.lists == 1 and reflector.listing_due()
+    assert reflector.current(1) and not reflector.current(2)
