@@ -91,6 +91,17 @@ class Daemon:
                 peak = int(line.split()[1]) * 1024
         return Usage(cpu, peak)
 
+    def rss_bytes(self) -> int:
+        """The resident set now (``VmRSS``); 0 once the process is gone."""
+        try:
+            status = Path(f"/proc/{self.pid}/status").read_text()
+        except OSError:
+            return 0
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
     def check_alive(self) -> None:
         if not self.alive():
             raise BenchError(
