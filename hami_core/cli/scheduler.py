@@ -23,7 +23,7 @@ from hami_core.cli.options import (
     stop_on_signals,
 )
 from hami_core.cli.vendors import driver_options, drivers_from_options
-from hami_core.scheduler.allocator import limit_malloc_arenas
+from hami_core.scheduler.allocator import limit_malloc_arenas, pin_mmap_threshold
 from hami_core.scheduler.config import (
     DEFAULT_HTTP_PORT,
     DEFAULT_LEASE_NAMESPACE,
@@ -171,6 +171,7 @@ def run(
         raise click.UsageError("need --retry-period < --renew-deadline < --lease-duration")
     configure_logging(log_format, verbosity or log_level)
     limit_malloc_arenas()  # before any thread starts (scheduler/allocator.py says why)
+    pin_mmap_threshold()
     manager, drivers = drivers_from_options(vendors, count_resources, device_config)
     try:
         config = SchedulerConfig(
