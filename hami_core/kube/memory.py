@@ -53,7 +53,7 @@ from hami_core.kube.port import (
 )
 from hami_core.kube.selector import LabelSelector, parse_label_selector
 from hami_core.kube.validation import canonical_resources, validate_lease, validate_metadata, validate_name
-from hami_core.kube.wire import lease_body, lease_from_json, node_owners, node_snapshot
+from hami_core.kube.wire import annotations_patch, lease_body, lease_from_json, node_owners, node_snapshot
 from hami_core.protocol.errors import shorten
 
 __all__ = ["DEFAULT_FIELD_MANAGER", "MemoryCluster", "merge_patch"]
@@ -444,13 +444,8 @@ class MemoryCluster:
                 parsed = _parse_rv(resource_version)
                 if parsed is None:
                     # The real server fails such a watch inside the stream, with a 500.
-                    return _MemoryWatch.failing(
-                        self,
-                        Unavailable(
-                            f"watch nodes: 500 resourceVersion: Invalid value: {resource_version!r}",
-                            status=500,
-                        ),
-                    )
+                    invalid = f"watch nodes: 500 resourceVersion: Invalid value: {resource_version!r}"
+                    return _MemoryWatch(self, error=Unavailable(invalid, status=500))
                 start = parsed
             gone = self._force_gone > 0
             if gone:
@@ -531,10 +526,8 @@ class MemoryCluster:
         resource_version: str | None = None,
         field_manager: str | None = None,
     ) -> NodeSnapshot:
-        metadata: Json = {"annotations": dict(changes)}
-        if resource_version is not None:
-            metadata["resourceVersion"] = resource_version
-        return self.merge_patch_node(name, {"metadata": metadata}, field_manager=field_manager)
+        patch = annotations_patch(changes, resource_version)
+        return self.merge_patch_node(name, patch, field_manager=field_manager)
 
     def node_annotation_managers(self, name: str) -> NodeOwners:
         with self._cond:
@@ -560,28 +553,19 @@ class MemoryCluster:
     ) -> NodeSnapshot:
         verb = "patch node status" if status_only else "patch node"
         what = f"{verb} {name!r}"
-        if not isinstance(patch, Mapping):
-            raise Invalid(f"{what}: a merge patch must be a JSON object")
         current = self._existing(name, verb)
         meta_patch = patch.get("metadata") or {}
-        if not isinstance(meta_patch, Mapping):
-            raise Invalid(f"{what}: metadata must be an object")
         precondition = meta_patch.get("resourceVersion")
-        if precondition is not None:
-            if not isinstance(precondition, str):
-                raise Invalid(f"{what}: metadata.resourceVersion must be a string")
-            if precondition != current["metadata"]["resourceVersion"]:
-                raise Conflict(
-                    f"{what}: the object has been modified (resourceVersion {precondition} is stale); "
-                    "please apply your changes to the latest version and try again",
-                    status=409,
-                )
+        if precondition is not None and precondition != current["metadata"]["resourceVersion"]:
+            raise Conflict(
+                f"{what}: the object has been modified (resourceVersion {precondition} is stale); "
+                "please apply your changes to the latest version and try again",
+                status=409,
+            )
         for field in ("name", "uid"):
             if field in meta_patch and meta_patch[field] != current["metadata"].get(field):
                 raise Invalid(f"{what}: metadata.{field} may not be changed", status=422)
         updated: Json = merge_patch(copy.deepcopy(current), patch)
-        if not isinstance(updated.get("metadata"), Mapping):
-            raise Invalid(f"{what}: metadata may not be removed")
         updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         for field in ("name", "uid", "creationTimestamp"):
             updated["metadata"][field] = current["metadata"][field]
@@ -619,37 +603,18 @@ class MemoryCluster:
             return lease_from_json(raw)
 
     def create_lease(self, lease: Lease) -> Lease:
-        body = lease_body(lease)
         with self._cond:
             self._request("create", "leases")
-            key = (lease.namespace, lease.name)
-            what = f"create lease {lease.namespace}/{lease.name}"
-            self._namespace_exists(lease.namespace, what)
-            validate_lease(body, f"{what}:")
-            if lease.resource_version:
-                raise Invalid(f"{what}: resourceVersion should not be set on objects to be created")
-            if key in self._leases:
-                raise Conflict(f"{what}: leases {lease.name!r} already exists", status=409)
-            body["metadata"]["resourceVersion"] = str(self._next_rv())
-            body["metadata"]["uid"] = str(uuid.uuid4())
-            self._leases[key] = body
-            return lease_from_json(body)
+            return self._store_lease(lease, "create", None)
 
     def update_lease(self, lease: Lease) -> Lease:
-        body = lease_body(lease)
         with self._cond:
             self._request("update", "leases")
-            key = (lease.namespace, lease.name)
+            current = self._leases.get((lease.namespace, lease.name))
             what = f"update lease {lease.namespace}/{lease.name}"
-            current = self._leases.get(key)
             if current is None:
                 # Leases allow create-on-update: the real server creates it, ignoring the precondition.
-                self._namespace_exists(lease.namespace, what)
-                validate_lease(body, f"{what}:")
-                body["metadata"]["resourceVersion"] = str(self._next_rv())
-                body["metadata"]["uid"] = str(uuid.uuid4())
-                self._leases[key] = body
-                return lease_from_json(body)
+                return self._store_lease(lease, "update", None)
             if not lease.resource_version:
                 raise Invalid(f"{what}: metadata.resourceVersion must be specified for an update", status=422)
             if lease.resource_version != current["metadata"]["resourceVersion"]:
@@ -658,13 +623,24 @@ class MemoryCluster:
                     "stale); please apply your changes to the latest version and try again",
                     status=409,
                 )
-            validate_lease(body, f"{what}:")  # after the preconditions, as on the server
-            body["metadata"]["uid"] = current["metadata"]["uid"]
-            if body["spec"] == current["spec"]:
-                return lease_from_json(current)  # a no-op update does not write
-            body["metadata"]["resourceVersion"] = str(self._next_rv())
-            self._leases[key] = body
-            return lease_from_json(body)
+            return self._store_lease(lease, "update", current)
+
+    def _store_lease(self, lease: Lease, verb: str, current: Json | None) -> Lease:
+        """Validate and store ``lease`` in place of ``current`` (``None``: a create; a no-op update does
+        not write). Call with the lock held, after the preconditions, as on the server."""
+        what = f"{verb} lease {lease.namespace}/{lease.name}"
+        self._namespace_exists(lease.namespace, what)
+        body = lease_body(lease)
+        validate_lease(body, f"{what}:")
+        if current is None and (lease.namespace, lease.name) in self._leases:
+            raise Conflict(f"{what}: leases {lease.name!r} already exists", status=409)
+        if current is not None and body["spec"] == current["spec"]:
+            return lease_from_json(current)
+        meta = body["metadata"]
+        meta["uid"] = str(uuid.uuid4()) if current is None else current["metadata"]["uid"]
+        meta["resourceVersion"] = str(self._next_rv())
+        self._leases[(lease.namespace, lease.name)] = body
+        return lease_from_json(body)
 
     def find_leases(self, name: str) -> tuple[Lease, ...]:
         with self._cond:
@@ -701,34 +677,26 @@ class MemoryCluster:
             self._namespace_exists(namespace, what)
             event: Json = copy.deepcopy(dict(body))
             meta = event.setdefault("metadata", {})
-            if not isinstance(meta, dict):
-                raise Invalid(f"{what}: metadata must be an object")
             if not meta.get("name"):
                 prefix = meta.get("generateName")
                 if not prefix:
                     raise Invalid(f"{what}: metadata.name or metadata.generateName is required", status=422)
                 meta["name"] = f"{prefix}{next(self._names):05x}"
-            if meta.setdefault("namespace", namespace) != namespace:
-                raise Invalid(f"{what}: metadata.namespace does not match the request's namespace")
-            involved = event.get("involvedObject")
-            if not isinstance(involved, Mapping):
-                raise Invalid(f"{what}: involvedObject is required", status=422)
+            meta["namespace"] = namespace
             # As the API server validates core/v1 Events: an object without a namespace (a Node) has
             # its Events in "default"; a namespaced object's Events live in its own namespace.
-            involved_namespace = involved.get("namespace") or ""
+            involved_namespace = event["involvedObject"].get("namespace") or ""
             if namespace != (involved_namespace or "default"):
                 raise Invalid(
                     f"{what}: involvedObject.namespace {involved_namespace!r} does not match event.namespace",
                     status=422,
                 )
-            if any(
-                e["metadata"]["name"] == meta["name"] and e["metadata"]["namespace"] == namespace
-                for e in self._events
-            ):
-                raise Conflict(f"{what}: events {meta['name']!r} already exists", status=409)
             meta["resourceVersion"] = str(self._next_rv())
             meta["uid"] = str(uuid.uuid4())
             self._events.append(event)
+
+
+_EVERYTHING = parse_label_selector("")
 
 
 class _MemoryWatch:
@@ -738,12 +706,12 @@ class _MemoryWatch:
         self,
         cluster: MemoryCluster,
         *,
-        start: int,
-        selector: LabelSelector,
-        deadline: float | None,
-        bookmarks: bool,
-        forced_gone: bool,
-        initial: list[WatchEvent],
+        start: int = 0,
+        selector: LabelSelector = _EVERYTHING,
+        deadline: float | None = None,
+        bookmarks: bool = False,
+        forced_gone: bool = False,
+        initial: Sequence[WatchEvent] = (),
         error: ClusterError | None = None,
         read_timeout: float | None = None,
     ) -> None:
@@ -763,21 +731,6 @@ class _MemoryWatch:
         self._bookmark_generation = cluster._bookmark_generation
         self._drop_generation = cluster._drop_generation
         self._last_sent = cluster._clock()
-
-    @classmethod
-    def failing(cls, cluster: MemoryCluster, error: ClusterError) -> _MemoryWatch:
-        """A watch whose iteration raises ``error`` at once."""
-        selector = parse_label_selector("")
-        return cls(
-            cluster,
-            start=0,
-            selector=selector,
-            deadline=None,
-            bookmarks=False,
-            forced_gone=False,
-            initial=[],
-            error=error,
-        )
 
     def close(self) -> None:
         with self._cluster._cond:
