@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable
 from datetime import datetime, timedelta, tzinfo
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 __all__ = [
     "STEP_TOLERANCE",
@@ -31,7 +31,6 @@ __all__ = [
 ]
 
 
-@runtime_checkable
 class ClockEvent(Protocol):
     """``threading.Event``'s shape: a flag whose ``wait(timeout)`` runs on the clock that made it."""
 
@@ -44,7 +43,6 @@ class ClockEvent(Protocol):
     def wait(self, timeout: float | None = None) -> bool: ...
 
 
-@runtime_checkable
 class ClockCondition(Protocol):
     """``threading.Condition``'s shape, with ``wait(timeout)`` measured on the clock that made it."""
 
@@ -63,7 +61,6 @@ class ClockCondition(Protocol):
     def notify_all(self) -> None: ...
 
 
-@runtime_checkable
 class Clock(Protocol):
     """Wall time for stamps, monotonic time for intervals, and waits measured on the same clock."""
 

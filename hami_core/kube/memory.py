@@ -1,20 +1,13 @@
-"""An in-memory cluster that behaves like kube-apiserver for the port's operations.
+"""An in-memory cluster that behaves like kube-apiserver for the port's operations, for fast tests and
+the simulation. It keeps objects as raw JSON dicts and holds to the same contract tests as the real
+server; any difference is a bug here.
 
-Used by fast tests and by the simulation. It keeps objects as the API server would serve them (raw JSON
-dicts) and holds to the same contract tests as the real server; any difference is a bug here.
-
-What it models: one global resourceVersion counter for every object (etcd's revision); JSON merge patch
-(RFC 7386) with an optional resourceVersion precondition; Node status changed only through the status
-subresource; quantities stored in canonical form; paged lists served from a consistent snapshot; watches
-replayed from a bounded history window (older -> ``Gone``), with label-selector transitions turned into
-ADDED/DELETED, bookmarks, timeouts and ``close()``; Leases with compare-and-swap; Events.
-
-Like the real server, a watch that allows bookmarks gets one 2 s before its timeout ends it, and a watch
-from a resourceVersion newer than the store is accepted and delivers nothing (not even bookmarks).
-
-Fault injection for tests: :meth:`fail_next`, :meth:`drop_watches`, :meth:`force_gone`,
-:meth:`silence_watches` (half-open connections), :meth:`restart_empty` (an API server restarted on an
-empty etcd: the store moves backwards), plus request counts by verb and resource (:meth:`request_count`).
+What it models: one global resourceVersion (etcd's revision); JSON merge patch with a resourceVersion
+precondition; Node status written only through the status subresource, quantities stored canonical;
+paged lists from a consistent snapshot; watches replayed from a bounded history (older: ``Gone``), with
+label-selector transitions as ADDED/DELETED, bookmarks (also one 2 s before the timeout ends a watch;
+none for a watch from a resourceVersion newer than the store), timeouts and ``close()``; Leases with
+compare-and-swap; Events. Fault injection and request counts by verb and resource are for the tests.
 """
 
 from __future__ import annotations
@@ -167,24 +160,21 @@ def _parse_rv(value: str) -> int | None:
     return int(value) if value.isascii() and value.isdigit() else None
 
 
+@attrs.define
 class _Fault:
     """Next ``count`` calls matching ``verb`` (``None``: any) raise ``Unavailable``."""
 
-    def __init__(self, count: int, verb: str | None) -> None:
-        self.count, self.verb = count, verb
+    count: int
+    verb: str | None
 
 
 class MemoryCluster:
-    """Thread-safe in-memory implementation of the cluster port, ``AdminCluster`` (plus test helpers).
+    """Thread-safe in-memory ``AdminCluster`` (plus test helpers).
 
-    ``history``: how many Node changes a watch can replay; a watch from an older resourceVersion gets
-    ``Gone``. ``start_resource_version``: the first write gets the next one; the history starts there and
-    watching from anything older is ``Gone``, as on a real server from before its watch cache started
-    (on a freshly started server that is about 1, so even resourceVersion "1" replays; the default
-    matches).
-    ``bookmark_interval``: seconds between BOOKMARK events on a quiet watch that allows them (``None``:
-    only on demand, through :meth:`send_bookmarks`, and the one before a watch's timeout).
-    ``clock``: the server's monotonic time (watch timeouts, bookmarks, read timeouts of silenced watches).
+    ``history``: how many Node changes a watch can replay (older: ``Gone``). ``start_resource_version``:
+    the first write gets the next one; watching from anything older is ``Gone``, as on a real server from
+    before its watch cache started. ``bookmark_interval``: seconds between BOOKMARKs on a quiet watch
+    (``None``: only on demand and before a watch's timeout). ``clock``: the server's monotonic time.
     """
 
     def __init__(
@@ -233,10 +223,8 @@ class MemoryCluster:
             self._namespaces.add(name)
 
     def fail_next(self, count: int = 1, *, verb: str | None = None) -> None:
-        """Make the next ``count`` requests (of ``verb`` only, when given) raise ``Unavailable``.
-
-        Verbs are the API server's: ``get list watch create update patch delete``.
-        """
+        """Make the next ``count`` requests (of the API server's ``verb`` only, when given) raise
+        ``Unavailable``."""
         with self._cond:
             self._faults.append(_Fault(count, verb))
 
@@ -247,18 +235,16 @@ class MemoryCluster:
             self._cond.notify_all()
 
     def silence_watches(self) -> None:
-        """The connections open now stop delivering, without a FIN or RST (a NAT or load balancer that
-        dropped their state): every open watch sends nothing more, and raises ``Unavailable`` once it has
-        been silent for its ``timeout_seconds`` + ``WATCH_READ_SLACK``, as a client's read timeout does.
-        Watches opened afterwards work."""
+        """The watches open now go half-open (no FIN or RST): each sends nothing more and raises
+        ``Unavailable`` after ``timeout_seconds`` + ``WATCH_READ_SLACK`` of silence, as a client's read
+        timeout does. Watches opened afterwards work."""
         with self._cond:
             self._silence_generation += 1
             self._cond.notify_all()
 
     def restart_empty(self, start_resource_version: int = 1) -> None:
-        """The API server restarted on an empty etcd (or one restored from an old backup): every Node,
-        Lease and Event is gone, open watches drop, the watch history is empty, and resourceVersions
-        start again after ``start_resource_version``, below what clients have seen. Namespaces stay."""
+        """The API server restarted on an empty (or old) etcd: Nodes, Leases, Events and the history are
+        gone, watches drop, resourceVersions restart after ``start_resource_version``. Namespaces stay."""
         with self._cond:
             if start_resource_version >= self._rv:
                 raise ValueError(
@@ -281,8 +267,7 @@ class MemoryCluster:
             self._force_gone += count
 
     def compact(self) -> None:
-        """Forget the whole watch history, as when the real server's watch cache window moves on past
-        every change so far: a watch from an older resourceVersion gets ``Gone``."""
+        """Forget the watch history, as the server's watch cache moving past every change: ``Gone``."""
         with self._cond:
             self._history.clear()
             self._oldest = self._rv
@@ -295,8 +280,7 @@ class MemoryCluster:
             self._cond.notify_all()
 
     def request_count(self, verb: str | None = None, resource: str | None = None) -> int:
-        """How many requests were made, optionally only of ``verb`` and/or on ``resource``
-        (``nodes``, ``nodes/status``, ``leases``, ``events``)."""
+        """How many requests were made, optionally only of ``verb`` and/or on ``resource``."""
         with self._cond:
             return sum(
                 n
@@ -319,7 +303,6 @@ class MemoryCluster:
 
     @property
     def resource_version(self) -> str:
-        """The current global resourceVersion."""
         with self._cond:
             return str(self._rv)
 
@@ -373,7 +356,6 @@ class MemoryCluster:
     # -- nodes: read ----------------------------------------------------------------------------------
 
     def get_node(self, name: str) -> NodeSnapshot:
-        """One Node (the reporter reads its own; the scheduler never GETs a single Node)."""
         with self._cond:
             self._request("get", "nodes")
             self._existing(name, "get")
@@ -509,11 +491,8 @@ class MemoryCluster:
     def merge_patch_node(
         self, name: str, patch: Mapping[str, Any], *, field_manager: str | None = None
     ) -> NodeSnapshot:
-        """JSON merge patch of the Node itself (not the status subresource).
-
-        As on the real server, ``metadata.resourceVersion`` in the patch is a precondition, and any change
-        to ``status`` is ignored. Not part of the port; the contract tests use it, and so can simulations.
-        """
+        """JSON merge patch of the Node itself; ``metadata.resourceVersion`` is a precondition and a change
+        to ``status`` is ignored, as on the real server."""
         with self._cond:
             self._request("patch", "nodes")
             return self._patch(name, patch, status_only=False, manager=field_manager)
@@ -658,8 +637,7 @@ class MemoryCluster:
     def proxy_get(
         self, namespace: str, service: str, path: str, query: Sequence[tuple[str, str]] = ()
     ) -> bytes:
-        """The in-memory cluster runs no Services: every one is not found (its proxy is tested on the
-        real API server)."""
+        """No Services run here: every one is not found."""
         with self._cond:
             self._request("get", "services/proxy")
             raise NotFound(
@@ -739,11 +717,17 @@ class _MemoryWatch:
             self._cluster._cond.notify_all()
 
     def __iter__(self) -> Iterator[WatchEvent]:
+        cluster = self._cluster
         try:
-            yield from self._events()
+            while True:
+                with cluster._cond:
+                    event = self._next_locked()
+                if event is None:
+                    return
+                yield event
         finally:
-            with self._cluster._cond:
-                self._cluster._watches.discard(self)
+            with cluster._cond:
+                cluster._watches.discard(self)
 
     def _translate(self, change: _Change) -> WatchEvent | None:
         """The event this watch sees for ``change`` after its label selector, or ``None``."""
@@ -759,15 +743,6 @@ class _MemoryWatch:
             last = attrs.evolve(change.old, resource_version=rv)
             return WatchEvent(type="DELETED", resource_version=rv, node=last)
         return None
-
-    def _events(self) -> Iterator[WatchEvent]:
-        cluster = self._cluster
-        while True:
-            with cluster._cond:
-                event = self._next_locked()
-            if event is None:
-                return
-            yield event
 
     def _next_locked(self) -> WatchEvent | None:
         """Wait for the next event to deliver; ``None`` when the watch ends. Lock held by the caller."""
