@@ -7,7 +7,8 @@ precondition; Node status written only through the status subresource, quantitie
 paged lists from a consistent snapshot; watches replayed from a bounded history (older: ``Gone``), with
 label-selector transitions as ADDED/DELETED, bookmarks (also one 2 s before the timeout ends a watch;
 none for a watch from a resourceVersion newer than the store), timeouts and ``close()``; Leases with
-compare-and-swap; Events. Fault injection and request counts by verb and resource are for the tests.
+compare-and-swap; Events; request counts by verb and resource. The hooks its watches and requests
+check for injected faults are set by the tests' harness (``tests/harness/admin.py``).
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def _parse_rv(value: str) -> int | None:
 
 
 @attrs.define
-class _Fault:
+class Fault:
     """Next ``count`` calls matching ``verb`` (``None``: any) raise ``Unavailable``."""
 
     count: int
@@ -205,13 +206,13 @@ class MemoryCluster:
         self._bookmark_generation = 0
         self._drop_generation = 0
         self._silence_generation = 0
-        self._faults: list[_Fault] = []
+        self._faults: list[Fault] = []
         self._force_gone = 0
         self._watches: set[_MemoryWatch] = set()
         self._requests: Counter[tuple[str, str]] = Counter()
         self._names = itertools.count(1)
 
-    # -- test helpers ---------------------------------------------------------------------------------
+    # -- namespaces and request counts (the simulation and the benchmarks use them) ------------------
 
     def create_namespace(self, name: str) -> None:
         """Add a namespace (Leases and Events need theirs to exist, as on a real server)."""
@@ -222,63 +223,6 @@ class MemoryCluster:
                 raise Conflict(f"create namespace {name!r}: namespaces {name!r} already exists", status=409)
             self._namespaces.add(name)
 
-    def fail_next(self, count: int = 1, *, verb: str | None = None) -> None:
-        """Make the next ``count`` requests (of the API server's ``verb`` only, when given) raise
-        ``Unavailable``."""
-        with self._cond:
-            self._faults.append(_Fault(count, verb))
-
-    def drop_watches(self) -> None:
-        """Break every open watch: its iteration raises ``Unavailable``, like a dropped connection."""
-        with self._cond:
-            self._drop_generation += 1
-            self._cond.notify_all()
-
-    def silence_watches(self) -> None:
-        """The watches open now go half-open (no FIN or RST): each sends nothing more and raises
-        ``Unavailable`` after ``timeout_seconds`` + ``WATCH_READ_SLACK`` of silence, as a client's read
-        timeout does. Watches opened afterwards work."""
-        with self._cond:
-            self._silence_generation += 1
-            self._cond.notify_all()
-
-    def restart_empty(self, start_resource_version: int = 1) -> None:
-        """The API server restarted on an empty (or old) etcd: Nodes, Leases, Events and the history are
-        gone, watches drop, resourceVersions restart after ``start_resource_version``. Namespaces stay."""
-        with self._cond:
-            if start_resource_version >= self._rv:
-                raise ValueError(
-                    f"restart_empty: start_resource_version {start_resource_version} must be below the "
-                    f"current {self._rv} (the store moves backwards)"
-                )
-            self._nodes.clear()
-            self._snapshots.clear()
-            self._leases.clear()
-            self._events.clear()
-            self._history.clear()
-            self._list_snapshots.clear()
-            self._rv = self._oldest = start_resource_version
-            self._drop_generation += 1
-            self._cond.notify_all()
-
-    def force_gone(self, count: int = 1) -> None:
-        """Make the next ``count`` watches fail with ``Gone`` whatever their resourceVersion."""
-        with self._cond:
-            self._force_gone += count
-
-    def compact(self) -> None:
-        """Forget the watch history, as the server's watch cache moving past every change: ``Gone``."""
-        with self._cond:
-            self._history.clear()
-            self._oldest = self._rv
-            self._list_snapshots.clear()
-
-    def send_bookmarks(self) -> None:
-        """Make every open watch that allows bookmarks send one now, at the current resourceVersion."""
-        with self._cond:
-            self._bookmark_generation += 1
-            self._cond.notify_all()
-
     def request_count(self, verb: str | None = None, resource: str | None = None) -> int:
         """How many requests were made, optionally only of ``verb`` and/or on ``resource``."""
         with self._cond:
@@ -287,29 +231,6 @@ class MemoryCluster:
                 for (v, r), n in self._requests.items()
                 if (verb is None or v == verb) and (resource is None or r == resource)
             )
-
-    def reset_request_counts(self) -> None:
-        with self._cond:
-            self._requests.clear()
-
-    def events(self, namespace: str | None = None) -> list[Json]:
-        """The Events created so far (copies), optionally only those of ``namespace``."""
-        with self._cond:
-            return [
-                copy.deepcopy(event)
-                for event in self._events
-                if namespace is None or event["metadata"]["namespace"] == namespace
-            ]
-
-    @property
-    def resource_version(self) -> str:
-        with self._cond:
-            return str(self._rv)
-
-    @property
-    def open_watches(self) -> int:
-        with self._cond:
-            return len(self._watches)
 
     # -- plumbing -------------------------------------------------------------------------------------
 
