@@ -203,12 +203,8 @@ class MemoryCluster:
         self._events: list[Json] = []
         self._bookmark_interval = bookmark_interval
         self._clock = clock
-        self._bookmark_generation = 0
-        self._drop_generation = 0
-        self._silence_generation = 0
         self._faults: list[Fault] = []
-        self._force_gone = 0
-        self._watches: set[_MemoryWatch] = set()
+        self._watches: set[MemoryWatch] = set()
         self._requests: Counter[tuple[str, str]] = Counter()
         self._names = itertools.count(1)
 
@@ -330,7 +326,7 @@ class MemoryCluster:
         label_selector: str = "",
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
-    ) -> _MemoryWatch:
+    ) -> MemoryWatch:
         with self._cond:
             self._request("watch", "nodes")
             selector = parse_label_selector(label_selector)
@@ -348,19 +344,15 @@ class MemoryCluster:
                 if parsed is None:
                     # The real server fails such a watch inside the stream, with a 500.
                     invalid = f"watch nodes: 500 resourceVersion: Invalid value: {resource_version!r}"
-                    return _MemoryWatch(self, error=Unavailable(invalid, status=500))
+                    return MemoryWatch(self, error=Unavailable(invalid, status=500))
                 start = parsed
-            gone = self._force_gone > 0
-            if gone:
-                self._force_gone -= 1
-            watch = _MemoryWatch(
+            watch = MemoryWatch(
                 self,
                 start=start,
                 selector=selector,
                 deadline=self._clock() + timeout_seconds if timeout_seconds > 0 else None,
                 read_timeout=timeout_seconds + WATCH_READ_SLACK if timeout_seconds > 0 else None,
                 bookmarks=allow_bookmarks,
-                forced_gone=gone,
                 initial=initial,
             )
             self._watches.add(watch)
@@ -598,8 +590,13 @@ class MemoryCluster:
 _EVERYTHING = parse_label_selector("")
 
 
-class _MemoryWatch:
-    """A watch on the in-memory cluster: history after ``start``, then live changes."""
+class MemoryWatch:
+    """A watch on the in-memory cluster: history after ``start``, then live changes.
+
+    What the harness's faults set, with the cluster's lock held and its condition notified: ``error``
+    is raised at the start, or once the watch has delivered its initial events; a ``silenced`` watch
+    delivers nothing more and fails after its read timeout of silence; ``bookmark_due`` sends a
+    bookmark now (when the watch allows them)."""
 
     def __init__(
         self,
@@ -609,14 +606,14 @@ class _MemoryWatch:
         selector: LabelSelector = _EVERYTHING,
         deadline: float | None = None,
         bookmarks: bool = False,
-        forced_gone: bool = False,
         initial: Sequence[WatchEvent] = (),
         error: ClusterError | None = None,
         read_timeout: float | None = None,
     ) -> None:
-        self._error = error
+        self.error = error
+        self.silenced = False
+        self.bookmark_due = False
         self._read_timeout = read_timeout
-        self._silence_generation = cluster._silence_generation
         self._pre_timeout_bookmark = False
         self._cluster = cluster
         self._initial = deque(initial)
@@ -624,11 +621,8 @@ class _MemoryWatch:
         self._selector = selector
         self._deadline = deadline
         self._bookmarks = bookmarks
-        self._forced_gone = forced_gone
         self._closed = False
         self._started = False
-        self._bookmark_generation = cluster._bookmark_generation
-        self._drop_generation = cluster._drop_generation
         self._last_sent = cluster._clock()
 
     def close(self) -> None:
@@ -670,10 +664,8 @@ class _MemoryWatch:
         cluster = self._cluster
         if not self._started:
             self._started = True
-            if self._error is not None:
-                raise self._error
-            if self._forced_gone:
-                raise Gone(f"watch nodes: too old resource version: {self._cursor} (forced)", status=410)
+            if self.error is not None:
+                raise self.error
             if self._cursor < cluster._oldest:
                 raise Gone(
                     f"watch nodes: too old resource version: {self._cursor} ({cluster._oldest})", status=410
@@ -683,9 +675,9 @@ class _MemoryWatch:
                 return None
             if self._initial:
                 return self._initial.popleft()
-            if cluster._drop_generation != self._drop_generation:
-                raise Unavailable("watch nodes: connection dropped (injected)")
-            if cluster._silence_generation != self._silence_generation:
+            if self.error is not None:
+                raise self.error
+            if self.silenced:
                 self._silent_locked()
                 continue
             if self._cursor < cluster._oldest:
@@ -709,7 +701,7 @@ class _MemoryWatch:
                 and self._cursor <= cluster._rv
                 and (
                     pre_timeout
-                    or cluster._bookmark_generation != self._bookmark_generation
+                    or self.bookmark_due
                     or (
                         cluster._bookmark_interval is not None
                         and now - self._last_sent >= cluster._bookmark_interval
@@ -717,7 +709,7 @@ class _MemoryWatch:
                 )
             ):
                 self._pre_timeout_bookmark = self._pre_timeout_bookmark or pre_timeout
-                self._bookmark_generation = cluster._bookmark_generation
+                self.bookmark_due = False
                 self._last_sent = now
                 self._cursor = max(self._cursor, cluster._rv)
                 return WatchEvent(type="BOOKMARK", resource_version=str(self._cursor))

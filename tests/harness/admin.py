@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hami_core.kube import memory
 from hami_core.kube.client import MERGE_PATCH, KubeCluster
-from hami_core.kube.memory import Fault
-from hami_core.kube.port import AdminCluster, NodeSnapshot
+from hami_core.kube.memory import Fault, MemoryWatch
+from hami_core.kube.port import AdminCluster, Gone, NodeSnapshot, Unavailable
 from hami_core.kube.wire import node_snapshot
 
 __all__ = ["Admin", "AdminKubeCluster", "MemoryCluster"]
@@ -114,6 +114,36 @@ class MemoryCluster(memory.MemoryCluster):
     faults (failed requests, dropped, half-open and forced-Gone watches, a store that moves backwards),
     compact its history, send bookmarks on demand, and read its resourceVersion and open watches."""
 
+    #: How many of the next watches fail with ``Gone`` (``force_gone``).
+    _forced_gone = 0
+
+    def watch_nodes(
+        self,
+        *,
+        resource_version: str,
+        label_selector: str = "",
+        timeout_seconds: int = 300,
+        allow_bookmarks: bool = True,
+    ) -> MemoryWatch:
+        watch = super().watch_nodes(
+            resource_version=resource_version,
+            label_selector=label_selector,
+            timeout_seconds=timeout_seconds,
+            allow_bookmarks=allow_bookmarks,
+        )
+        with self._cond:
+            if self._forced_gone > 0 and watch.error is None:
+                self._forced_gone -= 1
+                forced = f"watch nodes: too old resource version: {resource_version} (forced)"
+                watch.error = Gone(forced, status=410)
+        return watch
+
+    def _drop(self) -> None:
+        """Every open watch fails as a dropped connection does. Lock held."""
+        for watch in self._watches:
+            watch.error = Unavailable("watch nodes: connection dropped (injected)")
+        self._cond.notify_all()
+
     def fail_next(self, count: int = 1, *, verb: str | None = None) -> None:
         """Make the next ``count`` requests (of the API server's ``verb`` only, when given) raise
         ``Unavailable``."""
@@ -123,15 +153,15 @@ class MemoryCluster(memory.MemoryCluster):
     def drop_watches(self) -> None:
         """Break every open watch: its iteration raises ``Unavailable``, like a dropped connection."""
         with self._cond:
-            self._drop_generation += 1
-            self._cond.notify_all()
+            self._drop()
 
     def silence_watches(self) -> None:
         """The watches open now go half-open (no FIN or RST): each sends nothing more and raises
         ``Unavailable`` after ``timeout_seconds`` + ``WATCH_READ_SLACK`` of silence, as a client's read
         timeout does. Watches opened afterwards work."""
         with self._cond:
-            self._silence_generation += 1
+            for watch in self._watches:
+                watch.silenced = True
             self._cond.notify_all()
 
     def restart_empty(self, start_resource_version: int = 1) -> None:
@@ -150,13 +180,12 @@ class MemoryCluster(memory.MemoryCluster):
             self._history.clear()
             self._list_snapshots.clear()
             self._rv = self._oldest = start_resource_version
-            self._drop_generation += 1
-            self._cond.notify_all()
+            self._drop()
 
     def force_gone(self, count: int = 1) -> None:
         """Make the next ``count`` watches fail with ``Gone`` whatever their resourceVersion."""
         with self._cond:
-            self._force_gone += count
+            self._forced_gone += count
 
     def compact(self) -> None:
         """Forget the watch history, as the server's watch cache moving past every change: ``Gone``."""
@@ -168,7 +197,8 @@ class MemoryCluster(memory.MemoryCluster):
     def send_bookmarks(self) -> None:
         """Make every open watch that allows bookmarks send one now, at the current resourceVersion."""
         with self._cond:
-            self._bookmark_generation += 1
+            for watch in self._watches:
+                watch.bookmark_due = True
             self._cond.notify_all()
 
     def reset_request_counts(self) -> None:
