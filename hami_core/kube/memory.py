@@ -13,11 +13,8 @@ check for injected faults are set by the tests' harness (``tests/harness/admin.p
 
 from __future__ import annotations
 
-import base64
-import binascii
 import copy
 import itertools
-import json
 import threading
 import uuid
 from collections import Counter, OrderedDict, deque
@@ -161,14 +158,6 @@ def _parse_rv(value: str) -> int | None:
     return int(value) if value.isascii() and value.isdigit() else None
 
 
-@attrs.define
-class Fault:
-    """Next ``count`` calls matching ``verb`` (``None``: any) raise ``Unavailable``."""
-
-    count: int
-    verb: str | None
-
-
 class MemoryCluster:
     """Thread-safe in-memory ``AdminCluster`` (plus test helpers).
 
@@ -203,7 +192,6 @@ class MemoryCluster:
         self._events: list[Json] = []
         self._bookmark_interval = bookmark_interval
         self._clock = clock
-        self._faults: list[Fault] = []
         self._watches: set[MemoryWatch] = set()
         self._requests: Counter[tuple[str, str]] = Counter()
         self._names = itertools.count(1)
@@ -231,14 +219,8 @@ class MemoryCluster:
     # -- plumbing -------------------------------------------------------------------------------------
 
     def _request(self, verb: str, resource: str) -> None:
-        """Count a request and apply injected faults. Call with the lock held."""
+        """Count a request (the harness's faults fail it here). Call with the lock held."""
         self._requests[(verb, resource)] += 1
-        for fault in self._faults:
-            if fault.verb is None or fault.verb == verb:
-                fault.count -= 1
-                if fault.count <= 0:
-                    self._faults.remove(fault)
-                raise Unavailable(f"{verb} {resource}: injected fault: server unavailable", status=503)
 
     def _namespace_exists(self, namespace: str, what: str) -> None:
         """The API server's NamespaceLifecycle admission: no object is created in a missing namespace."""
@@ -285,7 +267,13 @@ class MemoryCluster:
             self._request("list", "nodes")
             selector = parse_label_selector(label_selector)
             if continue_token:
-                rv, start = self._decode_continue(continue_token)
+                # The token is opaque to clients: "<resourceVersion>/<last name>" (a name has no "/").
+                version, slash, start = continue_token.partition("/")
+                rv = _parse_rv(version) if slash else None
+                if rv is None:
+                    raise Invalid(
+                        f"list nodes: continue key is not valid: {shorten(continue_token)}", status=400
+                    )
                 items = self._list_snapshots.get(rv)
                 if items is None:
                     raise Gone(
@@ -305,19 +293,7 @@ class MemoryCluster:
                 self._list_snapshots[rv] = items
                 while len(self._list_snapshots) > self._continue_snapshots:
                     self._list_snapshots.popitem(last=False)
-            token = base64.urlsafe_b64encode(json.dumps({"rv": rv, "start": page[-1].name}).encode()).decode()
-            return NodeList(items=page, resource_version=str(rv), continue_token=token)
-
-    @staticmethod
-    def _decode_continue(token: str) -> tuple[int, str]:
-        try:
-            data = json.loads(base64.urlsafe_b64decode(token.encode()))
-            rv, start = data["rv"], data["start"]
-            if isinstance(rv, int) and isinstance(start, str):
-                return rv, start
-        except (binascii.Error, ValueError, KeyError, TypeError):
-            pass
-        raise Invalid(f"list nodes: continue key is not valid: {shorten(token)}", status=400)
+            return NodeList(items=page, resource_version=str(rv), continue_token=f"{rv}/{page[-1].name}")
 
     def watch_nodes(
         self,

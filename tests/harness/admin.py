@@ -16,9 +16,11 @@ import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
+
 from hami_core.kube import memory
 from hami_core.kube.client import MERGE_PATCH, KubeCluster
-from hami_core.kube.memory import Fault, MemoryWatch
+from hami_core.kube.memory import MemoryWatch
 from hami_core.kube.port import AdminCluster, Gone, NodeSnapshot, Unavailable
 from hami_core.kube.wire import node_snapshot
 
@@ -109,13 +111,34 @@ class AdminKubeCluster(KubeCluster):
         return list(body.get("items") or [])
 
 
+@attrs.define
+class _Fault:
+    """Next ``count`` calls matching ``verb`` (``None``: any) raise ``Unavailable``."""
+
+    count: int
+    verb: str | None
+
+
 class MemoryCluster(memory.MemoryCluster):
     """hami-core's in-memory cluster with what only the tests do to it: read its Events back, inject
     faults (failed requests, dropped, half-open and forced-Gone watches, a store that moves backwards),
     compact its history, send bookmarks on demand, and read its resourceVersion and open watches."""
 
-    #: How many of the next watches fail with ``Gone`` (``force_gone``).
-    _forced_gone = 0
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        #: The ``fail_next`` calls still to fail requests.
+        self._faults: list[_Fault] = []
+        #: How many of the next watches fail with ``Gone`` (``force_gone``).
+        self._forced_gone = 0
+
+    def _request(self, verb: str, resource: str) -> None:
+        super()._request(verb, resource)
+        for fault in self._faults:
+            if fault.verb is None or fault.verb == verb:
+                fault.count -= 1
+                if fault.count <= 0:
+                    self._faults.remove(fault)
+                raise Unavailable(f"{verb} {resource}: injected fault: server unavailable", status=503)
 
     def watch_nodes(
         self,
@@ -148,7 +171,7 @@ class MemoryCluster(memory.MemoryCluster):
         """Make the next ``count`` requests (of the API server's ``verb`` only, when given) raise
         ``Unavailable``."""
         with self._cond:
-            self._faults.append(Fault(count, verb))
+            self._faults.append(_Fault(count, verb))
 
     def drop_watches(self) -> None:
         """Break every open watch: its iteration raises ``Unavailable``, like a dropped connection."""
