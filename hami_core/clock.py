@@ -66,11 +66,9 @@ class Clock(Protocol):
 
     def now(self) -> datetime:
         """The wall time, aware, in the local zone (the zone stamps are written in)."""
-        ...
 
     def monotonic(self) -> float:
         """Seconds on a clock that never goes back; for intervals and deadlines."""
-        ...
 
     def sleep(self, seconds: float) -> None: ...
 
