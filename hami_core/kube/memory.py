@@ -42,7 +42,7 @@ from hami_core.kube.port import (
     WatchEvent,
     WatchEventType,
 )
-from hami_core.kube.selector import LabelSelector, parse_label_selector
+from hami_core.kube.selector import LabelSelector, matches, parse_label_selector
 from hami_core.kube.validation import canonical_resources, validate_lease, validate_metadata, validate_name
 from hami_core.kube.wire import annotations_patch, lease_body, lease_from_json, node_owners, node_snapshot
 from hami_core.protocol.errors import shorten
@@ -285,7 +285,7 @@ class MemoryCluster:
             else:
                 rv, start = self._rv, ""
                 items = tuple(self._snapshots[name] for name in sorted(self._snapshots))
-            matching = [node for node in items if node.name > start and selector.matches(node.labels)]
+            matching = [node for node in items if node.name > start and matches(selector, node.labels)]
             if limit <= 0 or len(matching) <= limit:
                 return NodeList(items=tuple(matching), resource_version=str(rv))
             page = tuple(matching[:limit])
@@ -313,7 +313,7 @@ class MemoryCluster:
                 initial = [
                     WatchEvent(type="ADDED", resource_version=node.resource_version, node=node)
                     for name, node in sorted(self._snapshots.items())
-                    if selector.matches(node.labels)
+                    if matches(selector, node.labels)
                 ]
             else:
                 parsed = _parse_rv(resource_version)
@@ -563,9 +563,6 @@ class MemoryCluster:
             self._events.append(event)
 
 
-_EVERYTHING = parse_label_selector("")
-
-
 class MemoryWatch:
     """A watch on the in-memory cluster: history after ``start``, then live changes.
 
@@ -579,7 +576,7 @@ class MemoryWatch:
         cluster: MemoryCluster,
         *,
         start: int = 0,
-        selector: LabelSelector = _EVERYTHING,
+        selector: LabelSelector = (),
         deadline: float | None = None,
         bookmarks: bool = False,
         initial: Sequence[WatchEvent] = (),
@@ -622,8 +619,8 @@ class MemoryWatch:
 
     def _translate(self, change: _Change) -> WatchEvent | None:
         """The event this watch sees for ``change`` after its label selector, or ``None``."""
-        was = change.old is not None and change.type != "ADDED" and self._selector.matches(change.old.labels)
-        now = change.new is not None and self._selector.matches(change.new.labels)
+        was = change.old is not None and change.type != "ADDED" and matches(self._selector, change.old.labels)
+        now = change.new is not None and matches(self._selector, change.new.labels)
         rv = str(change.resource_version)
         if now and was:
             return WatchEvent(type="MODIFIED", resource_version=rv, node=change.new)
