@@ -1,12 +1,9 @@
 """Time as an input: the one ``Clock`` every loop of hami-core waits on.
 
-Every daemon loop (work queue, reflector, elector, patch writer, Event recorder, reporter, simulation)
-reads the time and waits through a ``Clock``. ``SYSTEM`` is the real one. ``FakeClock`` is time that
-moves only when a test (or ``hami simulate``) calls :meth:`FakeClock.advance`: a wait with a timeout on
-it returns when it is woken or when the fake time passes its deadline, never because real time passed.
-
-Waiting primitives come from the clock (``clock.event()``, ``clock.condition()``), so a wait with a
-timeout is measured on that clock, as client-go's ``clock.WithTicker`` / ``fakeclock`` do for Go.
+Every daemon loop reads the time and waits through a ``Clock``: ``SYSTEM`` is the real one; ``FakeClock``
+moves only when a test (or ``hami simulate``) calls :meth:`FakeClock.advance`. Waiting primitives come
+from the clock (``clock.event()``, ``clock.condition()``), so a timed wait ends when woken or when that
+clock passes its deadline, never because real time passed (client-go's ``fakeclock`` for Go).
 """
 
 from __future__ import annotations
