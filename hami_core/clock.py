@@ -1,12 +1,9 @@
 """Time as an input: the one ``Clock`` every loop of hami-core waits on.
 
-Every daemon loop (work queue, reflector, elector, patch writer, Event recorder, reporter, simulation)
-reads the time and waits through a ``Clock``. ``SYSTEM`` is the real one. ``FakeClock`` is time that
-moves only when a test (or ``hami simulate``) calls :meth:`FakeClock.advance`: a wait with a timeout on
-it returns when it is woken or when the fake time passes its deadline, never because real time passed.
-
-Waiting primitives come from the clock (``clock.event()``, ``clock.condition()``), so a wait with a
-timeout is measured on that clock, as client-go's ``clock.WithTicker`` / ``fakeclock`` do for Go.
+Every daemon loop reads the time and waits through a ``Clock``: ``SYSTEM`` is the real one; ``FakeClock``
+moves only when a test (or ``hami simulate``) calls :meth:`FakeClock.advance`. Waiting primitives come
+from the clock (``clock.event()``, ``clock.condition()``), so a timed wait ends when woken or when that
+clock passes its deadline, never because real time passed (client-go's ``fakeclock`` for Go).
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ import weakref
 from collections.abc import Callable
 from datetime import datetime, timedelta, tzinfo
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 __all__ = [
     "STEP_TOLERANCE",
@@ -31,7 +28,6 @@ __all__ = [
 ]
 
 
-@runtime_checkable
 class ClockEvent(Protocol):
     """``threading.Event``'s shape: a flag whose ``wait(timeout)`` runs on the clock that made it."""
 
@@ -44,7 +40,6 @@ class ClockEvent(Protocol):
     def wait(self, timeout: float | None = None) -> bool: ...
 
 
-@runtime_checkable
 class ClockCondition(Protocol):
     """``threading.Condition``'s shape, with ``wait(timeout)`` measured on the clock that made it."""
 
@@ -63,17 +58,14 @@ class ClockCondition(Protocol):
     def notify_all(self) -> None: ...
 
 
-@runtime_checkable
 class Clock(Protocol):
     """Wall time for stamps, monotonic time for intervals, and waits measured on the same clock."""
 
     def now(self) -> datetime:
         """The wall time, aware, in the local zone (the zone stamps are written in)."""
-        ...
 
     def monotonic(self) -> float:
         """Seconds on a clock that never goes back; for intervals and deadlines."""
-        ...
 
     def sleep(self, seconds: float) -> None: ...
 

@@ -56,28 +56,19 @@ def parse_duration(text: str) -> float:
     where it is used is ``check_seconds``'s business. Surrounding whitespace is ignored.
     """
     value = text.strip()
-    if not value:
-        raise ValueError(f"{_show(text)} is not a duration ({_EXAMPLES})")
     if _PLAIN.fullmatch(value):
         return float(value)
-    sign = 1
-    rest = value
-    if rest[0] in "+-":
-        sign = -1 if rest[0] == "-" else 1
-        rest = rest[1:]
-    if not rest:
-        raise ValueError(f"{_show(text)} is not a duration ({_EXAMPLES})")
-    total = Fraction(0)
-    position = 0
-    while position < len(rest):
+    sign = -1 if value.startswith("-") else 1
+    rest = value[1:] if value[:1] in ("+", "-") else value
+    total, position = Fraction(0), 0
+    while position < len(rest) or position == 0:
         match = _ELEMENT.match(rest, position)
-        number = match.group(1) if match else ""
-        if match is None or number in ("", "."):
+        if match is None or match.group(1) in ("", "."):
             raise ValueError(f"{_show(text)} is not a duration ({_EXAMPLES})")
-        unit = match.group(2)
+        number, unit = match.groups()
         if unit not in UNITS:
             raise ValueError(f"{_show(text)}: unknown unit {unit!r} (units: ns, us, ms, s, m, h)")
-        total += Fraction(number if not number.endswith(".") else number[:-1]) * UNITS[unit]
+        total += Fraction(number.removesuffix(".")) * UNITS[unit]
         position = match.end()
     return float(sign * total)
 

@@ -2,11 +2,9 @@
 ``util/validation``): DNS labels and subdomains, qualified names (label keys, annotation keys, resource
 names) and label values.
 
-One module for every layer that checks a name: the in-memory cluster (what the API server would refuse),
-the driver loader (a driver's annotation keys and resource names), the scheduler's flags and node
-selector, the simulation's scenario file. It is a bottom utility: it imports nothing of hami_core, so
-both ``plugins`` and ``kube``, which must not import each other, can use it. The callers turn an answer
-into their own error (``Invalid``, ``DriverError``, ``ValueError``) with their own wording.
+One module for every layer that checks a name (the in-memory cluster, the driver loader, the scheduler's
+flags, the simulation's scenario). It imports nothing of hami_core, so ``plugins`` and ``kube``, which
+must not import each other, can both use it; each caller words its own error.
 """
 
 from __future__ import annotations

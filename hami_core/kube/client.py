@@ -43,7 +43,14 @@ from hami_core.kube.port import (
     WatchEvent,
 )
 from hami_core.kube.ratelimit import TokenBucket
-from hami_core.kube.wire import lease_body, lease_from_json, node_owners, node_snapshot, resource_version_of
+from hami_core.kube.wire import (
+    annotations_patch,
+    lease_body,
+    lease_from_json,
+    node_owners,
+    node_snapshot,
+    resource_version_of,
+)
 from hami_core.protocol.errors import shorten
 
 __all__ = ["KubeCluster", "api_error"]
@@ -326,25 +333,28 @@ class KubeCluster:
 
     def _call_data(self, action: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> bytes:
         """``_call``, the body as the server sent it."""
+        return _read_data(action, self._open(action, method, *args, **kwargs))
+
+    def _open(self, action: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``_call``, the response still open (a watch streams it)."""
         if self._limiter is not None:
             self._limiter.acquire()
         kwargs.setdefault("_request_timeout", self._timeout)
         try:
-            response = method(*args, _preload_content=False, **kwargs)
+            return method(*args, _preload_content=False, **kwargs)
         except Exception as exc:
             _translate(action, exc)
-        return _read_data(action, response)
 
-    def _node(self, action: str, data: bytes) -> NodeSnapshot:
-        """A Node body as a snapshot: the kept fields only."""
-        return _parsed(action, node_snapshot, _parse_json(action, data))
+    def _raw(self, build: Callable[[], Any]) -> Callable[..., Any]:
+        """A method for ``_call`` that sends the request ``build()`` serializes, as it is."""
 
-    def _call_unvalidated(self, action: str, api: Any, method: str, /, **params: Any) -> dict[str, Any]:
-        """``_call`` without the generated method's argument validation (see ``_call_unvalidated_data``)."""
-        return _parse_json(action, self._call_unvalidated_data(action, api, method, **params))
+        def send(*, _preload_content: bool, _request_timeout: Any) -> Any:
+            return self.api_client._call_with_legacy_options(build(), {}, None, False, _request_timeout, True)
 
-    def _call_unvalidated_data(self, action: str, api: Any, method: str, /, **params: Any) -> bytes:
-        """``_call`` without the generated method's argument validation, for the writes.
+        return send
+
+    def _unvalidated(self, api: Any, method: str, /, **params: Any) -> Callable[..., Any]:
+        """``api.method(**params)`` for ``_call`` without the generated method's argument validation.
 
         That validation turns a dict body into the typed model and back: a Lease time with zero
         microseconds then goes out as ``...:05+00:00``, which the API server refuses as a MicroTime, and it
@@ -352,19 +362,12 @@ class KubeCluster:
         (same path, auth and headers) and sent as it is.
         """
         serialize = getattr(api, f"_{method}_serialize")
-        arguments: dict[str, Any] = dict.fromkeys(_parameters(serialize))
-        arguments["_host_index"] = 0
-        arguments.update(params)
-        if self._limiter is not None:
-            self._limiter.acquire()
-        try:
-            request = serialize(**arguments)
-            response = self.api_client._call_with_legacy_options(
-                request, {}, None, False, self._timeout, True
-            )
-        except Exception as exc:
-            _translate(action, exc)
-        return _read_data(action, response)
+        arguments = {**dict.fromkeys(_parameters(serialize)), "_host_index": 0, **params}
+        return self._raw(lambda: serialize(**arguments))
+
+    def _node(self, action: str, data: bytes) -> NodeSnapshot:
+        """A Node body as a snapshot: the kept fields only."""
+        return _parsed(action, node_snapshot, _parse_json(action, data))
 
     # -- nodes: read ----------------------------------------------------------------------------------
 
@@ -386,9 +389,7 @@ class KubeCluster:
         )
         body = _parse_json(action, data)
         items = _items(action, body)
-        meta = body.get("metadata")
-        if meta is None:
-            meta = {}
+        meta = {} if body.get("metadata") is None else body["metadata"]
         if not isinstance(meta, dict):
             raise _bad_body(action, f"metadata of type {type(meta).__name__}, expected an object")
         token = meta.get("continue")
@@ -409,24 +410,21 @@ class KubeCluster:
         allow_bookmarks: bool = True,
     ) -> KubeWatch:
         action = f"watch nodes from resourceVersion {resource_version or '(now)'}"
-        if self._limiter is not None:
-            self._limiter.acquire()
         try:
-            response = self._core.list_node(
+            response = self._open(
+                action,
+                self._core.list_node,
                 watch=True,
                 resource_version=resource_version or None,
                 label_selector=label_selector or None,
                 allow_watch_bookmarks=allow_bookmarks,
                 timeout_seconds=timeout_seconds,
-                _preload_content=False,
                 _request_timeout=(self._connect_timeout, timeout_seconds + WATCH_READ_SLACK),
             )
-        except ApiException as exc:
-            if exc.status != 410:
-                _translate(action, exc)
-            return KubeWatch(action, None, gone=api_error(action, exc.status, _server_message(exc)))
-        except Exception as exc:
-            _translate(action, exc)
+        except Gone as gone:
+            if gone.status != 410:
+                raise
+            return KubeWatch(action, None, gone=gone)
         return KubeWatch(action, response)
 
     # -- nodes: write ---------------------------------------------------------------------------------
@@ -438,18 +436,15 @@ class KubeCluster:
         operation. ``metadata.resourceVersion`` in ``patch`` is a precondition.
         """
         action = f"patch node {name!r}"
-        return self._node(
-            action,
-            self._call_unvalidated_data(
-                action,
-                self._core,
-                "patch_node",
-                name=name,
-                body=dict(patch),
-                field_manager=field_manager,
-                _content_type=MERGE_PATCH,
-            ),
+        patch_node = self._unvalidated(
+            self._core,
+            "patch_node",
+            name=name,
+            body=dict(patch),
+            field_manager=field_manager,
+            _content_type=MERGE_PATCH,
         )
+        return self._node(action, self._call_data(action, patch_node))
 
     def patch_node_annotations(
         self,
@@ -459,10 +454,8 @@ class KubeCluster:
         resource_version: str | None = None,
         field_manager: str | None = None,
     ) -> NodeSnapshot:
-        metadata: dict[str, Any] = {"annotations": dict(changes)}
-        if resource_version is not None:
-            metadata["resourceVersion"] = resource_version
-        return self.merge_patch_node(name, {"metadata": metadata}, field_manager=field_manager)
+        patch = annotations_patch(changes, resource_version)
+        return self.merge_patch_node(name, patch, field_manager=field_manager)
 
     def node_annotation_managers(self, name: str) -> NodeOwners:
         action = f"get node {name!r}"
@@ -478,25 +471,22 @@ class KubeCluster:
 
     def create_lease(self, lease: Lease) -> Lease:
         action = f"create lease {lease.namespace}/{lease.name}"
-        body = self._call_unvalidated(
-            action,
-            self._coordination,
-            "create_namespaced_lease",
-            namespace=lease.namespace,
-            body=lease_body(lease),
+        create = self._unvalidated(
+            self._coordination, "create_namespaced_lease", namespace=lease.namespace, body=lease_body(lease)
         )
+        body = self._call(action, create)
         return _parsed(action, lease_from_json, body)
 
     def update_lease(self, lease: Lease) -> Lease:
         action = f"update lease {lease.namespace}/{lease.name}"
-        body = self._call_unvalidated(
-            action,
+        replace = self._unvalidated(
             self._coordination,
             "replace_namespaced_lease",
             name=lease.name,
             namespace=lease.namespace,
             body=lease_body(lease),
         )
+        body = self._call(action, replace)
         return _parsed(action, lease_from_json, body)
 
     def find_leases(self, name: str) -> tuple[Lease, ...]:
@@ -520,23 +510,16 @@ class KubeCluster:
     ) -> bytes:
         action = f"get {path} of service {namespace}/{service} through the API server's proxy"
         resource = f"/api/v1/namespaces/{{namespace}}/services/{{name}}/proxy/{quote(path.lstrip('/'))}"
-        if self._limiter is not None:
-            self._limiter.acquire()
-        try:
-            request = self.api_client.param_serialize(
-                "GET",
-                resource,
-                path_params={"namespace": namespace, "name": service},
-                query_params=list(query),
-                header_params={"Accept": "application/json, text/plain, */*"},
-                auth_settings=["BearerToken"],
-            )
-            response = self.api_client._call_with_legacy_options(
-                request, {}, None, False, self._timeout, True
-            )
-        except Exception as exc:
-            _translate(action, exc)
-        return _read_data(action, response)
+        request = functools.partial(
+            self.api_client.param_serialize,
+            "GET",
+            resource,
+            path_params={"namespace": namespace, "name": service},
+            query_params=list(query),
+            header_params={"Accept": "application/json, text/plain, */*"},
+            auth_settings=["BearerToken"],
+        )
+        return self._call_data(action, self._raw(request))
 
     # -- namespaces and events ------------------------------------------------------------------------
 

@@ -1,18 +1,15 @@
 """Leader election over a ``coordination.k8s.io/v1`` Lease (spec section 6).
 
-The algorithm is client-go's: a candidate takes the Lease when it does not exist, when it is released
-(empty holder), or when its record has not changed for the lease duration the holder recorded in it *as
-observed on this process's monotonic clock* (so clocks of different machines never have to agree). The
-holder renews every retry period; a holder that has not renewed within the renew deadline, counted from
-when its last successful renewal was sent, stops leading at once, before any other replica may take over,
-so two leaders never write at the same time.
+client-go's algorithm: a candidate takes the Lease when it does not exist, is released (empty holder), or
+its record has not changed for the duration the holder recorded *as observed on this process's monotonic
+clock* (machines' clocks never have to agree). The holder renews every retry period and stops leading at
+once when no renewal sent within the renew deadline succeeded, before another replica may take over.
 
 Beyond HAMi: the holder identity is matched exactly (HAMi matches a hostname prefix), and a stopping
 leader releases the Lease so a follower takes over without waiting for it to expire.
 
-What it logs: becoming leader and losing the Lease (with the ``term`` field); on a standby, once, who
-holds the Lease and until when (the holder's last renewal plus the duration it recorded), and again
-whenever the holder changes; a failed request with what a 403 means (``kube/access.py``).
+It logs becoming leader and losing the Lease (field ``term``); on a standby, once per holder, who holds
+it and until when; a failed request with what a 403 means (``kube/access.py``).
 """
 
 from __future__ import annotations

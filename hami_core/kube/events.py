@@ -1,21 +1,17 @@
 """Kubernetes Events about Nodes, posted in the background so the main loop never waits or fails on them.
 
-Each Event is about one vendor on one Node. Before it is queued it passes two filters, both measured on
-the injected ``Clock`` (client-go's ``EventCorrelator`` does the same for Go controllers):
+Each Event is about one vendor on one Node and passes two filters on the injected ``Clock`` before it is
+queued (client-go's ``EventCorrelator``):
 
-* Deduplication per (node, vendor, reason): an Event with the same reason as the previous one recorded
-  for that vendor on that node, less than ``dedupe_window`` (10 minutes) after it, is a duplicate and is
-  not posted (a liveness rule that fails at every evaluation with other words is reported once). A
-  different reason in between (the vendor recovered, then broke again) makes the next one news again.
-  Duplicates do not move the window: the same condition is reported again 10 minutes on.
-* A rate limit per node: a token bucket of ``burst`` Events (25) that refills one token every
-  ``refill`` seconds (5 minutes), client-go's spam filter. A node whose vendor flaps between cleaned up
-  and back posts its first 25 Events, then one every 5 minutes, however fast it flaps. An Event over the
-  limit is still recorded for deduplication (it happened), just not posted.
+* Deduplication per (node, vendor, reason): the same reason as the previous Event of that vendor on that
+  node, less than ``dedupe_window`` (10 min) after it, is not posted; a different reason in between makes
+  it news again. Duplicates do not move the window: the condition is reported again 10 min on.
+* A rate limit per node: a token bucket of ``burst`` (25) refilled one token every ``refill`` (5 min),
+  client-go's spam filter, however fast a vendor flaps. An Event over it still counts for deduplication.
 
-What happens to every Event is reported to ``on_outcome(reason, outcome)``: ``posted``, ``duplicate``,
-``rate_limited``, ``queue_full`` (more than ``queue_size`` waiting to be posted) or ``failed`` (the API
-server refused it or did not answer; logged, with the missing permission for a 403). Nothing is retried.
+Every Event's fate goes to ``on_outcome(reason, outcome)``: ``posted``, ``duplicate``, ``rate_limited``,
+``queue_full`` (over ``queue_size`` waiting) or ``failed`` (refused or unanswered; logged, with the
+missing permission for a 403). Nothing is retried.
 """
 
 from __future__ import annotations

@@ -1,29 +1,20 @@
-"""An in-memory cluster that behaves like kube-apiserver for the port's operations.
+"""An in-memory cluster that behaves like kube-apiserver for the port's operations, for fast tests and
+the simulation. It keeps objects as raw JSON dicts and holds to the same contract tests as the real
+server; any difference is a bug here.
 
-Used by fast tests and by the simulation. It keeps objects as the API server would serve them (raw JSON
-dicts) and holds to the same contract tests as the real server; any difference is a bug here.
-
-What it models: one global resourceVersion counter for every object (etcd's revision); JSON merge patch
-(RFC 7386) with an optional resourceVersion precondition; Node status changed only through the status
-subresource; quantities stored in canonical form; paged lists served from a consistent snapshot; watches
-replayed from a bounded history window (older -> ``Gone``), with label-selector transitions turned into
-ADDED/DELETED, bookmarks, timeouts and ``close()``; Leases with compare-and-swap; Events.
-
-Like the real server, a watch that allows bookmarks gets one 2 s before its timeout ends it, and a watch
-from a resourceVersion newer than the store is accepted and delivers nothing (not even bookmarks).
-
-Fault injection for tests: :meth:`fail_next`, :meth:`drop_watches`, :meth:`force_gone`,
-:meth:`silence_watches` (half-open connections), :meth:`restart_empty` (an API server restarted on an
-empty etcd: the store moves backwards), plus request counts by verb and resource (:meth:`request_count`).
+What it models: one global resourceVersion (etcd's revision); JSON merge patch with a resourceVersion
+precondition; Node status written only through the status subresource, quantities stored canonical;
+paged lists from a consistent snapshot; watches replayed from a bounded history (older: ``Gone``), with
+label-selector transitions as ADDED/DELETED, bookmarks (also one 2 s before the timeout ends a watch;
+none for a watch from a resourceVersion newer than the store), timeouts and ``close()``; Leases with
+compare-and-swap; Events; request counts by verb and resource. The hooks its watches and requests
+check for injected faults are set by the tests' harness (``tests/harness/admin.py``).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import copy
 import itertools
-import json
 import threading
 import uuid
 from collections import Counter, OrderedDict, deque
@@ -51,9 +42,9 @@ from hami_core.kube.port import (
     WatchEvent,
     WatchEventType,
 )
-from hami_core.kube.selector import LabelSelector, parse_label_selector
+from hami_core.kube.selector import LabelSelector, matches, parse_label_selector
 from hami_core.kube.validation import canonical_resources, validate_lease, validate_metadata, validate_name
-from hami_core.kube.wire import lease_body, lease_from_json, node_owners, node_snapshot
+from hami_core.kube.wire import annotations_patch, lease_body, lease_from_json, node_owners, node_snapshot
 from hami_core.protocol.errors import shorten
 
 __all__ = ["DEFAULT_FIELD_MANAGER", "MemoryCluster", "merge_patch"]
@@ -167,24 +158,13 @@ def _parse_rv(value: str) -> int | None:
     return int(value) if value.isascii() and value.isdigit() else None
 
 
-class _Fault:
-    """Next ``count`` calls matching ``verb`` (``None``: any) raise ``Unavailable``."""
-
-    def __init__(self, count: int, verb: str | None) -> None:
-        self.count, self.verb = count, verb
-
-
 class MemoryCluster:
-    """Thread-safe in-memory implementation of the cluster port, ``AdminCluster`` (plus test helpers).
+    """Thread-safe in-memory ``AdminCluster`` (plus test helpers).
 
-    ``history``: how many Node changes a watch can replay; a watch from an older resourceVersion gets
-    ``Gone``. ``start_resource_version``: the first write gets the next one; the history starts there and
-    watching from anything older is ``Gone``, as on a real server from before its watch cache started
-    (on a freshly started server that is about 1, so even resourceVersion "1" replays; the default
-    matches).
-    ``bookmark_interval``: seconds between BOOKMARK events on a quiet watch that allows them (``None``:
-    only on demand, through :meth:`send_bookmarks`, and the one before a watch's timeout).
-    ``clock``: the server's monotonic time (watch timeouts, bookmarks, read timeouts of silenced watches).
+    ``history``: how many Node changes a watch can replay (older: ``Gone``). ``start_resource_version``:
+    the first write gets the next one; watching from anything older is ``Gone``, as on a real server from
+    before its watch cache started. ``bookmark_interval``: seconds between BOOKMARKs on a quiet watch
+    (``None``: only on demand and before a watch's timeout). ``clock``: the server's monotonic time.
     """
 
     def __init__(
@@ -212,16 +192,11 @@ class MemoryCluster:
         self._events: list[Json] = []
         self._bookmark_interval = bookmark_interval
         self._clock = clock
-        self._bookmark_generation = 0
-        self._drop_generation = 0
-        self._silence_generation = 0
-        self._faults: list[_Fault] = []
-        self._force_gone = 0
-        self._watches: set[_MemoryWatch] = set()
+        self._watches: set[MemoryWatch] = set()
         self._requests: Counter[tuple[str, str]] = Counter()
         self._names = itertools.count(1)
 
-    # -- test helpers ---------------------------------------------------------------------------------
+    # -- namespaces and request counts (the simulation and the benchmarks use them) ------------------
 
     def create_namespace(self, name: str) -> None:
         """Add a namespace (Leases and Events need theirs to exist, as on a real server)."""
@@ -232,71 +207,8 @@ class MemoryCluster:
                 raise Conflict(f"create namespace {name!r}: namespaces {name!r} already exists", status=409)
             self._namespaces.add(name)
 
-    def fail_next(self, count: int = 1, *, verb: str | None = None) -> None:
-        """Make the next ``count`` requests (of ``verb`` only, when given) raise ``Unavailable``.
-
-        Verbs are the API server's: ``get list watch create update patch delete``.
-        """
-        with self._cond:
-            self._faults.append(_Fault(count, verb))
-
-    def drop_watches(self) -> None:
-        """Break every open watch: its iteration raises ``Unavailable``, like a dropped connection."""
-        with self._cond:
-            self._drop_generation += 1
-            self._cond.notify_all()
-
-    def silence_watches(self) -> None:
-        """The connections open now stop delivering, without a FIN or RST (a NAT or load balancer that
-        dropped their state): every open watch sends nothing more, and raises ``Unavailable`` once it has
-        been silent for its ``timeout_seconds`` + ``WATCH_READ_SLACK``, as a client's read timeout does.
-        Watches opened afterwards work."""
-        with self._cond:
-            self._silence_generation += 1
-            self._cond.notify_all()
-
-    def restart_empty(self, start_resource_version: int = 1) -> None:
-        """The API server restarted on an empty etcd (or one restored from an old backup): every Node,
-        Lease and Event is gone, open watches drop, the watch history is empty, and resourceVersions
-        start again after ``start_resource_version``, below what clients have seen. Namespaces stay."""
-        with self._cond:
-            if start_resource_version >= self._rv:
-                raise ValueError(
-                    f"restart_empty: start_resource_version {start_resource_version} must be below the "
-                    f"current {self._rv} (the store moves backwards)"
-                )
-            self._nodes.clear()
-            self._snapshots.clear()
-            self._leases.clear()
-            self._events.clear()
-            self._history.clear()
-            self._list_snapshots.clear()
-            self._rv = self._oldest = start_resource_version
-            self._drop_generation += 1
-            self._cond.notify_all()
-
-    def force_gone(self, count: int = 1) -> None:
-        """Make the next ``count`` watches fail with ``Gone`` whatever their resourceVersion."""
-        with self._cond:
-            self._force_gone += count
-
-    def compact(self) -> None:
-        """Forget the whole watch history, as when the real server's watch cache window moves on past
-        every change so far: a watch from an older resourceVersion gets ``Gone``."""
-        with self._cond:
-            self._history.clear()
-            self._oldest = self._rv
-            self._list_snapshots.clear()
-
-    def send_bookmarks(self) -> None:
-        """Make every open watch that allows bookmarks send one now, at the current resourceVersion."""
-        with self._cond:
-            self._bookmark_generation += 1
-            self._cond.notify_all()
-
     def request_count(self, verb: str | None = None, resource: str | None = None) -> int:
-        """How many requests were made, optionally only of ``verb`` and/or on ``resource``
-        (``nodes``, ``nodes/status``, ``leases``, ``events``)."""
+        """How many requests were made, optionally only of ``verb`` and/or on ``resource``."""
         with self._cond:
             return sum(
                 n
@@ -304,41 +216,11 @@ class MemoryCluster:
                 if (verb is None or v == verb) and (resource is None or r == resource)
             )
 
-    def reset_request_counts(self) -> None:
-        with self._cond:
-            self._requests.clear()
-
-    def events(self, namespace: str | None = None) -> list[Json]:
-        """The Events created so far (copies), optionally only those of ``namespace``."""
-        with self._cond:
-            return [
-                copy.deepcopy(event)
-                for event in self._events
-                if namespace is None or event["metadata"]["namespace"] == namespace
-            ]
-
-    @property
-    def resource_version(self) -> str:
-        """The current global resourceVersion."""
-        with self._cond:
-            return str(self._rv)
-
-    @property
-    def open_watches(self) -> int:
-        with self._cond:
-            return len(self._watches)
-
     # -- plumbing -------------------------------------------------------------------------------------
 
     def _request(self, verb: str, resource: str) -> None:
-        """Count a request and apply injected faults. Call with the lock held."""
+        """Count a request (the harness's faults fail it here). Call with the lock held."""
         self._requests[(verb, resource)] += 1
-        for fault in self._faults:
-            if fault.verb is None or fault.verb == verb:
-                fault.count -= 1
-                if fault.count <= 0:
-                    self._faults.remove(fault)
-                raise Unavailable(f"{verb} {resource}: injected fault: server unavailable", status=503)
 
     def _namespace_exists(self, namespace: str, what: str) -> None:
         """The API server's NamespaceLifecycle admission: no object is created in a missing namespace."""
@@ -373,7 +255,6 @@ class MemoryCluster:
     # -- nodes: read ----------------------------------------------------------------------------------
 
     def get_node(self, name: str) -> NodeSnapshot:
-        """One Node (the reporter reads its own; the scheduler never GETs a single Node)."""
         with self._cond:
             self._request("get", "nodes")
             self._existing(name, "get")
@@ -386,7 +267,13 @@ class MemoryCluster:
             self._request("list", "nodes")
             selector = parse_label_selector(label_selector)
             if continue_token:
-                rv, start = self._decode_continue(continue_token)
+                # The token is opaque to clients: "<resourceVersion>/<last name>" (a name has no "/").
+                version, slash, start = continue_token.partition("/")
+                rv = _parse_rv(version) if slash else None
+                if rv is None:
+                    raise Invalid(
+                        f"list nodes: continue key is not valid: {shorten(continue_token)}", status=400
+                    )
                 items = self._list_snapshots.get(rv)
                 if items is None:
                     raise Gone(
@@ -398,7 +285,7 @@ class MemoryCluster:
             else:
                 rv, start = self._rv, ""
                 items = tuple(self._snapshots[name] for name in sorted(self._snapshots))
-            matching = [node for node in items if node.name > start and selector.matches(node.labels)]
+            matching = [node for node in items if node.name > start and matches(selector, node.labels)]
             if limit <= 0 or len(matching) <= limit:
                 return NodeList(items=tuple(matching), resource_version=str(rv))
             page = tuple(matching[:limit])
@@ -406,19 +293,7 @@ class MemoryCluster:
                 self._list_snapshots[rv] = items
                 while len(self._list_snapshots) > self._continue_snapshots:
                     self._list_snapshots.popitem(last=False)
-            token = base64.urlsafe_b64encode(json.dumps({"rv": rv, "start": page[-1].name}).encode()).decode()
-            return NodeList(items=page, resource_version=str(rv), continue_token=token)
-
-    @staticmethod
-    def _decode_continue(token: str) -> tuple[int, str]:
-        try:
-            data = json.loads(base64.urlsafe_b64decode(token.encode()))
-            rv, start = data["rv"], data["start"]
-            if isinstance(rv, int) and isinstance(start, str):
-                return rv, start
-        except (binascii.Error, ValueError, KeyError, TypeError):
-            pass
-        raise Invalid(f"list nodes: continue key is not valid: {shorten(token)}", status=400)
+            return NodeList(items=page, resource_version=str(rv), continue_token=f"{rv}/{page[-1].name}")
 
     def watch_nodes(
         self,
@@ -427,7 +302,7 @@ class MemoryCluster:
         label_selector: str = "",
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
-    ) -> _MemoryWatch:
+    ) -> MemoryWatch:
         with self._cond:
             self._request("watch", "nodes")
             selector = parse_label_selector(label_selector)
@@ -438,31 +313,22 @@ class MemoryCluster:
                 initial = [
                     WatchEvent(type="ADDED", resource_version=node.resource_version, node=node)
                     for name, node in sorted(self._snapshots.items())
-                    if selector.matches(node.labels)
+                    if matches(selector, node.labels)
                 ]
             else:
                 parsed = _parse_rv(resource_version)
                 if parsed is None:
                     # The real server fails such a watch inside the stream, with a 500.
-                    return _MemoryWatch.failing(
-                        self,
-                        Unavailable(
-                            f"watch nodes: 500 resourceVersion: Invalid value: {resource_version!r}",
-                            status=500,
-                        ),
-                    )
+                    invalid = f"watch nodes: 500 resourceVersion: Invalid value: {resource_version!r}"
+                    return MemoryWatch(self, error=Unavailable(invalid, status=500))
                 start = parsed
-            gone = self._force_gone > 0
-            if gone:
-                self._force_gone -= 1
-            watch = _MemoryWatch(
+            watch = MemoryWatch(
                 self,
                 start=start,
                 selector=selector,
                 deadline=self._clock() + timeout_seconds if timeout_seconds > 0 else None,
                 read_timeout=timeout_seconds + WATCH_READ_SLACK if timeout_seconds > 0 else None,
                 bookmarks=allow_bookmarks,
-                forced_gone=gone,
                 initial=initial,
             )
             self._watches.add(watch)
@@ -514,11 +380,8 @@ class MemoryCluster:
     def merge_patch_node(
         self, name: str, patch: Mapping[str, Any], *, field_manager: str | None = None
     ) -> NodeSnapshot:
-        """JSON merge patch of the Node itself (not the status subresource).
-
-        As on the real server, ``metadata.resourceVersion`` in the patch is a precondition, and any change
-        to ``status`` is ignored. Not part of the port; the contract tests use it, and so can simulations.
-        """
+        """JSON merge patch of the Node itself; ``metadata.resourceVersion`` is a precondition and a change
+        to ``status`` is ignored, as on the real server."""
         with self._cond:
             self._request("patch", "nodes")
             return self._patch(name, patch, status_only=False, manager=field_manager)
@@ -531,10 +394,8 @@ class MemoryCluster:
         resource_version: str | None = None,
         field_manager: str | None = None,
     ) -> NodeSnapshot:
-        metadata: Json = {"annotations": dict(changes)}
-        if resource_version is not None:
-            metadata["resourceVersion"] = resource_version
-        return self.merge_patch_node(name, {"metadata": metadata}, field_manager=field_manager)
+        patch = annotations_patch(changes, resource_version)
+        return self.merge_patch_node(name, patch, field_manager=field_manager)
 
     def node_annotation_managers(self, name: str) -> NodeOwners:
         with self._cond:
@@ -560,28 +421,19 @@ class MemoryCluster:
     ) -> NodeSnapshot:
         verb = "patch node status" if status_only else "patch node"
         what = f"{verb} {name!r}"
-        if not isinstance(patch, Mapping):
-            raise Invalid(f"{what}: a merge patch must be a JSON object")
         current = self._existing(name, verb)
         meta_patch = patch.get("metadata") or {}
-        if not isinstance(meta_patch, Mapping):
-            raise Invalid(f"{what}: metadata must be an object")
         precondition = meta_patch.get("resourceVersion")
-        if precondition is not None:
-            if not isinstance(precondition, str):
-                raise Invalid(f"{what}: metadata.resourceVersion must be a string")
-            if precondition != current["metadata"]["resourceVersion"]:
-                raise Conflict(
-                    f"{what}: the object has been modified (resourceVersion {precondition} is stale); "
-                    "please apply your changes to the latest version and try again",
-                    status=409,
-                )
+        if precondition is not None and precondition != current["metadata"]["resourceVersion"]:
+            raise Conflict(
+                f"{what}: the object has been modified (resourceVersion {precondition} is stale); "
+                "please apply your changes to the latest version and try again",
+                status=409,
+            )
         for field in ("name", "uid"):
             if field in meta_patch and meta_patch[field] != current["metadata"].get(field):
                 raise Invalid(f"{what}: metadata.{field} may not be changed", status=422)
         updated: Json = merge_patch(copy.deepcopy(current), patch)
-        if not isinstance(updated.get("metadata"), Mapping):
-            raise Invalid(f"{what}: metadata may not be removed")
         updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         for field in ("name", "uid", "creationTimestamp"):
             updated["metadata"][field] = current["metadata"][field]
@@ -619,37 +471,18 @@ class MemoryCluster:
             return lease_from_json(raw)
 
     def create_lease(self, lease: Lease) -> Lease:
-        body = lease_body(lease)
         with self._cond:
             self._request("create", "leases")
-            key = (lease.namespace, lease.name)
-            what = f"create lease {lease.namespace}/{lease.name}"
-            self._namespace_exists(lease.namespace, what)
-            validate_lease(body, f"{what}:")
-            if lease.resource_version:
-                raise Invalid(f"{what}: resourceVersion should not be set on objects to be created")
-            if key in self._leases:
-                raise Conflict(f"{what}: leases {lease.name!r} already exists", status=409)
-            body["metadata"]["resourceVersion"] = str(self._next_rv())
-            body["metadata"]["uid"] = str(uuid.uuid4())
-            self._leases[key] = body
-            return lease_from_json(body)
+            return self._store_lease(lease, "create", None)
 
     def update_lease(self, lease: Lease) -> Lease:
-        body = lease_body(lease)
         with self._cond:
             self._request("update", "leases")
-            key = (lease.namespace, lease.name)
+            current = self._leases.get((lease.namespace, lease.name))
             what = f"update lease {lease.namespace}/{lease.name}"
-            current = self._leases.get(key)
             if current is None:
                 # Leases allow create-on-update: the real server creates it, ignoring the precondition.
-                self._namespace_exists(lease.namespace, what)
-                validate_lease(body, f"{what}:")
-                body["metadata"]["resourceVersion"] = str(self._next_rv())
-                body["metadata"]["uid"] = str(uuid.uuid4())
-                self._leases[key] = body
-                return lease_from_json(body)
+                return self._store_lease(lease, "update", None)
             if not lease.resource_version:
                 raise Invalid(f"{what}: metadata.resourceVersion must be specified for an update", status=422)
             if lease.resource_version != current["metadata"]["resourceVersion"]:
@@ -658,13 +491,24 @@ class MemoryCluster:
                     "stale); please apply your changes to the latest version and try again",
                     status=409,
                 )
-            validate_lease(body, f"{what}:")  # after the preconditions, as on the server
-            body["metadata"]["uid"] = current["metadata"]["uid"]
-            if body["spec"] == current["spec"]:
-                return lease_from_json(current)  # a no-op update does not write
-            body["metadata"]["resourceVersion"] = str(self._next_rv())
-            self._leases[key] = body
-            return lease_from_json(body)
+            return self._store_lease(lease, "update", current)
+
+    def _store_lease(self, lease: Lease, verb: str, current: Json | None) -> Lease:
+        """Validate and store ``lease`` in place of ``current`` (``None``: a create; a no-op update does
+        not write). Call with the lock held, after the preconditions, as on the server."""
+        what = f"{verb} lease {lease.namespace}/{lease.name}"
+        self._namespace_exists(lease.namespace, what)
+        body = lease_body(lease)
+        validate_lease(body, f"{what}:")
+        if current is None and (lease.namespace, lease.name) in self._leases:
+            raise Conflict(f"{what}: leases {lease.name!r} already exists", status=409)
+        if current is not None and body["spec"] == current["spec"]:
+            return lease_from_json(current)
+        meta = body["metadata"]
+        meta["uid"] = str(uuid.uuid4()) if current is None else current["metadata"]["uid"]
+        meta["resourceVersion"] = str(self._next_rv())
+        self._leases[(lease.namespace, lease.name)] = body
+        return lease_from_json(body)
 
     def find_leases(self, name: str) -> tuple[Lease, ...]:
         with self._cond:
@@ -682,8 +526,7 @@ class MemoryCluster:
     def proxy_get(
         self, namespace: str, service: str, path: str, query: Sequence[tuple[str, str]] = ()
     ) -> bytes:
-        """The in-memory cluster runs no Services: every one is not found (its proxy is tested on the
-        real API server)."""
+        """No Services run here: every one is not found."""
         with self._cond:
             self._request("get", "services/proxy")
             raise NotFound(
@@ -701,55 +544,49 @@ class MemoryCluster:
             self._namespace_exists(namespace, what)
             event: Json = copy.deepcopy(dict(body))
             meta = event.setdefault("metadata", {})
-            if not isinstance(meta, dict):
-                raise Invalid(f"{what}: metadata must be an object")
             if not meta.get("name"):
                 prefix = meta.get("generateName")
                 if not prefix:
                     raise Invalid(f"{what}: metadata.name or metadata.generateName is required", status=422)
                 meta["name"] = f"{prefix}{next(self._names):05x}"
-            if meta.setdefault("namespace", namespace) != namespace:
-                raise Invalid(f"{what}: metadata.namespace does not match the request's namespace")
-            involved = event.get("involvedObject")
-            if not isinstance(involved, Mapping):
-                raise Invalid(f"{what}: involvedObject is required", status=422)
+            meta["namespace"] = namespace
             # As the API server validates core/v1 Events: an object without a namespace (a Node) has
             # its Events in "default"; a namespaced object's Events live in its own namespace.
-            involved_namespace = involved.get("namespace") or ""
+            involved_namespace = event["involvedObject"].get("namespace") or ""
             if namespace != (involved_namespace or "default"):
                 raise Invalid(
                     f"{what}: involvedObject.namespace {involved_namespace!r} does not match event.namespace",
                     status=422,
                 )
-            if any(
-                e["metadata"]["name"] == meta["name"] and e["metadata"]["namespace"] == namespace
-                for e in self._events
-            ):
-                raise Conflict(f"{what}: events {meta['name']!r} already exists", status=409)
             meta["resourceVersion"] = str(self._next_rv())
             meta["uid"] = str(uuid.uuid4())
             self._events.append(event)
 
 
-class _MemoryWatch:
-    """A watch on the in-memory cluster: history after ``start``, then live changes."""
+class MemoryWatch:
+    """A watch on the in-memory cluster: history after ``start``, then live changes.
+
+    What the harness's faults set, with the cluster's lock held and its condition notified: ``error``
+    is raised at the start, or once the watch has delivered its initial events; a ``silenced`` watch
+    delivers nothing more and fails after its read timeout of silence; ``bookmark_due`` sends a
+    bookmark now (when the watch allows them)."""
 
     def __init__(
         self,
         cluster: MemoryCluster,
         *,
-        start: int,
-        selector: LabelSelector,
-        deadline: float | None,
-        bookmarks: bool,
-        forced_gone: bool,
-        initial: list[WatchEvent],
+        start: int = 0,
+        selector: LabelSelector = (),
+        deadline: float | None = None,
+        bookmarks: bool = False,
+        initial: Sequence[WatchEvent] = (),
         error: ClusterError | None = None,
         read_timeout: float | None = None,
     ) -> None:
-        self._error = error
+        self.error = error
+        self.silenced = False
+        self.bookmark_due = False
         self._read_timeout = read_timeout
-        self._silence_generation = cluster._silence_generation
         self._pre_timeout_bookmark = False
         self._cluster = cluster
         self._initial = deque(initial)
@@ -757,27 +594,9 @@ class _MemoryWatch:
         self._selector = selector
         self._deadline = deadline
         self._bookmarks = bookmarks
-        self._forced_gone = forced_gone
         self._closed = False
         self._started = False
-        self._bookmark_generation = cluster._bookmark_generation
-        self._drop_generation = cluster._drop_generation
         self._last_sent = cluster._clock()
-
-    @classmethod
-    def failing(cls, cluster: MemoryCluster, error: ClusterError) -> _MemoryWatch:
-        """A watch whose iteration raises ``error`` at once."""
-        selector = parse_label_selector("")
-        return cls(
-            cluster,
-            start=0,
-            selector=selector,
-            deadline=None,
-            bookmarks=False,
-            forced_gone=False,
-            initial=[],
-            error=error,
-        )
 
     def close(self) -> None:
         with self._cluster._cond:
@@ -786,16 +605,22 @@ class _MemoryWatch:
             self._cluster._cond.notify_all()
 
     def __iter__(self) -> Iterator[WatchEvent]:
+        cluster = self._cluster
         try:
-            yield from self._events()
+            while True:
+                with cluster._cond:
+                    event = self._next_locked()
+                if event is None:
+                    return
+                yield event
         finally:
-            with self._cluster._cond:
-                self._cluster._watches.discard(self)
+            with cluster._cond:
+                cluster._watches.discard(self)
 
     def _translate(self, change: _Change) -> WatchEvent | None:
         """The event this watch sees for ``change`` after its label selector, or ``None``."""
-        was = change.old is not None and change.type != "ADDED" and self._selector.matches(change.old.labels)
-        now = change.new is not None and self._selector.matches(change.new.labels)
+        was = change.old is not None and change.type != "ADDED" and matches(self._selector, change.old.labels)
+        now = change.new is not None and matches(self._selector, change.new.labels)
         rv = str(change.resource_version)
         if now and was:
             return WatchEvent(type="MODIFIED", resource_version=rv, node=change.new)
@@ -807,24 +632,13 @@ class _MemoryWatch:
             return WatchEvent(type="DELETED", resource_version=rv, node=last)
         return None
 
-    def _events(self) -> Iterator[WatchEvent]:
-        cluster = self._cluster
-        while True:
-            with cluster._cond:
-                event = self._next_locked()
-            if event is None:
-                return
-            yield event
-
     def _next_locked(self) -> WatchEvent | None:
         """Wait for the next event to deliver; ``None`` when the watch ends. Lock held by the caller."""
         cluster = self._cluster
         if not self._started:
             self._started = True
-            if self._error is not None:
-                raise self._error
-            if self._forced_gone:
-                raise Gone(f"watch nodes: too old resource version: {self._cursor} (forced)", status=410)
+            if self.error is not None:
+                raise self.error
             if self._cursor < cluster._oldest:
                 raise Gone(
                     f"watch nodes: too old resource version: {self._cursor} ({cluster._oldest})", status=410
@@ -834,9 +648,9 @@ class _MemoryWatch:
                 return None
             if self._initial:
                 return self._initial.popleft()
-            if cluster._drop_generation != self._drop_generation:
-                raise Unavailable("watch nodes: connection dropped (injected)")
-            if cluster._silence_generation != self._silence_generation:
+            if self.error is not None:
+                raise self.error
+            if self.silenced:
                 self._silent_locked()
                 continue
             if self._cursor < cluster._oldest:
@@ -860,7 +674,7 @@ class _MemoryWatch:
                 and self._cursor <= cluster._rv
                 and (
                     pre_timeout
-                    or cluster._bookmark_generation != self._bookmark_generation
+                    or self.bookmark_due
                     or (
                         cluster._bookmark_interval is not None
                         and now - self._last_sent >= cluster._bookmark_interval
@@ -868,7 +682,7 @@ class _MemoryWatch:
                 )
             ):
                 self._pre_timeout_bookmark = self._pre_timeout_bookmark or pre_timeout
-                self._bookmark_generation = cluster._bookmark_generation
+                self.bookmark_due = False
                 self._last_sent = now
                 self._cursor = max(self._cursor, cluster._rv)
                 return WatchEvent(type="BOOKMARK", resource_version=str(self._cursor))

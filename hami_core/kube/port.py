@@ -1,13 +1,9 @@
 """The cluster port: everything hami-core asks of Kubernetes, and nothing more.
 
-``Cluster`` is what the daemons use: list, watch and get Nodes, patch their annotations, Leases, and
-Events. ``AdminCluster`` adds what only the tests, benchmarks and the simulation do to a cluster: create,
-relabel and delete Nodes, set their allocatable, create namespaces, read Events back. A daemon takes a
-``Cluster``, so the type checker keeps it off the admin operations (which its RBAC does not grant).
-
-Two implementations hold to both: ``KubeCluster`` over the official ``kubernetes`` client and
-``MemoryCluster`` in memory. The same contract tests run against both; where they differ, the in-memory
-one is wrong. Objects cross the port as small immutable snapshots, never as client model objects.
+``Cluster`` is what the daemons use; ``AdminCluster`` adds what ``hami cleanup`` and ``hami doctor`` do,
+which a daemon's type (and RBAC) keeps it off. ``KubeCluster`` (the official ``kubernetes`` client) and
+``MemoryCluster`` implement both and run the same contract tests; where they differ, the in-memory one
+is wrong. Objects cross the port as small immutable snapshots, never as client model objects.
 """
 
 from __future__ import annotations
@@ -61,9 +57,8 @@ class Gone(ClusterError):
 
 
 class TooLarge(Gone):
-    """The resourceVersion asked for is newer than anything the server's store holds (kube-apiserver: 504
-    ``Timeout`` "Too large resource version", cause ``ResourceVersionTooLarge``): the store moved
-    backwards (etcd restored from a backup, or emptied). Like ``Gone``: list again, from the present."""
+    """The resourceVersion asked for is newer than the server's store (504 "Too large resource version"):
+    the store moved backwards (etcd restored or emptied). Like ``Gone``: list again, from the present."""
 
 
 class Forbidden(ClusterError):
@@ -79,8 +74,8 @@ class Unavailable(ClusterError):
 
 
 class Untrusted(Unavailable):
-    """The API server's TLS certificate could not be verified (unknown CA, wrong host name): a fault of
-    the configuration, not of the network, so a daemon that meets it at start stops with one line."""
+    """The API server's TLS certificate could not be verified: a fault of the configuration, not of the
+    network, so a daemon that meets it at start stops with one line."""
 
 
 @attrs.frozen(kw_only=True)
@@ -94,8 +89,7 @@ class NodeSnapshot:
     annotations: Mapping[str, str] = attrs.field(factory=dict, hash=False)
     #: ``status.allocatable`` as raw quantity strings.
     allocatable: Mapping[str, str] = attrs.field(factory=dict, hash=False)
-    #: ``status.capacity`` as raw quantity strings (what the kubelet's device plugins advertise; HAMi
-    #: computes the devices of several vendors from it).
+    #: ``status.capacity`` as raw quantity strings (HAMi computes several vendors' devices from it).
     capacity: Mapping[str, str] = attrs.field(factory=dict, hash=False)
 
 
@@ -105,7 +99,7 @@ class NodeOwners:
 
     node: NodeSnapshot
     #: annotation key -> the managers whose ``managedFields`` entry lists ``f:metadata.f:annotations.f:KEY``
-    #: (empty for a key no entry lists: written before field management, or managedFields cleared).
+    #: (empty for a key no entry lists).
     managers: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict, hash=False)
 
 
@@ -135,8 +129,7 @@ WATCH_READ_SLACK = 5.0
 
 
 class WatchStream(Protocol):
-    """A watch in progress. Iterating raises ``Gone`` when the server says 410 (as a status or as an
-    ERROR event), ``TooLarge`` when the resourceVersion is newer than the server's store, and
+    """A watch in progress. Iterating raises ``Gone`` on a 410 (status or ERROR event), ``TooLarge``, and
     ``Unavailable`` on a dropped connection or after ``timeout_seconds + WATCH_READ_SLACK`` of silence;
     it ends when the server ends the watch."""
 
@@ -144,7 +137,6 @@ class WatchStream(Protocol):
 
     def close(self) -> None:
         """Stop the watch from another thread; the iterator then ends."""
-        ...
 
 
 @attrs.frozen(kw_only=True)
@@ -169,7 +161,6 @@ class Cluster(Protocol):
     def get_node(self, name: str) -> NodeSnapshot:
         """One Node; ``NotFound`` when there is none. The reporter reads its own Node with it; the
         scheduler never GETs a single Node (it lists and watches)."""
-        ...
 
     def list_nodes(
         self, *, label_selector: str = "", limit: int = 500, continue_token: str | None = None
@@ -198,7 +189,6 @@ class Cluster(Protocol):
         ``field_manager`` is the name the server records in ``managedFields`` as the owner of each key
         the patch changes (``None``: the client's default, which the server derives from its User-Agent).
         """
-        ...
 
     # Leases
     def get_lease(self, namespace: str, name: str) -> Lease: ...
@@ -209,13 +199,11 @@ class Cluster(Protocol):
         """Replace the Lease; ``Conflict`` when ``lease.resource_version`` is stale, ``Invalid`` when it is
         empty. A Lease that does not exist is created (the API server allows create-on-update for Leases,
         whatever the precondition), so only ``create_lease`` guarantees a single winner."""
-        ...
 
     # Events
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         """Create a core/v1 Event. The server requires an Event about a cluster-scoped object (a Node)
         to live in ``default``, and one about a namespaced object to live in that object's namespace."""
-        ...
 
 
 class AdminCluster(Cluster, Protocol):
@@ -226,16 +214,13 @@ class AdminCluster(Cluster, Protocol):
 
     def node_annotation_managers(self, name: str) -> NodeOwners:
         """One Node with the field manager of each of its annotations, from its ``managedFields``."""
-        ...
 
     def find_leases(self, name: str) -> tuple[Lease, ...]:
         """Every Lease called ``name``, in any namespace (sorted by namespace). ``hami cleanup`` and
         ``hami doctor`` find the scheduler's Lease with it wherever the chart put it."""
-        ...
 
     def delete_lease(self, namespace: str, name: str) -> None:
         """Delete the Lease; ``NotFound`` when there is none. Only ``hami cleanup`` deletes one."""
-        ...
 
     def proxy_get(
         self, namespace: str, service: str, path: str, query: Sequence[tuple[str, str]] = ()
@@ -244,4 +229,3 @@ class AdminCluster(Cluster, Protocol):
         proxy (``/api/v1/namespaces/NS/services/NAME[:PORT]/proxy/PATH``; ``service`` is ``NAME`` or
         ``NAME:PORT``): the body as the endpoint sent it. ``hami doctor`` reaches the scheduler so, without
         a port-forward."""
-        ...

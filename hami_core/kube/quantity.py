@@ -28,27 +28,13 @@ __all__ = [
 
 _INT64_MAX = 2**63 - 1
 
-_NUMBER = re.compile(r"([+-]?)(\d+\.?\d*|\.\d+)(.*)", re.ASCII | re.DOTALL)
+#: apimachinery's scanner: sign, leading zeros, whole digits, ``.`` and fraction digits, then a suffix.
+_GO_QUANTITY = re.compile(r"([+-]?)0*([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[+-]?[0-9]*)", re.ASCII)
 _EXPONENT = re.compile(r"[eE]([+-]?\d+)", re.ASCII)
-
-_SUFFIX: dict[str, Fraction] = {
-    "": Fraction(1),
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 10**3),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
-}
+_DECIMAL_SUFFIX = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_BINARY_SUFFIX = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+_DECIMAL_POWER = {suffix: power for power, suffix in _DECIMAL_SUFFIX.items()}
+_BINARY_POWER = {suffix: 10 * index for index, suffix in enumerate(_BINARY_SUFFIX) if suffix}
 
 #: Exponents beyond this cannot describe any int64 count and would only cost memory to compute.
 _MAX_EXPONENT = 64
@@ -58,29 +44,64 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
-def parse_quantity(text: str) -> Fraction:
-    """The exact value of the quantity ``text``; ``QuantityError`` when it is not one."""
-    match = _NUMBER.fullmatch(text)
-    if match is None:
+def _scan(text: str) -> tuple[bool, str, str, str, int, int, bool]:
+    """``text`` as apimachinery's scanner reads it: negative, whole and fraction digits, the suffix's
+    family, base and power (``"k"`` is decimal 10^3, ``"Ki"`` binary 2^10, ``"e3"`` exponent 10^3), and
+    whether any digit comes before the suffix."""
+    match = _GO_QUANTITY.fullmatch(text)
+    if not text or match is None:
         raise QuantityError(f"not a quantity: {shorten(text)} (expected a number with an optional suffix)")
-    sign, number, suffix = match.groups()
-    value = Fraction(number)
-    if suffix in _SUFFIX:
-        value *= _SUFFIX[suffix]
-    else:
-        value *= Fraction(10) ** _exponent(suffix, text)
-    return -value if sign == "-" else value
-
-
-def _exponent(suffix: str, text: str) -> int:
-    """The power of ten of an exponent suffix (``e3``, ``E-2``); ``QuantityError`` for any other suffix."""
+    sign, whole, fraction, suffix = match.groups()
+    digits = re.search("[0-9]", text[: match.start(4)]) is not None
+    head = (sign == "-", whole or "0", fraction or "")
+    if suffix in _DECIMAL_POWER:
+        return *head, "decimal", 10, _DECIMAL_POWER[suffix], digits
+    if suffix in _BINARY_POWER:
+        return *head, "binary", 2, _BINARY_POWER[suffix], digits
     exponent = _EXPONENT.fullmatch(suffix)
     if exponent is None:
         raise QuantityError(f"not a quantity: {shorten(text)} (unknown suffix {shorten(suffix)})")
     power = int(exponent.group(1))
     if abs(power) > _MAX_EXPONENT:
         raise QuantityError(f"quantity {shorten(text)}: exponent {power} is out of range")
-    return power
+    return *head, "exponent", 10, power, digits
+
+
+def _go_parse(text: str, *, strict: bool = False) -> tuple[Fraction, str, str | None, bool]:
+    """apimachinery's ``ParseQuantity``: the value, its format (``decimal``, ``binary`` or ``exponent``),
+    ``text`` itself when the parser keeps it as the quantity's string (its "canonical" fast path), and
+    whether the parser holds the value as an int64 mantissa of scale >= 0 (what ``AsInt64`` reads).
+    ``strict``: refuse a quantity without digits (``"Ki"``, ``"."``), which apimachinery reads as 0."""
+    if text == "0":
+        return Fraction(0), "decimal", text, True
+    negative, num, denom, family, base, power, digits = _scan(text)
+    if strict and not digits:
+        raise QuantityError(f"quantity {shorten(text)}: no digits before the suffix")
+    sign = -1 if negative else 1
+    # The fast path: small enough for an int64 mantissa, kept as written when already canonical.
+    if base == 10 and len(num) + len(denom) <= 18 and power - len(denom) >= -9:
+        mantissa, scale = num + denom, power - len(denom)
+        canonical = scale % 3 == 0 and not mantissa.endswith("000") and mantissa[0] != "0"
+        value = sign * Fraction(int(mantissa)) * Fraction(10) ** scale
+        return value, family, text if canonical else None, scale >= 0
+    if base == 2 and not denom and 15 - len(num) - power * 3 // 10 - 1 >= 0:
+        return Fraction(sign * (int(num) << power)), family, text if int(num) & 7 else None, True
+    # The general path: exact decimal arithmetic, rounded up to 1n; only binary quantities are capped.
+    if not digits:
+        raise QuantityError(f"quantity {shorten(text)}: no digits before the suffix")
+    value = Fraction(int(num + denom), 10 ** len(denom)) * Fraction(base) ** power
+    value = Fraction(-((-value.numerator * 10**9) // value.denominator), 10**9)  # ceil to a whole 1n
+    if family == "binary":
+        value = min(value, Fraction(_INT64_MAX))
+        if 0 < value < 1:
+            family = "decimal"
+    return sign * value, family, None, False
+
+
+def parse_quantity(text: str) -> Fraction:
+    """The value of the quantity ``text`` as the API server reads it (exact to 1n, a binary one capped at
+    2^63-1); ``QuantityError`` when it is not one."""
+    return _go_parse(text, strict=True)[0]
 
 
 def quantity_value(text: str) -> int:
@@ -102,57 +123,6 @@ def quantity_count(text: str | None) -> int:
     return 0 if text is None else quantity_value(text)
 
 
-#: apimachinery's scanner: sign, leading zeros, whole digits, ``.`` and fraction digits, then a suffix.
-_GO_QUANTITY = re.compile(r"([+-]?)0*([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[+-]?[0-9]*)", re.ASCII)
-_DECIMAL_SUFFIX = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
-_BINARY_SUFFIX = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
-_DECIMAL_POWER = {suffix: power for power, suffix in _DECIMAL_SUFFIX.items()}
-_BINARY_POWER = {suffix: 10 * index for index, suffix in enumerate(_BINARY_SUFFIX) if suffix}
-
-
-def _interpret(suffix: str, text: str) -> tuple[str, int, int]:
-    """A suffix's family, base and power: ``"k"`` is ``("decimal", 10, 3)``, ``"Ki"`` ``("binary", 2, 10)``
-    and ``"e3"`` ``("exponent", 10, 3)``."""
-    if suffix in _DECIMAL_POWER:
-        return "decimal", 10, _DECIMAL_POWER[suffix]
-    if suffix in _BINARY_POWER:
-        return "binary", 2, _BINARY_POWER[suffix]
-    return "exponent", 10, _exponent(suffix, text)
-
-
-def _go_parse(text: str) -> tuple[Fraction, str, str | None]:
-    """apimachinery's ``ParseQuantity``: the value, its format (``decimal``, ``binary`` or ``exponent``)
-    and ``text`` itself when the parser keeps it as the quantity's string (its "canonical" fast path)."""
-    if text == "0":
-        return Fraction(0), "decimal", text
-    match = _GO_QUANTITY.fullmatch(text)
-    if not text or match is None:
-        raise QuantityError(f"not a quantity: {shorten(text)} (expected a number with an optional suffix)")
-    sign, whole, fraction, suffix = match.groups()
-    num, denom = whole or "0", fraction or ""
-    family, base, power = _interpret(suffix, text)
-    negative = sign == "-"
-    # The fast path: small enough for an int64 mantissa, kept as written when already canonical.
-    if base == 10 and len(num) + len(denom) <= 18 and power - len(denom) >= -9:
-        digits, scale = num + denom, power - len(denom)
-        value = Fraction(int(digits)) * Fraction(10) ** scale
-        canonical = scale % 3 == 0 and not digits.endswith("000") and digits[0] != "0"
-        return (-value if negative else value), family, text if canonical else None
-    if base == 2 and not denom and 15 - len(num) - power * 3 // 10 - 1 >= 0:
-        value = Fraction(int(num) << power)
-        return (-value if negative else value), family, text if int(num) & 7 else None
-    # The general path: exact decimal arithmetic, rounded up to 1n; only binary quantities are capped.
-    if not re.search("[0-9]", text[: match.start(4)]):
-        raise QuantityError(f"quantity {shorten(text)}: no digits before the suffix")
-    value = Fraction(int(num + denom), 10 ** len(denom)) * Fraction(base) ** power
-    value = Fraction(-((-value.numerator * 10**9) // value.denominator), 10**9)  # ceil to a whole 1n
-    if family == "binary":
-        value = min(value, Fraction(_INT64_MAX))
-        if 0 < value < 1:
-            family = "decimal"
-    return (-value if negative else value), family, None
-
-
 def quantity_int64(text: str) -> int | None:
     """Go's ``resource.ParseQuantity(text).AsInt64()``: the value when the parser holds it as an int64
     amount of scale >= 0 that fits int64, else ``None``. HAMi reads every capacity it derives devices or
@@ -163,23 +133,8 @@ def quantity_int64(text: str) -> int | None:
     exponent, are held as a decimal, which ``AsInt64`` refuses) do not. Raises ``QuantityError`` when
     ``text`` is not a quantity.
     """
-    if text == "0":
-        return 0
-    match = _GO_QUANTITY.fullmatch(text)
-    if not text or match is None:
-        raise QuantityError(f"not a quantity: {shorten(text)} (expected a number with an optional suffix)")
-    sign, whole, fraction, suffix = match.groups()
-    num, denom = whole or "0", fraction or ""
-    _, base, power = _interpret(suffix, text)
-    value: int | None = None
-    if base == 10 and len(num) + len(denom) <= 18 and power - len(denom) >= -9:
-        scale = power - len(denom)
-        value = int(num + denom) * 10**scale if scale >= 0 else None  # AsInt64 refuses a negative scale
-    elif base == 2 and not denom and 15 - len(num) - power * 3 // 10 - 1 >= 0:
-        value = int(num) << power
-    if value is None or value > _INT64_MAX:
-        return None
-    return -value if sign == "-" else value
+    value, _, _, whole = _go_parse(text)
+    return int(value) if whole and abs(value) <= _INT64_MAX else None
 
 
 def _go_string(value: Fraction, family: str) -> str:
@@ -218,6 +173,6 @@ def canonical_quantity(text: str) -> str:
     """
     stored = text.strip(" ")
     for _ in range(2):
-        value, family, kept = _go_parse(stored)
+        value, family, kept, _ = _go_parse(stored)
         stored = kept if kept is not None else _go_string(value, family)
     return stored

@@ -1,10 +1,7 @@
 """What the API server refuses in a Node or a Lease, and how it stores what it accepts (for the in-memory
-cluster).
-
-The rules of Kubernetes' own validation that matter to the port: object names are DNS subdomains, label
-keys and values and annotation keys have their grammars, all annotations together fit in 256 KiB, and
-resource quantities are valid, non-negative, whole for extended resources and stored in canonical form;
-a Lease's duration is positive and its transitions are not negative. Each failure is an ``Invalid``
+cluster): names are DNS subdomains, label and annotation keys and label values have their grammars, all
+annotations fit in 256 KiB, quantities are valid, non-negative, whole for extended resources and stored
+canonical; a Lease's duration is positive, its transitions not negative. Each failure is an ``Invalid``
 naming the field, like the server's 422.
 """
 

@@ -14,6 +14,7 @@ from hami_core.kube.port import ClusterError, Invalid, Lease, NodeOwners, NodeSn
 from hami_core.protocol.errors import shorten
 
 __all__ = [
+    "annotations_patch",
     "format_micro_time",
     "lease_body",
     "lease_from_json",
@@ -69,6 +70,15 @@ def node_snapshot(obj: Mapping[str, Any]) -> NodeSnapshot:
         allocatable=_string_map(status.get("allocatable"), f"{where} status.allocatable"),
         capacity=_string_map(status.get("capacity"), f"{where} status.capacity"),
     )
+
+
+def annotations_patch(changes: Mapping[str, str | None], resource_version: str | None) -> dict[str, Any]:
+    """The merge patch of ``Cluster.patch_node_annotations``: ``None`` deletes a key; a resourceVersion
+    is the patch's precondition."""
+    metadata: dict[str, Any] = {"annotations": dict(changes)}
+    if resource_version is not None:
+        metadata["resourceVersion"] = resource_version
+    return {"metadata": metadata}
 
 
 def _annotation_fields(entry: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -15,12 +15,11 @@ from typing import Any
 
 import pytest
 from harness import rbac
-from harness.admin import AdminKubeCluster
+from harness.admin import AdminKubeCluster, MemoryCluster
 from harness.fixtures import unique_node_name
 from harness.scheduler_world import World, real_world  # noqa: F401  (the fixture)
 
 from hami_core.cli import logs, run
-from hami_core.kube.memory import MemoryCluster
 from hami_core.kube.port import Lease, NotFound
 from hami_core.protocol.handshake import format_report, format_stamp
 from hami_core.scheduler.config import DEFAULT_LEASE_NAME

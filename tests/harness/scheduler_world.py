@@ -27,14 +27,13 @@ import pytest
 
 from hami_core.clock import FakeClock
 from hami_core.kube.client import KubeCluster
-from hami_core.kube.memory import MemoryCluster
 from hami_core.plugins.manager import load_drivers
 from hami_core.protocol.decide import VendorRules
 from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.daemon import Scheduler
 from hami_core.scheduler.selector import NodeSelector
 from hami_core.simulate.settle import NodeWrites, wait_settled
-from harness.admin import AdminKubeCluster
+from harness.admin import AdminKubeCluster, MemoryCluster
 from harness.apiserver import ApiServer
 from harness.poll import wait_for as wait_for  # re-exported: tests import it from here too
 from harness.tcpproxy import TcpProxy

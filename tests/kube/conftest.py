@@ -7,9 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from harness.admin import AdminKubeCluster
-
-from hami_core.kube.memory import MemoryCluster
+from harness.admin import AdminKubeCluster, MemoryCluster
 
 CLUSTER_KINDS = ["memory", "apiserver"]
 

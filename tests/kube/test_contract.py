@@ -17,11 +17,10 @@ from typing import Any
 
 import attrs
 import pytest
-from harness.admin import AdminKubeCluster
+from harness.admin import AdminKubeCluster, MemoryCluster
 from harness.poll import wait_for
 
 from hami_core.kube.client import KubeCluster
-from hami_core.kube.memory import MemoryCluster
 from hami_core.kube.port import (
     Conflict,
     Gone,

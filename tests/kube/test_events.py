@@ -10,11 +10,11 @@ from datetime import UTC
 from typing import Any
 
 import pytest
+from harness.admin import MemoryCluster
 from harness.poll import wait_for
 
 from hami_core.clock import FakeClock
 from hami_core.kube.events import EventRecorder
-from hami_core.kube.memory import MemoryCluster
 
 
 class Recorded:

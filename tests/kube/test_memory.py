@@ -8,10 +8,11 @@ import time
 from typing import Any
 
 import pytest
+from harness.admin import MemoryCluster
 from harness.poll import wait_for
 
 from hami_core.clock import FakeClock
-from hami_core.kube.memory import MemoryCluster, merge_patch
+from hami_core.kube.memory import merge_patch
 from hami_core.kube.port import WATCH_READ_SLACK, ClusterError, Gone, Invalid, Unavailable, WatchEvent
 
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import attrs
 import pytest
+from harness.admin import MemoryCluster
 from harness.poll import wait_for
 
 from hami_core.clock import FakeClock
 from hami_core.kube.backoff import ExponentialBackoff
-from hami_core.kube.memory import MemoryCluster
 from hami_core.kube.port import Lease, NodeSnapshot, TooLarge, WatchEvent
 from hami_core.kube.reflector import Reflector, ReflectorConfig
 

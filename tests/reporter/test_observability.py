@@ -10,12 +10,12 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from harness.admin import MemoryCluster
 from harness.poll import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
 from hami_core import DeviceInfo
 from hami_core.clock import FakeClock
-from hami_core.kube.memory import MemoryCluster
 from hami_core.plugins.driver import VendorDriver
 from hami_core.plugins.manager import load_drivers
 from hami_core.reporter.daemon import Reporter, ReporterConfig

@@ -9,13 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from harness.admin import MemoryCluster
 from harness.poll import wait_for
 from harness.scheduler_world import CountingCluster, World
 
 from hami_core import DeviceInfo
 from hami_core.clock import SYSTEM, Clock, FakeClock
 from hami_core.kube.client import KubeCluster
-from hami_core.kube.memory import MemoryCluster
 from hami_core.plugins.driver import VendorDriver
 from hami_core.plugins.manager import load_drivers
 from hami_core.protocol.codecs import decode_any

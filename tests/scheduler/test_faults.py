@@ -7,10 +7,10 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from harness.admin import MemoryCluster
 from harness.scheduler_world import WINDOW, CountingCluster, World
 from harness.tcpproxy import TcpProxy
 
-from hami_core.kube.memory import MemoryCluster
 from hami_core.scheduler.metrics import total
 
 NVIDIA = (

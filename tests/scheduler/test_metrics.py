@@ -6,11 +6,11 @@ from __future__ import annotations
 import urllib.request
 from typing import Any
 
+from harness.admin import MemoryCluster
 from harness.scheduler_world import CountingCluster, World
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from hami_core.kube.memory import MemoryCluster
 from hami_core.scheduler.metrics import API_CALLS, EVENT_DROP_CAUSES, PATCH_RESULTS
 from hami_core.scheduler.registrar import EVENT_REASONS
 

@@ -8,9 +8,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from harness.admin import MemoryCluster
 from harness.scheduler_world import WINDOW, World, wait_for
 
-from hami_core.kube.memory import MemoryCluster
 from hami_core.kube.port import Conflict, NodeSnapshot
 from hami_core.kube.ratelimit import TokenBucket
 from hami_core.scheduler.view import NodeView, PendingWrite

@@ -7,11 +7,11 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from harness.admin import MemoryCluster
 from harness.poll import wait_for
 
 from hami_core.clock import FakeClock
 from hami_core.kube.elector import LeaderElector
-from hami_core.kube.memory import MemoryCluster
 from hami_core.plugins.manager import load_drivers
 from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.daemon import Scheduler
