@@ -141,12 +141,23 @@ class Registrar:
         #: The count resources whose capacity a liveness rule reads.
         self._capacities = tuple(
             sorted(
-                {v.count_resource for v in self._vendors if reads_capacity(v.liveness)}
-                | {
+                {
                     v.count_resource
                     for v in self._vendors
-                    if (p := v.node_path()) is not None and reads_capacity(p.liveness)
+                    for judged in (v, v.node_path())
+                    if judged is not None and reads_capacity(judged.liveness)
                 }
+            )
+        )
+        #: Every annotation a decision, or the cache's pair scores, reads (``None``: the vendor has none).
+        self._annotations = tuple(
+            key
+            for v in self._vendors
+            for key in (
+                v.register_annotation,
+                v.handshake_annotation,
+                v.marker_annotation,
+                v.pair_scores_annotation,
             )
         )
         self.cache = cache
@@ -186,18 +197,12 @@ class Registrar:
     def relevant(self, node: NodeSnapshot) -> tuple[object, ...]:
         """Everything of a snapshot that can change a decision; equal tuples mean no re-evaluation needed."""
         ann = node.annotations
-        alloc = node.allocatable
         return (
             self._selector.matches(node.labels),
-            tuple(ann.get(v.register_annotation) if v.register_annotation else None for v in self._vendors),
-            tuple(ann.get(v.handshake_annotation) if v.handshake_annotation else None for v in self._vendors),
-            tuple(alloc.get(v.count_resource) for v in self._vendors),
-            tuple(ann.get(v.marker_annotation) for v in self._vendors),
+            tuple(ann.get(key) if key else None for key in self._annotations),
+            tuple(node.allocatable.get(v.count_resource) for v in self._vendors),
             tuple(source_key(node, s) if s is not None else None for s in self._sources),
             tuple(node.capacity.get(c) for c in self._capacities),
-            tuple(
-                ann.get(v.pair_scores_annotation) if v.pair_scores_annotation else None for v in self._vendors
-            ),
         )
 
     def evaluate(
@@ -233,6 +238,7 @@ class Registrar:
         first_states: dict[str, VendorState] = {}
         recheck: datetime | None = None
         selected = node is not None and self._selector.matches(node.labels)
+        uid = node.uid if node else ""
         for declared, node_source in zip(self._vendors, self._sources, strict=True):
             key = (name, declared.vendor_key)
             known = self._memory.get(key)
@@ -242,6 +248,7 @@ class Registrar:
             memory = known or _NOTHING_KNOWN
             seen = self._observe(name, node, declared, selected=selected)
             observed, rules = seen.observation, seen.rules
+            vendor = rules.vendor_key
             if not view_current:
                 observed = attrs.evolve(observed, view_current=False)
             decision = evaluate(
@@ -254,7 +261,7 @@ class Registrar:
                 wall_step_at=wall_step_at,
                 view=seen.view,
             )
-            decisions[rules.vendor_key] = decision
+            decisions[vendor] = decision
             if decision.memory is not memory:
                 if decision.memory == _NOTHING_KNOWN:
                     self._memory.pop(key, None)
@@ -271,43 +278,31 @@ class Registrar:
                     Reason.UNCHANGED if memory.registered else Reason.AWAITING_SIGN_OF_LIFE
                 )
             if self._set_state(key, reason):
-                first_states[rules.vendor_key] = state_of(reason)
-            self._apply_cache(name, rules.vendor_key, decision, now, seen.source)
+                first_states[vendor] = state_of(reason)
+            self._apply_cache(name, vendor, decision, now, seen.source)
             if declared.pair_scores_annotation is not None:
                 warning = self._apply_pair_scores(name, node, declared)
                 if warning is not None:
                     self.metrics.decode_errors.labels(vendor=declared.vendor_key).inc()
                     warnings.append(warning)
             if decision.reason is Reason.CLEANED_UP:
-                self.metrics.cleanups.labels(vendor=rules.vendor_key).inc()
+                self.metrics.cleanups.labels(vendor=vendor).inc()
             elif decision.reason is Reason.CLEANUP_WITHHELD:
-                self.metrics.cleanups_withheld.labels(vendor=rules.vendor_key).inc()
+                self.metrics.cleanups_withheld.labels(vendor=vendor).inc()
             elif decision.clock_stepped:
-                self.metrics.clock_step_restamps.labels(vendor=rules.vendor_key).inc()
+                self.metrics.clock_step_restamps.labels(vendor=vendor).inc()
             event = self._event(observed, memory, decision, rules, now=now, seen_before=seen_before)
             if event is not None:
-                events.append(
-                    VendorEvent(
-                        node=name,
-                        uid=node.uid if node else "",
-                        vendor_key=rules.vendor_key,
-                        type=event[0],
-                        reason=event[1],
-                        message=event[2],
-                    )
-                )
-            if decision.error_is_new and decision.error is not None:
+                t, r, m = event
+                events.append(VendorEvent(node=name, uid=uid, vendor_key=vendor, type=t, reason=r, message=m))
+            error = decision.error if decision.error_is_new else None
+            if error is not None:
                 rule_failed = decision.verdict is Verdict.RULE_FAILED
                 errors = self.metrics.liveness_rule_errors if rule_failed else self.metrics.decode_errors
-                errors.labels(vendor=rules.vendor_key).inc()
+                errors.labels(vendor=vendor).inc()
+                code = LIVENESS_RULE_FAILED if rule_failed else INVALID_REGISTER
                 warnings.append(
-                    VendorWarning(
-                        node=name,
-                        uid=node.uid if node else "",
-                        vendor_key=rules.vendor_key,
-                        reason=LIVENESS_RULE_FAILED if rule_failed else INVALID_REGISTER,
-                        message=decision.error,
-                    )
+                    VendorWarning(node=name, uid=uid, vendor_key=vendor, reason=code, message=error)
                 )
             if decision.recheck_at is not None and (recheck is None or decision.recheck_at < recheck):
                 recheck = decision.recheck_at
