@@ -41,7 +41,7 @@ from hami_core.scheduler.metrics import SchedulerMetrics
 from hami_core.scheduler.observe import Observed, observe, source_key
 from hami_core.scheduler.selector import NodeSelector
 
-__all__ = ["EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent", "VendorWarning"]
+__all__ = ["EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent"]
 
 log = logging.getLogger(__name__)
 
@@ -68,29 +68,18 @@ EVENT_REASONS = (
 
 
 @attrs.frozen(kw_only=True)
-class VendorWarning:
-    """A vendor on a node shown degraded for a reason not seen before: log it, post an Event, count it."""
-
-    node: str
-    uid: str
-    vendor_key: str
-    #: ``INVALID_REGISTER``, ``LIVENESS_RULE_FAILED`` or ``PAIR_SCORES_INVALID``; the Event's reason.
-    reason: str
-    message: str
-
-
-@attrs.frozen(kw_only=True)
 class VendorEvent:
-    """A vendor's registration changed on a node: log it, and the leader posts it as an Event on the Node.
+    """What a vendor on a node is worth an Event for: log it, and the leader posts it on the Node.
 
-    The message says what happened and why without naming the node (the Event is about it; a log record
-    carries it as a field)."""
+    In ``Evaluation.events``, a registration change (``CLEANED_UP``, ``REGISTERED``, ``READMITTED``) whose
+    message does not name the node (the Event is about it; a log record carries it as a field). In
+    ``Evaluation.warnings``, a vendor shown degraded for a reason not seen before (``INVALID_REGISTER``,
+    ``LIVENESS_RULE_FAILED``, ``PAIR_SCORES_INVALID``): a Warning, counted, its message naming the node."""
 
     node: str
     uid: str
     vendor_key: str
-    type: Literal["Normal", "Warning"]
-    #: ``CLEANED_UP``, ``REGISTERED`` or ``READMITTED``.
+    type: Literal["Normal", "Warning"] = "Warning"
     reason: str
     message: str
 
@@ -107,7 +96,7 @@ class Evaluation:
     conditional: bool = False
     #: When to evaluate the node again because a stamp expires then (``None``: no need).
     recheck_at: datetime | None
-    warnings: tuple[VendorWarning, ...] = ()
+    warnings: tuple[VendorEvent, ...] = ()
     #: Registration changes worth an Event (cleaned up, registered, back after a sign of life).
     events: tuple[VendorEvent, ...] = ()
     #: vendor key -> decision, for logs and tests.
@@ -232,7 +221,7 @@ class Registrar:
             self._uids[name] = node.uid
         patch: dict[str, str | None] = {}
         conditional = False
-        warnings: list[VendorWarning] = []
+        warnings: list[VendorEvent] = []
         events: list[VendorEvent] = []
         decisions: dict[str, Decision] = {}
         first_states: dict[str, VendorState] = {}
@@ -302,7 +291,7 @@ class Registrar:
                 errors.labels(vendor=vendor).inc()
                 code = LIVENESS_RULE_FAILED if rule_failed else INVALID_REGISTER
                 warnings.append(
-                    VendorWarning(node=name, uid=uid, vendor_key=vendor, reason=code, message=error)
+                    VendorEvent(node=name, uid=uid, vendor_key=vendor, reason=code, message=error)
                 )
             if decision.recheck_at is not None and (recheck is None or decision.recheck_at < recheck):
                 recheck = decision.recheck_at
@@ -412,7 +401,7 @@ class Registrar:
 
     def _apply_pair_scores(
         self, name: str, node: NodeSnapshot | None, rules: VendorRules
-    ) -> VendorWarning | None:
+    ) -> VendorEvent | None:
         """Keep the vendor's pair scores beside its cached devices (spec 1b); a value that does not decode
         leaves the devices without scores and is worth one Warning per distinct value."""
         key = (name, rules.vendor_key)
@@ -440,7 +429,7 @@ class Registrar:
                 scores = scores_for(entry.devices, decode_pair_scores(value))
             except DecodeError as error:
                 if last is None or last[0] != value:
-                    warning = VendorWarning(
+                    warning = VendorEvent(
                         node=name,
                         uid=node.uid,
                         vendor_key=rules.vendor_key,
