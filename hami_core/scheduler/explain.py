@@ -45,6 +45,7 @@ from hami_core.protocol.handshake import (
     stamp_standing,
 )
 from hami_core.protocol.marker import fingerprint
+from hami_core.protocol.model import DeviceInfo
 from hami_core.protocol.nodesource import NodeView
 from hami_core.protocol.states import IN_CACHE, VendorState, state_of
 from hami_core.scheduler.observe import Observed, observe
@@ -324,7 +325,7 @@ class _Case:
 
     @functools.cached_property
     def register(self) -> RegisterFacts:
-        return _register_facts(self.obs, self.memory, self.decision, self.rules, self.view)
+        return _register_facts(self)
 
     @functools.cached_property
     def allocatable(self) -> AllocatableFacts:
@@ -399,16 +400,13 @@ def _explain_vendor(case: _Case, *, remembered: bool) -> VendorExplanation:
     )
 
 
-def _register_facts(
-    obs: Observation, memory: VendorMemory, decision: Decision, rules: VendorRules, view: NodeView | None
-) -> RegisterFacts:
+def _register_facts(case: _Case) -> RegisterFacts:
     """The register value's facts, from what the scheduler already read of it where it can."""
-    annotation = rules.register_annotation
-    value = obs.register
+    annotation, value = case.rules.register_annotation, case.obs.register
     if value is None:
         return RegisterFacts(annotation=annotation, present=False)
     size = len(value.encode("utf-8", "surrogatepass"))
-    for known in (decision.memory, memory):
+    for known in (case.decision.memory, case.memory):
         if known.register == value:
             return RegisterFacts(
                 annotation=annotation, present=True, size=size, devices=len(known.devices or ())
@@ -416,10 +414,19 @@ def _register_facts(
         if known.degraded_value == value and known.degraded is not None:
             return RegisterFacts(annotation=annotation, present=True, size=size, error=known.degraded)
     # Not applied by the decision (not judged, or judged dead): read it as the scheduler would on readmission.
-    decoded = read_node(view, rules) if view is not None else read_register(value, rules, obs.node)
+    decoded = _read(case, value)
     if isinstance(decoded, str):
         return RegisterFacts(annotation=annotation, present=True, size=size, error=decoded)
     return RegisterFacts(annotation=annotation, present=True, size=size, devices=len(decoded))
+
+
+def _read(case: _Case, value: str) -> tuple[DeviceInfo, ...] | str:
+    """The register ``value`` (or the node source) read as the scheduler reads it: devices, or the error."""
+    return (
+        read_node(case.view, case.rules)
+        if case.view is not None
+        else read_register(value, case.rules, case.obs.node)
+    )
 
 
 def _summary(case: _Case, state: VendorState, *, remembered: bool) -> str:
@@ -679,10 +686,7 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
         return []
     pasts: list[tuple[str, VendorMemory]] = []
     if obs.register is not None:
-        if case.view is not None:
-            decoded = read_node(case.view, case.rules)
-        else:
-            decoded = read_register(obs.register, case.rules, obs.node)
+        decoded = _read(case, obs.register)
         if not isinstance(decoded, str) and decoded:
             pasts.append(
                 (f"has {case.vendor} registered here", VendorMemory(devices=decoded, register=obs.register))
