@@ -187,7 +187,6 @@ class DriverManager:
         return found
 
     def _is_hook(self, name: str) -> bool:
-        """Whether ``name`` is one of the hooks this core specifies."""
         caller: pluggy.HookCaller | None = getattr(self._pm.hook, name, None)
         return caller is not None and caller.has_spec()
 

@@ -187,7 +187,6 @@ class Scheduler:
 
     @property
     def cluster(self) -> Cluster:
-        """The cluster this replica talks to."""
         return self._cluster
 
     @property

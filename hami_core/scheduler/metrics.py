@@ -317,5 +317,4 @@ class SchedulerMetrics:
         return {name: total(getattr(self, name)) for name in _COUNTERS if name not in _NOT_IN_TOTALS}
 
     def text(self) -> str:
-        """The ``/metrics`` text."""
         return exposition(self.registry).decode()

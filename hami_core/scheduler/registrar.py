@@ -180,7 +180,6 @@ class Registrar:
         return self._memory.get((node, vendor_key), _NOTHING_KNOWN)
 
     def known_nodes(self) -> set[str]:
-        """Nodes the registrar remembers anything about."""
         return set(self._uids)
 
     def relevant(self, node: NodeSnapshot) -> tuple[object, ...]:

@@ -146,7 +146,6 @@ class WorkQueue(Generic[K]):
             return len(self._ready)
 
     def delayed(self) -> int:
-        """Keys waiting for a later time."""
         with self._cond:
             return len(self._due)
 
