@@ -40,7 +40,6 @@ class VendorDriver:
     settings: tuple[tuple[str, str, object, bool], ...] = ()
 
     def rules(self) -> VendorRules:
-        """What the decision core needs of this vendor."""
         return self.vendor
 
     @property
@@ -68,7 +67,6 @@ class VendorDriver:
 
     @property
     def encoding(self) -> str | None:
-        """The name of the encoding, ``codec.name``."""
         return None if self.vendor.codec is None else self.vendor.codec.name
 
     @property
@@ -95,5 +93,4 @@ class VendorDriver:
 
     @property
     def origin(self) -> str:
-        """Where the driver came from, for messages."""
         return origin_of(self.plugin, self.package, self.version)

@@ -8,6 +8,7 @@ start-up errors, raised by ``select``.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import inspect
 import logging
@@ -153,27 +154,26 @@ class DriverManager:
         uses an unknown hook (a typo), or implements a hook with arguments its specification lacks.
         """
         origin = origin_of(name, package, version)
+        refuse = functools.partial(DriverError, name, origin, kind="plugin")
         if (name, origin) in self._plugins:
-            raise DriverError(name, origin, "is already registered", kind="plugin")
+            raise refuse("is already registered")
         hooks = self._implemented_hooks(plugin)
         unknown = sorted(hook for hook in hooks if not self._is_hook(hook))
         typo = f"implements unknown hook(s) {', '.join(unknown)} (a typo?)" if unknown else ""
         if "hami_vendor_drivers" not in hooks:
-            raise DriverError(name, origin, typo or "provides no hami_vendor_drivers hook", kind="plugin")
+            raise refuse(typo or "provides no hami_vendor_drivers hook")
         drivers = self._describe(hooks["hami_vendor_drivers"], name, package, version)
         if typo:
-            raise DriverError(name, origin, typo, kind="plugin")
+            raise refuse(typo)
         # Two packages may use one entry-point name; both load, and ``select`` reports the conflict.
         key = name if not self._pm.has_plugin(name) else f"{name}@{origin}"
         try:
             self._pm.register(plugin, name=key)
         except pluggy.PluginValidationError as error:  # pluggy's own signature check, in its words
             detail = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
-            raise DriverError(
-                name, origin, f"cannot register: PluginValidationError: {detail}", kind="plugin"
-            ) from error
+            raise refuse(f"cannot register: PluginValidationError: {detail}") from error
         except Exception as error:
-            raise DriverError(name, origin, f"cannot register: {_describe(error)}", kind="plugin") from error
+            raise refuse(f"cannot register: {_describe(error)}") from error
         self._plugins[(name, origin)] = (plugin, drivers)
         return drivers
 
@@ -187,7 +187,6 @@ class DriverManager:
         return found
 
     def _is_hook(self, name: str) -> bool:
-        """Whether ``name`` is one of the hooks this core specifies."""
         caller: pluggy.HookCaller | None = getattr(self._pm.hook, name, None)
         return caller is not None and caller.has_spec()
 
@@ -195,7 +194,7 @@ class DriverManager:
         self, describe: Callable[..., object], name: str, package: str, version: str
     ) -> list[VendorDriver]:
         """Call the plugin's ``hami_vendor_drivers`` and check every spec it returns."""
-        origin = origin_of(name, package, version)
+        refuse = functools.partial(DriverError, name, origin_of(name, package, version), kind="plugin")
         config = self.device_config
         start = len(config.reads)
         try:
@@ -204,11 +203,9 @@ class DriverManager:
         except DeviceConfigError:
             raise  # the operator's file is wrong, not the driver: a start-up error
         except (Exception, SystemExit) as error:
-            raise DriverError(
-                name, origin, f"hami_vendor_drivers failed: {_describe(error)}", kind="plugin"
-            ) from error
+            raise refuse(f"hami_vendor_drivers failed: {_describe(error)}") from error
         if not specs:
-            raise DriverError(name, origin, "hami_vendor_drivers describes no driver", kind="plugin")
+            raise refuse("hami_vendor_drivers describes no driver")
         settings: tuple[tuple[str, str, object, bool], ...] = tuple(config.reads[start:])
         drivers = [
             attrs.evolve(
@@ -220,7 +217,7 @@ class DriverManager:
         names = [d.name for d in drivers]
         if len(set(names)) != len(names):
             duplicates = sorted({n for n in names if names.count(n) > 1})
-            raise DriverError(name, origin, f"describes driver {duplicates[0]!r} twice", kind="plugin")
+            raise refuse(f"describes driver {duplicates[0]!r} twice")
         return drivers
 
     def _fail(self, name: str, package: str, version: str, message: str) -> None:

@@ -57,6 +57,14 @@ def _checked(value: object, default: Setting, where: str) -> Setting:
     return value  # type: ignore[return-value]
 
 
+def _values(found: Mapping[str, Any], defaults: Mapping[str, Setting], where: str) -> dict[str, Setting]:
+    """``defaults``, each overridden by the value ``found`` holds, checked against the default's type."""
+    return {
+        key: _checked(found[key], default, f"{where}.{key}") if key in found else default
+        for key, default in defaults.items()
+    }
+
+
 class DeviceConfig:
     """HAMi's device config as drivers read it. ``DeviceConfig()`` is the empty one: every default."""
 
@@ -103,10 +111,7 @@ class DeviceConfig:
             found = {}
         if not isinstance(found, Mapping):
             raise DeviceConfigError(f"{self.source}: {name}: expected a mapping, got {found!r:.60}")
-        values = {
-            key: _checked(found[key], default, f"{self.source}: {name}.{key}") if key in found else default
-            for key, default in defaults.items()
-        }
+        values = _values(found, defaults, f"{self.source}: {name}")
         self.reads.extend((name, key, values[key], key in found) for key in defaults)
         return MappingProxyType(values)
 
@@ -126,11 +131,7 @@ class DeviceConfig:
         for i, item in enumerate(items):
             if not isinstance(item, Mapping):
                 raise DeviceConfigError(f"{self.source}: {name}[{i}]: expected a mapping, got {item!r:.60}")
-            where = f"{self.source}: {name}[{i}]"
-            values = {
-                key: _checked(item[key], dflt, f"{where}.{key}") if key in item else dflt
-                for key, dflt in fields.items()
-            }
+            values = _values(item, fields, f"{self.source}: {name}[{i}]")
             result.append(MappingProxyType(values))
             self.reads.extend((f"{name}[{i}]", k, values[k], from_file and k in item) for k in fields)
         return result

@@ -139,28 +139,22 @@ def _node_source_problem(source: object) -> str | None:
         return "from_node reads no capacity, allocatable or annotation (labels alone are on every Node)"
     for field in ("capacity", "allocatable"):
         for name in getattr(source, field):
-            if problem := _resource_problem(name):
+            if problem := _qualified_problem(name):
                 return f"from_node.{field} {name!r} is not a resource name: {problem}"
     for key in source.annotations:
         if problem := annotation_key_problem(key):
             return f"from_node.annotations {key!r} is not a valid annotation key: {problem}"
     for key in source.labels:
-        if problem := _label_key_problem(key):
+        if problem := _qualified_problem(key):
             return f"from_node.labels {key!r} is not a valid label key: {problem}"
     return None
 
 
-def _resource_problem(name: object) -> str | None:
-    """Why ``name`` is no resource name (``cpu`` or ``domain/name``), or ``None``."""
+def _qualified_problem(name: object) -> str | None:
+    """Why ``name`` is no resource name (``cpu`` or ``domain/name``) or label key, or ``None``."""
     if not isinstance(name, str):
         return f"it must be a string, got {type(name).__name__}"
     return qualified_name_problem(name, prefix_required=False)
-
-
-def _label_key_problem(key: object) -> str | None:
-    if not isinstance(key, str):
-        return f"it must be a string, got {type(key).__name__}"
-    return qualified_name_problem(key, prefix_required=False)
 
 
 def driver_from_spec(

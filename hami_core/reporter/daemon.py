@@ -186,22 +186,18 @@ class Reporter:
         except ClusterError as exc:
             return self._failed(None, "read", exc)
         plan = plan_pass(node.annotations, found, self._clock.now())
+
+        def about(driver: str, reason: str) -> dict[str, str]:
+            return {"node": name, "vendor": self._by_name[driver].vendor_key, "reason": reason}
+
         for driver, why in plan.failures:
-            log.warning(
-                "%s",
-                why,
-                extra={"node": name, "vendor": self._by_name[driver].vendor_key, "reason": "probe-failed"},
-            )
+            log.warning("%s", why, extra=about(driver, "probe-failed"))
         for driver in plan.unsourced:
             log.warning(
                 "no device source: the %s driver has no way to look for devices on this node; "
                 "select only this node's drivers (--vendors)",
                 driver,
-                extra={
-                    "node": name,
-                    "vendor": self._by_name[driver].vendor_key,
-                    "reason": "no-device-source",
-                },
+                extra=about(driver, "no-device-source"),
             )
         if plan.patch:
             try:
@@ -210,18 +206,13 @@ class Reporter:
                 return self._failed(plan, "patch", exc)
             self.metrics.patches.inc()
             for driver in plan.published:
-                log.info(
-                    "published the %s devices",
-                    driver,
-                    extra={"node": name, "vendor": self._by_name[driver].vendor_key, "reason": "published"},
-                )
+                log.info("published the %s devices", driver, extra=about(driver, "published"))
         devices = {d.driver.name: len(d.devices) for d in found if d.devices is not None}
+        published = self.metrics.published_devices
         for driver in plan.current:
-            self.metrics.published_devices.labels(vendor=self._by_name[driver].vendor_key).set(
-                devices[driver]
-            )
+            published.labels(vendor=self._by_name[driver].vendor_key).set(devices[driver])
         for driver in plan.unsourced:
-            self.metrics.published_devices.labels(vendor=self._by_name[driver].vendor_key).set(0)
+            published.labels(vendor=self._by_name[driver].vendor_key).set(0)
         return PassResult(plan=plan, sent=bool(plan.patch), problems=plan.problems)
 
     def _probe(self, driver: VendorDriver) -> Discovery:

@@ -1,17 +1,7 @@
-"""The reporter's metrics, in a registry of its own (``hami_core.serve.metrics``).
-
-| metric | type | what |
-|---|---|---|
-| ``hami_reporter_passes_total`` | counter | passes run |
-| ``hami_reporter_failed_passes_total`` | counter | passes with any failure (retried sooner) |
-| ``hami_reporter_patches_total`` | counter | merge patches sent to the Node |
-| ``hami_reporter_published_devices{vendor}`` | gauge | devices of the vendor on the Node as this reporter last published them |
-| ``hami_reporter_device_source{vendor}`` | gauge | 1 when the driver had a device source in the last pass, else 0 |
-| ``hami_reporter_last_success_timestamp_seconds`` | gauge | wall time of the last pass without failure (0: none yet) |
-
-plus ``hami_build_info`` and the process metrics. Every ``vendor`` series (the vendor key) exists at 0
-from the start for every selected driver.
-"""  # noqa: E501 (a table)
+"""The reporter's metrics, in a registry of its own (``hami_core.serve.metrics``); the table of them is
+docs/observability.md's. Every ``vendor`` series (the vendor key) exists at 0 from the start for every
+selected driver.
+"""
 
 from __future__ import annotations
 

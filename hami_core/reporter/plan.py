@@ -61,7 +61,6 @@ class PassPlan:
 
     @property
     def problems(self) -> tuple[str, ...]:
-        """One ``driver: why`` line per failed driver."""
         return tuple(f"{driver}: {why}" for driver, why in self.failures)
 
 

@@ -2,18 +2,10 @@
 
 Threads: the node reflector (list+watch), the elector (Lease), one worker (the only writer of cache and
 memory), the patch pool, the Event poster and the HTTP server. Everything the worker does comes off one
-work queue: node names (watch events, expiry timers, retries after a failed patch), the resync tick and
-the start of a leadership term. Every replica keeps its cache warm and decides alike; only the leader
-sends, and only once the worker has started its term. All waiting is on the injected ``Clock``.
-
-A term starts on a fresh view (spec 5b): on becoming leader the replica asks the reflector for a fresh
-list (``Reflector.relist``), and the worker starts the term (its full pass, its writes) only once a list
-that began after that is delivered; "cache synced for term N" means that list and the full pass after
-it. A view from before the term may hide a gap nobody has noticed yet (a watch stalled behind a network
-partition, its data still in flight when the Lease is won back). Within a term, every evaluation is told
-whether the view is current (the reflector's fact: no gap since its last list, progress within the
-deadline); on a view that is not, no cleanup is decided (``Reason.CLEANUP_WITHHELD``, stamps go on), and
-the nodes withheld are decided again once it is. ``/readyz`` is 503 while the view is stale.
+work queue: node names (watch events, expiry timers, retries after a failed patch), the resync tick, the
+peer check and the start of a leadership term. How a term starts on a fresh view, and what a view not
+known current withholds (spec 5b), is docs/architecture.md's "Leadership"; all waiting is on the
+injected ``Clock``.
 """
 
 from __future__ import annotations
@@ -50,11 +42,10 @@ from hami_core.scheduler.registrar import (
     Evaluation,
     Registrar,
     VendorEvent,
-    VendorWarning,
 )
 from hami_core.scheduler.standalone import Standalone
 from hami_core.scheduler.trim import NodeTrim
-from hami_core.scheduler.view import NodeView, PendingWrite
+from hami_core.scheduler.view import NodeView, PendingWrite, newer
 from hami_core.scheduler.workqueue import WorkQueue
 from hami_core.scheduler.writer import PatchWriter
 
@@ -176,7 +167,7 @@ class Scheduler:
         self._evaluated: dict[str, str] = {}
         #: Warnings seen while following, by (node, vendor key): posted as Events on becoming leader if
         #: still current (worker thread only).
-        self._unposted: dict[tuple[str, str], VendorWarning] = {}
+        self._unposted: dict[tuple[str, str], VendorEvent] = {}
         #: Read-only: the patch a leader would send now, by node (written by the worker, read anywhere).
         self._would_write: dict[str, dict[str, str | None]] = {}
         #: Nodes whose conditional patch met a conflict, with the resourceVersion it was conditional on:
@@ -196,7 +187,6 @@ class Scheduler:
 
     @property
     def cluster(self) -> Cluster:
-        """The cluster this replica talks to."""
         return self._cluster
 
     @property
@@ -519,14 +509,9 @@ class Scheduler:
         node = evaluation.node
         for warning in evaluation.warnings:
             detail = _about(node, warning.message)
+            code = _WARNING_CODES.get(warning.reason)
             log.warning(
-                "degraded: %s",
-                detail,
-                extra={
-                    "node": node,
-                    "vendor": warning.vendor_key,
-                    "reason": _WARNING_CODES.get(warning.reason),
-                },
+                "degraded: %s", detail, extra={"node": node, "vendor": warning.vendor_key, "reason": code}
             )
             if self._may_write():  # every replica logs it; only the one that writes posts the Event
                 self._post(warning, detail)
@@ -547,12 +532,8 @@ class Scheduler:
             fields = {"node": node, "vendor": vendor, "reason": decision.reason.value}
             event = events.get(vendor)
             if event is not None:
-                log.log(
-                    logging.WARNING if event.type == "Warning" else logging.INFO,
-                    "%s",
-                    event.message,
-                    extra=fields,
-                )
+                level = logging.WARNING if event.type == "Warning" else logging.INFO
+                log.log(level, "%s", event.message, extra=fields)
                 if self._may_write() and not (held and event.reason == CLEANED_UP):
                     self._post(event, event.message)
             elif decision.cache is not CacheChange.KEEP:
@@ -564,12 +545,12 @@ class Scheduler:
                     "%s (liveness: %s%s)", decision.reason.value, decision.verdict.value, sends, extra=fields
                 )
 
-    def _post(self, event: VendorEvent | VendorWarning, message: str) -> None:
+    def _post(self, event: VendorEvent, message: str) -> None:
         self.events.record(
             event.node,
             event.uid,
             vendor=event.vendor_key,
-            type=event.type if isinstance(event, VendorEvent) else "Warning",
+            type=event.type,
             reason=event.reason,
             message=message,
         )
@@ -623,12 +604,16 @@ class Scheduler:
 
     # -- writer callbacks (patch threads) ---------------------------------------------------------------
 
+    def _take_held(self, write: PendingWrite) -> list[VendorEvent]:
+        """The cleaned-up Events held for a conditional ``write`` (gone from the hold)."""
+        if write.precondition is None:
+            return []
+        with self._lock:
+            return self._held.pop(write.seq, [])
+
     def _patch_applied(self, write: PendingWrite, reply: NodeSnapshot) -> None:
-        if write.precondition is not None:
-            with self._lock:
-                held = self._held.pop(write.seq, ())
-            for event in held:  # the cleanup happened: now it is news
-                self._post(event, event.message)
+        for event in self._take_held(write):  # the cleanup happened: now it is news
+            self._post(event, event.message)
         self.queue.forget(write.node)
         if self.view.applied(write, self.trim(reply)):
             self.queue.add(write.node)
@@ -641,21 +626,18 @@ class Scheduler:
         the version it was conditional on: deciding on the version that conflicted would only decide
         the same patch again (the resync, too, waits for the watch to move)."""
         self.view.failed(write)
-        if write.precondition is not None:
-            with self._lock:
-                held = self._held.pop(write.seq, ())
-            for event in held:
-                log.debug(
-                    "%s Event not posted: the cleanup's patch did not land",
-                    event.reason,
-                    extra={"node": event.node, "vendor": event.vendor_key, "reason": event.reason},
-                )
+        for event in self._take_held(write):
+            log.debug(
+                "%s Event not posted: the cleanup's patch did not land",
+                event.reason,
+                extra={"node": event.node, "vendor": event.vendor_key, "reason": event.reason},
+            )
         if self._stop.is_set():
             return
         if isinstance(error, Conflict) and write.precondition is not None:
             with self._lock:
                 current = self.reflector.snapshot(write.node)
-                if current is not None and not _past(current, write.precondition):
+                if current is not None and not newer(current.resource_version, write.precondition):
                     self._conflicted[write.node] = write.precondition
                     return
             self.queue.add(write.node)
@@ -667,7 +649,7 @@ class Scheduler:
         patch of it was conditional on (then the node is no longer waited for)."""
         with self._lock:
             rv = self._conflicted.get(name)
-            if rv is None or (node is not None and not _past(node, rv)):
+            if rv is None or (node is not None and not newer(node.resource_version, rv)):
                 return False
             del self._conflicted[name]
             return True
@@ -782,11 +764,13 @@ class Scheduler:
         cached = self.cache.node(node)
         for key, vendor in body["vendors"].items():
             entry = cached.get(key)
-            shown = entry.to_json() if entry is not None else None
-            vendor["in_cache"] = shown is not None
-            vendor["devices"] = shown["devices"] if shown is not None else []
-            vendor["updated_at"] = shown["updated_at"] if shown is not None else None
-            vendor["pair_scores"] = shown["pair_scores"] if shown is not None else {}
+            shown = (
+                entry.to_json()
+                if entry is not None
+                else {"devices": [], "updated_at": None, "pair_scores": {}}
+            )
+            vendor["in_cache"] = entry is not None
+            vendor.update({field: shown[field] for field in ("devices", "updated_at", "pair_scores")})
         body["identity"] = self.config.identity
         body["leader"] = self.elector.is_leader()
         body["this_replica_writes"] = self._may_write()
@@ -840,15 +824,6 @@ class Scheduler:
             vendors=vendors,
             would_write=would,
         )
-
-
-def _past(node: NodeSnapshot, resource_version: str) -> bool:
-    """``node`` is newer than ``resource_version`` (numerically, as the view compares them; a version
-    that is not a number is only known to differ)."""
-    seen = node.resource_version
-    if seen.isdigit() and resource_version.isdigit():
-        return int(seen) > int(resource_version)
-    return seen != resource_version
 
 
 def _about(node: str, message: str) -> str:

@@ -7,12 +7,6 @@ doctor``, which has no memory of earlier evaluations). Everything shown comes fr
 from the Node's own values, so the explanation and the scheduler cannot disagree. Nothing here does I/O or
 reads a clock: ``now`` is given.
 
-For each vendor it gives the facts (the register annotation: present, decodes, how many devices, or the
-decode error with its position; the handshake: value, kind, age; the allocatable count), the decision's
-verdict and reason, the state the vendor is in once the scheduler has judged the Node as it is now, the
-write a leader sends now (a stamp, a delete of the handshake, or nothing) and why, the next deadline, and
-notes where HAMi's own scheduler reads the same annotations differently.
-
 The states are ``protocol/states.py``'s (one vocabulary for ``/cache``, the doctor, metrics, Events and
 logs); this module words them, and every duration in its prose is ``durations.span``'s.
 """
@@ -20,6 +14,7 @@ logs); this module words them, and every duration in its prose is ``durations.sp
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -50,9 +45,10 @@ from hami_core.protocol.handshake import (
     stamp_standing,
 )
 from hami_core.protocol.marker import fingerprint
+from hami_core.protocol.model import DeviceInfo
 from hami_core.protocol.nodesource import NodeView
 from hami_core.protocol.states import IN_CACHE, VendorState, state_of
-from hami_core.scheduler.observe import observe
+from hami_core.scheduler.observe import Observed, observe
 from hami_core.scheduler.selector import NodeSelector
 
 __all__ = [
@@ -277,22 +273,22 @@ def explain_node(
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError(f"explain_node: now must be an aware datetime in the scheduler's zone, got {now!r}")
     selected = node is not None and selector.matches(node.labels)
-    explained = tuple(
-        _explain_vendor(
-            name,
-            node,
-            rules,
-            _memory_of(memory, rules.vendor_key),
-            remembered=memory is not None,
-            selected=selected,
-            selector=selector,
+    explained = []
+    for declared in vendors:
+        seen = observe(name, node, declared, selected=selected)
+        known = _memory_of(memory, declared.vendor_key)
+        decision = evaluate(
+            seen.observation,
+            known,
             now=now,
+            rules=seen.rules,
             window=window,
             mono=mono,
             wall_step_at=wall_step_at,
+            view=seen.view,
         )
-        for rules in vendors
-    )
+        case = _Case(seen=seen, memory=known, decision=decision, now=now, window=window, selector=selector)
+        explained.append(_explain_vendor(case, remembered=memory is not None))
     return NodeExplanation(
         node=name,
         present=node is not None,
@@ -303,27 +299,56 @@ def explain_node(
         now=now,
         window=window,
         remembered=memory is not None,
-        vendors=explained,
+        vendors=tuple(explained),
     )
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class _Case:
-    """Everything one vendor's explanation is made of."""
+    """Everything one vendor's explanation is made of: the scheduler's observation and its own decision."""
 
-    rules: VendorRules
-    obs: Observation
+    seen: Observed
     memory: VendorMemory
     decision: Decision
-    handshake: Handshake
-    standing: StampStanding
-    register: RegisterFacts
-    allocatable: AllocatableFacts
     now: datetime
     window: timedelta
     selector: NodeSelector
-    #: What the vendor's node source is shown (``None`` on the register annotation's path).
-    view: NodeView | None = None
+
+    @functools.cached_property
+    def handshake(self) -> Handshake:
+        observed = self.obs.handshake if self.rules.handshake_annotation else None
+        return classify(observed, tz=self.now.tzinfo or UTC)  # now is aware: explain_node checks it
+
+    @functools.cached_property
+    def standing(self) -> StampStanding:
+        return stamp_standing(self.handshake, now=self.now, window=self.window)
+
+    @functools.cached_property
+    def register(self) -> RegisterFacts:
+        return _register_facts(self)
+
+    @functools.cached_property
+    def allocatable(self) -> AllocatableFacts:
+        seen = self.seen
+        return AllocatableFacts(
+            resource=self.res,
+            raw=seen.allocatable_raw,
+            count=self.obs.allocatable,
+            invalid=seen.allocatable_invalid,
+        )
+
+    @property
+    def obs(self) -> Observation:
+        return self.seen.observation
+
+    @property
+    def rules(self) -> VendorRules:
+        return self.seen.rules
+
+    @property
+    def view(self) -> NodeView | None:
+        """What the vendor's node source is shown (``None`` on the register annotation's path)."""
+        return self.seen.view
 
     @property
     def vendor(self) -> str:
@@ -348,94 +373,40 @@ class _Case:
         return f"{report}allocatable {self.res} is above 0, or the register value changes"
 
 
-def _explain_vendor(
-    name: str,
-    node: NodeSnapshot | None,
-    rules: VendorRules,
-    memory: VendorMemory,
-    *,
-    remembered: bool,
-    selected: bool,
-    selector: NodeSelector,
-    now: datetime,
-    window: timedelta,
-    mono: float | None = None,
-    wall_step_at: float | None = None,
-) -> VendorExplanation:
-    seen = observe(name, node, rules, selected=selected)
-    obs, rules = seen.observation, seen.rules
-    # the scheduler's own call
-    decision = evaluate(
-        obs,
-        memory,
-        now=now,
-        rules=rules,
-        window=window,
-        mono=mono,
-        wall_step_at=wall_step_at,
-        view=seen.view,
-    )
-    tz = now.tzinfo
-    assert tz is not None
-    observed = obs.handshake if rules.handshake_annotation else None
-    handshake = classify(observed, tz=tz)
-    standing = stamp_standing(handshake, now=now, window=window)
-    case = _Case(
-        rules=rules,
-        obs=obs,
-        memory=memory,
-        decision=decision,
-        handshake=handshake,
-        standing=standing,
-        register=_register_facts(obs, memory, decision, rules, seen.view),
-        allocatable=AllocatableFacts(
-            resource=rules.count_resource,
-            raw=seen.allocatable_raw,
-            count=obs.allocatable,
-            invalid=seen.allocatable_invalid,
-        ),
-        now=now,
-        window=window,
-        selector=selector,
-        view=seen.view,
-    )
-    state = _state(decision)
-    notes = _notes(case, state, remembered=remembered)
-    summary = _summary(case, state, remembered=remembered)
+def _explain_vendor(case: _Case, *, remembered: bool) -> VendorExplanation:
+    rules, decision, handshake = case.rules, case.decision, case.handshake
+    state = state_of(decision.reason)
     return VendorExplanation(
         vendor_key=rules.vendor_key,
         state=state,
-        summary=summary,
+        summary=_summary(case, state, remembered=remembered),
         error=decision.error,
         register=case.register,
         handshake=HandshakeFacts(
             annotation=rules.handshake_annotation,
-            value=observed,
+            value=case.obs.handshake if rules.handshake_annotation else None,
             kind=handshake.kind.value,
-            time=handshake.time.astimezone(tz) if handshake.time is not None else None,
+            time=handshake.time.astimezone(case.now.tzinfo) if handshake.time is not None else None,
             age=case.age,
-            standing=standing.value,
+            standing=case.standing.value,
             error=handshake.error,
         ),
         allocatable=case.allocatable,
         liveness=rules.liveness.name,
-        source=seen.source,
+        source=case.seen.source,
         next=_next_step(case),
-        notes=notes,
+        notes=_notes(case, state, remembered=remembered),
         decision=decision,
     )
 
 
-def _register_facts(
-    obs: Observation, memory: VendorMemory, decision: Decision, rules: VendorRules, view: NodeView | None
-) -> RegisterFacts:
+def _register_facts(case: _Case) -> RegisterFacts:
     """The register value's facts, from what the scheduler already read of it where it can."""
-    annotation = rules.register_annotation
-    value = obs.register
+    annotation, value = case.rules.register_annotation, case.obs.register
     if value is None:
         return RegisterFacts(annotation=annotation, present=False)
     size = len(value.encode("utf-8", "surrogatepass"))
-    for known in (decision.memory, memory):
+    for known in (case.decision.memory, case.memory):
         if known.register == value:
             return RegisterFacts(
                 annotation=annotation, present=True, size=size, devices=len(known.devices or ())
@@ -443,14 +414,19 @@ def _register_facts(
         if known.degraded_value == value and known.degraded is not None:
             return RegisterFacts(annotation=annotation, present=True, size=size, error=known.degraded)
     # Not applied by the decision (not judged, or judged dead): read it as the scheduler would on readmission.
-    decoded = read_node(view, rules) if view is not None else read_register(value, rules, obs.node)
+    decoded = _read(case, value)
     if isinstance(decoded, str):
         return RegisterFacts(annotation=annotation, present=True, size=size, error=decoded)
     return RegisterFacts(annotation=annotation, present=True, size=size, devices=len(decoded))
 
 
-def _state(decision: Decision) -> VendorState:
-    return state_of(decision.reason)
+def _read(case: _Case, value: str) -> tuple[DeviceInfo, ...] | str:
+    """The register ``value`` (or the node source) read as the scheduler reads it: devices, or the error."""
+    return (
+        read_node(case.view, case.rules)
+        if case.view is not None
+        else read_register(value, case.rules, case.obs.node)
+    )
 
 
 def _summary(case: _Case, state: VendorState, *, remembered: bool) -> str:
@@ -512,15 +488,12 @@ def _dead_why(case: _Case) -> str:
     )
 
 
-def _sign_of_life(case: _Case) -> str:
-    return sign_of_life(case.obs, case.memory, case.rules, now=case.now)
-
-
 def _stamp_why(case: _Case) -> str:
     """Why a stamp is written now."""
     if case.memory.awaiting_sign_of_life:
+        sign = sign_of_life(case.obs, case.memory, case.rules, now=case.now)
         return (
-            f"{_sign_of_life(case)} is a sign of life after the cleanup: {case.vendor} is readmitted "
+            f"{sign} is a sign of life after the cleanup: {case.vendor} is readmitted "
             "and a fresh window starts"
         )
     h = case.handshake
@@ -644,74 +617,47 @@ def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, 
     h = case.handshake
     value = shorten(h.value or "")
     vendor = case.vendor
-    present = case.obs.present and case.obs.selected
     if case.allocatable.invalid:
         raw = shorten(case.allocatable.raw or "")
         notes.append(
             Note("allocatable-invalid", f"allocatable {case.res}={raw} is not a quantity: it counts as 0")
         )
-    if not present or case.rules.handshake_annotation is None:
+    if not (case.obs.present and case.obs.selected) or case.rules.handshake_annotation is None:
         return tuple(notes)
     is_stamp = h.kind in (HandshakeKind.STAMP, HandshakeKind.BAD_STAMP)
     if is_stamp and case.obs.register is None and not case.decision.memory.registered:
-        notes.append(
-            Note(
-                "hami-stamp-without-vendor",
-                (
-                    f"{case.hs} holds a scheduler stamp ({value}), but the node has no "
-                    f"{case.register.annotation}: "
-                    "HAMi's scheduler stamps every node for every vendor, CPU-only ones included. The "
-                    "stamp says "
-                    f"nothing about {vendor} here; without its register annotation nothing is registered"
-                ),
-            )
+        text = (
+            f"{case.hs} holds a scheduler stamp ({value}), but the node has no {case.register.annotation}: "
+            "HAMi's scheduler stamps every node for every vendor, CPU-only ones included. The stamp says "
+            f"nothing about {vendor} here; without its register annotation nothing is registered"
         )
-    if h.kind is HandshakeKind.STAMP and h.value is not None:
-        layout = _stamp_layout(h.value)
-        if layout is not None:
-            notes.append(
-                Note(
-                    "hami-cannot-parse",
-                    (
-                        f"{value} is in {layout}, which HAMi v2.10 cannot parse: HAMi counts it as healthy "
-                        "forever "
-                        f"and never cleans {vendor} up through it; hami-core reads it as a stamp that expires"
-                    ),
-                )
-            )
-        elif case.age is not None and case.standing is StampStanding.MISSING:
-            notes.append(
-                Note(
-                    "hami-far-future",
-                    (
-                        f"{value} lies {span(case.age)} ahead: HAMi counts it as healthy until then; "
-                        "hami-core "
-                        "counts a stamp more than a window ahead as no stamp and stamps again"
-                    ),
-                )
-            )
+        notes.append(Note("hami-stamp-without-vendor", text))
+    stamp = h.kind is HandshakeKind.STAMP and h.value is not None
+    layout = _stamp_layout(h.value or "") if stamp else None
+    if layout is not None:
+        text = (
+            f"{value} is in {layout}, which HAMi v2.10 cannot parse: HAMi counts it as healthy forever "
+            f"and never cleans {vendor} up through it; hami-core reads it as a stamp that expires"
+        )
+        notes.append(Note("hami-cannot-parse", text))
+    elif stamp and case.age is not None and case.standing is StampStanding.MISSING:
+        text = (
+            f"{value} lies {span(case.age)} ahead: HAMi counts it as healthy until then; hami-core "
+            "counts a stamp more than a window ahead as no stamp and stamps again"
+        )
+        notes.append(Note("hami-far-future", text))
     if h.kind is HandshakeKind.BAD_STAMP:
-        notes.append(
-            Note(
-                "hami-cannot-parse",
-                (
-                    f"{value} is a Requesting value without a readable time: HAMi counts it as healthy "
-                    "forever and "
-                    f"never cleans {vendor} up through it; hami-core counts it as no stamp and stamps again"
-                ),
-            )
+        text = (
+            f"{value} is a Requesting value without a readable time: HAMi counts it as healthy forever and "
+            f"never cleans {vendor} up through it; hami-core counts it as no stamp and stamps again"
         )
+        notes.append(Note("hami-cannot-parse", text))
     if h.kind is HandshakeKind.REPORT and (h.value or "").startswith("Deleted"):
-        notes.append(
-            Note(
-                "hami-deleted-mark",
-                (
-                    f"{value} is the mark HAMi up to v2.9 wrote on cleanup; HAMi v2.10 and hami-core both "
-                    "count it "
-                    "as no stamp"
-                ),
-            )
+        text = (
+            f"{value} is the mark HAMi up to v2.9 wrote on cleanup; HAMi v2.10 and hami-core both count it "
+            "as no stamp"
         )
+        notes.append(Note("hami-deleted-mark", text))
     memory = case.memory
     if (
         remembered
@@ -720,26 +666,16 @@ def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, 
         and fingerprint(h.value) != memory.handshake_at_cleanup
     ):
         age = f", {span(case.age)} old" if case.age is not None and case.age >= timedelta(0) else ""
-        notes.append(
-            Note(
-                "hami-flapping",
-                (
-                    f"{vendor} was cleaned up here and has shown no sign of life since, yet the node "
-                    "carries a "
-                    f"stamp hami-core did not write ({value}{age}): HAMi's scheduler stamps a vendor again "
-                    "after "
-                    "cleaning it up and re-adds its devices, then cleans it again a window later (its "
-                    "flapping). A "
-                    f"stamp is not a sign of life: hami-core keeps {vendor} out until {case.signs()}"
-                ),
-            )
+        text = (
+            f"{vendor} was cleaned up here and has shown no sign of life since, yet the node carries a "
+            f"stamp hami-core did not write ({value}{age}): HAMi's scheduler stamps a vendor again after "
+            "cleaning it up and re-adds its devices, then cleans it again a window later (its flapping). A "
+            f"stamp is not a sign of life: hami-core keeps {vendor} out until {case.signs()}"
         )
+        notes.append(Note("hami-flapping", text))
     if not remembered:
         notes.extend(_without_memory(case, state))
     return tuple(notes)
-
-
-_IN_CACHE = IN_CACHE
 
 
 def _without_memory(case: _Case, state: VendorState) -> list[Note]:
@@ -750,10 +686,7 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
         return []
     pasts: list[tuple[str, VendorMemory]] = []
     if obs.register is not None:
-        if case.view is not None:
-            decoded = read_node(case.view, case.rules)
-        else:
-            decoded = read_register(obs.register, case.rules, obs.node)
+        decoded = _read(case, obs.register)
         if not isinstance(decoded, str) and decoded:
             pasts.append(
                 (f"has {case.vendor} registered here", VendorMemory(devices=decoded, register=obs.register))
@@ -769,25 +702,20 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
             ),
         )
     )
-    actual = (state in _IN_CACHE, write_kind(case.decision))
+    actual = (state in IN_CACHE, write_kind(case.decision))
     others = []
     for who, memory in pasts:
         then = evaluate(obs, memory, now=case.now, rules=case.rules, window=case.window, view=case.view)
-        if (_state(then) in _IN_CACHE, write_kind(then)) != actual:
+        if (state_of(then.reason) in IN_CACHE, write_kind(then)) != actual:
             others.append(f"a scheduler that {who} would {_would(case, then)}")
     if not others:
         return []
-    return [
-        Note(
-            "no-memory",
-            (
-                "hami doctor has no memory of earlier evaluations and judges as a scheduler that has just "
-                "started: "
-                + "; ".join(others)
-                + f". A running scheduler's /cache/{obs.node} view knows which applies"
-            ),
-        )
-    ]
+    text = (
+        "hami doctor has no memory of earlier evaluations and judges as a scheduler that has just started: "
+        + "; ".join(others)
+        + f". A running scheduler's /cache/{obs.node} view knows which applies"
+    )
+    return [Note("no-memory", text)]
 
 
 def write_kind(decision: Decision) -> WriteKind:
@@ -802,7 +730,7 @@ def _would(case: _Case, then: Decision) -> str:
     kind = write_kind(then)
     if kind is WriteKind.DELETE:
         return f"clean it up now (delete {case.hs})"
-    state = _state(then)
+    state = state_of(then.reason)
     if kind is WriteKind.STAMP:
         return f"stamp {case.hs} now"
     if state is VendorState.AWAITING_SIGN_OF_LIFE:

@@ -1,22 +1,15 @@
-"""The cluster port with every request counted and timed, for the scheduler's API request metrics.
-
-The daemon hands this wrapper, not the cluster itself, to everything that talks to the API server (the
-reflector, the elector, the patch writer, the Event recorder), so each request is measured in one place:
-``hami_scheduler_api_requests_total{verb, resource, result}`` and
-``hami_scheduler_api_request_duration_seconds{verb, resource}``. A request's result is its HTTP status
-class; ``error`` when there was no answer at all (refused, timed out). Latency is measured on the
-process's performance counter: it is a measurement of real requests, never a wait or a decision, so it
-does not go through the daemon's (possibly fake) ``Clock``.
-
-Every node patch goes out with the scheduler's own field manager (``field_manager``), so the Node's
-``managedFields`` say which annotations it wrote (``hami cleanup`` removes only those).
+"""The cluster port with every request counted and timed: ``hami_scheduler_api_requests_total{verb,
+resource, result}`` (the HTTP status class; ``error``: no answer) and
+``hami_scheduler_api_request_duration_seconds{verb, resource}``, on the process's performance counter (a
+measurement of real requests, never a wait, so not on the daemon's ``Clock``). Every node patch goes out
+with the scheduler's field manager, so ``hami cleanup`` knows its annotations by the Node's managedFields.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from hami_core.kube.port import Cluster, ClusterError, Lease, NodeList, NodeSnapshot, WatchStream
 from hami_core.scheduler.metrics import SchedulerMetrics, status_class
@@ -24,6 +17,7 @@ from hami_core.scheduler.metrics import SchedulerMetrics, status_class
 __all__ = ["MeteredCluster"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class MeteredCluster:
@@ -41,11 +35,13 @@ class MeteredCluster:
     def inner(self) -> Cluster:
         return self._inner
 
-    def _measure(self, verb: str, resource: str, call: Callable[[], T]) -> T:
+    def _measure(
+        self, verb: str, resource: str, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         started = time.perf_counter()
         result = "2xx"
         try:
-            return call()
+            return call(*args, **kwargs)
         except ClusterError as exc:
             result = status_class(exc.status)
             raise
@@ -59,17 +55,14 @@ class MeteredCluster:
     # -- nodes ------------------------------------------------------------------------------------------
 
     def get_node(self, name: str) -> NodeSnapshot:
-        return self._measure("get", "nodes", lambda: self._inner.get_node(name))
+        return self._measure("get", "nodes", self._inner.get_node, name)
 
     def list_nodes(
         self, *, label_selector: str = "", limit: int = 500, continue_token: str | None = None
     ) -> NodeList:
+        inner = self._inner.list_nodes
         return self._measure(
-            "list",
-            "nodes",
-            lambda: self._inner.list_nodes(
-                label_selector=label_selector, limit=limit, continue_token=continue_token
-            ),
+            "list", "nodes", inner, label_selector=label_selector, limit=limit, continue_token=continue_token
         )
 
     def watch_nodes(
@@ -83,12 +76,11 @@ class MeteredCluster:
         return self._measure(
             "watch",
             "nodes",
-            lambda: self._inner.watch_nodes(
-                resource_version=resource_version,
-                label_selector=label_selector,
-                timeout_seconds=timeout_seconds,
-                allow_bookmarks=allow_bookmarks,
-            ),
+            self._inner.watch_nodes,
+            resource_version=resource_version,
+            label_selector=label_selector,
+            timeout_seconds=timeout_seconds,
+            allow_bookmarks=allow_bookmarks,
         )
 
     def patch_node_annotations(
@@ -100,26 +92,23 @@ class MeteredCluster:
         field_manager: str | None = None,
     ) -> NodeSnapshot:
         manager = field_manager or self._field_manager
+        inner = self._inner.patch_node_annotations
         return self._measure(
-            "patch",
-            "nodes",
-            lambda: self._inner.patch_node_annotations(
-                name, changes, resource_version=resource_version, field_manager=manager
-            ),
+            "patch", "nodes", inner, name, changes, resource_version=resource_version, field_manager=manager
         )
 
     # -- leases -----------------------------------------------------------------------------------------
 
     def get_lease(self, namespace: str, name: str) -> Lease:
-        return self._measure("get", "leases", lambda: self._inner.get_lease(namespace, name))
+        return self._measure("get", "leases", self._inner.get_lease, namespace, name)
 
     def create_lease(self, lease: Lease) -> Lease:
-        return self._measure("create", "leases", lambda: self._inner.create_lease(lease))
+        return self._measure("create", "leases", self._inner.create_lease, lease)
 
     def update_lease(self, lease: Lease) -> Lease:
-        return self._measure("update", "leases", lambda: self._inner.update_lease(lease))
+        return self._measure("update", "leases", self._inner.update_lease, lease)
 
     # -- events -----------------------------------------------------------------------------------------
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
-        self._measure("create", "events", lambda: self._inner.create_event(namespace, body))
+        self._measure("create", "events", self._inner.create_event, namespace, body)

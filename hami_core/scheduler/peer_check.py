@@ -1,14 +1,11 @@
 """Is HAMi's own scheduler running in this cluster? Checked at start and on every resync.
 
-HAMi's scheduler and hami-core write the same node annotations; two registrars at once stamp each
-other's handshakes and flap the device cache. hami-core's defaults (Lease name, metrics port) do not
-collide with HAMi's, so nothing stops both from running: this check makes it visible (a log line and a
-Warning Event when it starts, the ``hami_scheduler_peer_registrar_active`` gauge) and, with
-``--refuse-beside-hami``, makes this scheduler give up leadership while HAMi's is active.
-
-HAMi's scheduler registers only while the kube-scheduler beside it holds the Lease
-``kube-system/hami-scheduler`` (its chart's leader election); it "seems active" when that Lease has a
-holder and was renewed within its own duration.
+HAMi's scheduler and hami-core write the same node annotations, and nothing stops both from running (their
+Leases and ports differ): this check makes it visible (a log line and a Warning Event when it starts, the
+``hami_scheduler_peer_registrar_active`` gauge) and, with ``--refuse-beside-hami``, makes this scheduler
+give up leadership while HAMi's is active. HAMi's registers only while the kube-scheduler beside it holds
+the Lease ``kube-system/hami-scheduler``: it "seems active" when that Lease has a holder and was renewed
+within its own duration.
 """
 
 from __future__ import annotations

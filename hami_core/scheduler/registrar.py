@@ -41,7 +41,7 @@ from hami_core.scheduler.metrics import SchedulerMetrics
 from hami_core.scheduler.observe import Observed, observe, source_key
 from hami_core.scheduler.selector import NodeSelector
 
-__all__ = ["EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent", "VendorWarning"]
+__all__ = ["EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent"]
 
 log = logging.getLogger(__name__)
 
@@ -68,29 +68,18 @@ EVENT_REASONS = (
 
 
 @attrs.frozen(kw_only=True)
-class VendorWarning:
-    """A vendor on a node shown degraded for a reason not seen before: log it, post an Event, count it."""
-
-    node: str
-    uid: str
-    vendor_key: str
-    #: ``INVALID_REGISTER``, ``LIVENESS_RULE_FAILED`` or ``PAIR_SCORES_INVALID``; the Event's reason.
-    reason: str
-    message: str
-
-
-@attrs.frozen(kw_only=True)
 class VendorEvent:
-    """A vendor's registration changed on a node: log it, and the leader posts it as an Event on the Node.
+    """What a vendor on a node is worth an Event for: log it, and the leader posts it on the Node.
 
-    The message says what happened and why without naming the node (the Event is about it; a log record
-    carries it as a field)."""
+    In ``Evaluation.events``, a registration change (``CLEANED_UP``, ``REGISTERED``, ``READMITTED``) whose
+    message does not name the node (the Event is about it; a log record carries it as a field). In
+    ``Evaluation.warnings``, a vendor shown degraded for a reason not seen before (``INVALID_REGISTER``,
+    ``LIVENESS_RULE_FAILED``, ``PAIR_SCORES_INVALID``): a Warning, counted, its message naming the node."""
 
     node: str
     uid: str
     vendor_key: str
-    type: Literal["Normal", "Warning"]
-    #: ``CLEANED_UP``, ``REGISTERED`` or ``READMITTED``.
+    type: Literal["Normal", "Warning"] = "Warning"
     reason: str
     message: str
 
@@ -107,7 +96,7 @@ class Evaluation:
     conditional: bool = False
     #: When to evaluate the node again because a stamp expires then (``None``: no need).
     recheck_at: datetime | None
-    warnings: tuple[VendorWarning, ...] = ()
+    warnings: tuple[VendorEvent, ...] = ()
     #: Registration changes worth an Event (cleaned up, registered, back after a sign of life).
     events: tuple[VendorEvent, ...] = ()
     #: vendor key -> decision, for logs and tests.
@@ -141,12 +130,23 @@ class Registrar:
         #: The count resources whose capacity a liveness rule reads.
         self._capacities = tuple(
             sorted(
-                {v.count_resource for v in self._vendors if reads_capacity(v.liveness)}
-                | {
+                {
                     v.count_resource
                     for v in self._vendors
-                    if (p := v.node_path()) is not None and reads_capacity(p.liveness)
+                    for judged in (v, v.node_path())
+                    if judged is not None and reads_capacity(judged.liveness)
                 }
+            )
+        )
+        #: Every annotation a decision, or the cache's pair scores, reads (``None``: the vendor has none).
+        self._annotations = tuple(
+            key
+            for v in self._vendors
+            for key in (
+                v.register_annotation,
+                v.handshake_annotation,
+                v.marker_annotation,
+                v.pair_scores_annotation,
             )
         )
         self.cache = cache
@@ -180,24 +180,17 @@ class Registrar:
         return self._memory.get((node, vendor_key), _NOTHING_KNOWN)
 
     def known_nodes(self) -> set[str]:
-        """Nodes the registrar remembers anything about."""
         return set(self._uids)
 
     def relevant(self, node: NodeSnapshot) -> tuple[object, ...]:
         """Everything of a snapshot that can change a decision; equal tuples mean no re-evaluation needed."""
         ann = node.annotations
-        alloc = node.allocatable
         return (
             self._selector.matches(node.labels),
-            tuple(ann.get(v.register_annotation) if v.register_annotation else None for v in self._vendors),
-            tuple(ann.get(v.handshake_annotation) if v.handshake_annotation else None for v in self._vendors),
-            tuple(alloc.get(v.count_resource) for v in self._vendors),
-            tuple(ann.get(v.marker_annotation) for v in self._vendors),
+            tuple(ann.get(key) if key else None for key in self._annotations),
+            tuple(node.allocatable.get(v.count_resource) for v in self._vendors),
             tuple(source_key(node, s) if s is not None else None for s in self._sources),
             tuple(node.capacity.get(c) for c in self._capacities),
-            tuple(
-                ann.get(v.pair_scores_annotation) if v.pair_scores_annotation else None for v in self._vendors
-            ),
         )
 
     def evaluate(
@@ -227,12 +220,13 @@ class Registrar:
             self._uids[name] = node.uid
         patch: dict[str, str | None] = {}
         conditional = False
-        warnings: list[VendorWarning] = []
+        warnings: list[VendorEvent] = []
         events: list[VendorEvent] = []
         decisions: dict[str, Decision] = {}
         first_states: dict[str, VendorState] = {}
         recheck: datetime | None = None
         selected = node is not None and self._selector.matches(node.labels)
+        uid = node.uid if node else ""
         for declared, node_source in zip(self._vendors, self._sources, strict=True):
             key = (name, declared.vendor_key)
             known = self._memory.get(key)
@@ -242,6 +236,7 @@ class Registrar:
             memory = known or _NOTHING_KNOWN
             seen = self._observe(name, node, declared, selected=selected)
             observed, rules = seen.observation, seen.rules
+            vendor = rules.vendor_key
             if not view_current:
                 observed = attrs.evolve(observed, view_current=False)
             decision = evaluate(
@@ -254,7 +249,7 @@ class Registrar:
                 wall_step_at=wall_step_at,
                 view=seen.view,
             )
-            decisions[rules.vendor_key] = decision
+            decisions[vendor] = decision
             if decision.memory is not memory:
                 if decision.memory == _NOTHING_KNOWN:
                     self._memory.pop(key, None)
@@ -271,43 +266,31 @@ class Registrar:
                     Reason.UNCHANGED if memory.registered else Reason.AWAITING_SIGN_OF_LIFE
                 )
             if self._set_state(key, reason):
-                first_states[rules.vendor_key] = state_of(reason)
-            self._apply_cache(name, rules.vendor_key, decision, now, seen.source)
+                first_states[vendor] = state_of(reason)
+            self._apply_cache(name, vendor, decision, now, seen.source)
             if declared.pair_scores_annotation is not None:
                 warning = self._apply_pair_scores(name, node, declared)
                 if warning is not None:
                     self.metrics.decode_errors.labels(vendor=declared.vendor_key).inc()
                     warnings.append(warning)
             if decision.reason is Reason.CLEANED_UP:
-                self.metrics.cleanups.labels(vendor=rules.vendor_key).inc()
+                self.metrics.cleanups.labels(vendor=vendor).inc()
             elif decision.reason is Reason.CLEANUP_WITHHELD:
-                self.metrics.cleanups_withheld.labels(vendor=rules.vendor_key).inc()
+                self.metrics.cleanups_withheld.labels(vendor=vendor).inc()
             elif decision.clock_stepped:
-                self.metrics.clock_step_restamps.labels(vendor=rules.vendor_key).inc()
+                self.metrics.clock_step_restamps.labels(vendor=vendor).inc()
             event = self._event(observed, memory, decision, rules, now=now, seen_before=seen_before)
             if event is not None:
-                events.append(
-                    VendorEvent(
-                        node=name,
-                        uid=node.uid if node else "",
-                        vendor_key=rules.vendor_key,
-                        type=event[0],
-                        reason=event[1],
-                        message=event[2],
-                    )
-                )
-            if decision.error_is_new and decision.error is not None:
+                t, r, m = event
+                events.append(VendorEvent(node=name, uid=uid, vendor_key=vendor, type=t, reason=r, message=m))
+            error = decision.error if decision.error_is_new else None
+            if error is not None:
                 rule_failed = decision.verdict is Verdict.RULE_FAILED
                 errors = self.metrics.liveness_rule_errors if rule_failed else self.metrics.decode_errors
-                errors.labels(vendor=rules.vendor_key).inc()
+                errors.labels(vendor=vendor).inc()
+                code = LIVENESS_RULE_FAILED if rule_failed else INVALID_REGISTER
                 warnings.append(
-                    VendorWarning(
-                        node=name,
-                        uid=node.uid if node else "",
-                        vendor_key=rules.vendor_key,
-                        reason=LIVENESS_RULE_FAILED if rule_failed else INVALID_REGISTER,
-                        message=decision.error,
-                    )
+                    VendorEvent(node=name, uid=uid, vendor_key=vendor, reason=code, message=error)
                 )
             if decision.recheck_at is not None and (recheck is None or decision.recheck_at < recheck):
                 recheck = decision.recheck_at
@@ -417,7 +400,7 @@ class Registrar:
 
     def _apply_pair_scores(
         self, name: str, node: NodeSnapshot | None, rules: VendorRules
-    ) -> VendorWarning | None:
+    ) -> VendorEvent | None:
         """Keep the vendor's pair scores beside its cached devices (spec 1b); a value that does not decode
         leaves the devices without scores and is worth one Warning per distinct value."""
         key = (name, rules.vendor_key)
@@ -445,7 +428,7 @@ class Registrar:
                 scores = scores_for(entry.devices, decode_pair_scores(value))
             except DecodeError as error:
                 if last is None or last[0] != value:
-                    warning = VendorWarning(
+                    warning = VendorEvent(
                         node=name,
                         uid=node.uid,
                         vendor_key=rules.vendor_key,

@@ -1,16 +1,10 @@
 """What the scheduler keeps of a Node: only the parts its vendors and its node selector read.
 
-The scheduler's store holds every watched Node for as long as it runs. A Node carries much more than
-the protocol reads (other components' annotations and labels, every allocatable resource), so the
-store keeps, per Node, the register, handshake and "cleaned" marker annotations of the loaded vendors
-(the marker: ``protocol/marker.py``), the allocatable
-count resource of each, the labels the node selector names, and whatever the vendors' node sources
-declare (capacity and allocatable resources, annotations, labels; spec 1b), with the capacity of a
-count resource whose liveness rule reads it; everything it shows (the registrar's
-decisions, ``/cache/<node>`` and its explanation, ``hami doctor``'s comparison, read-only mode's
-would-be writes) reads nothing else. The key strings kept are the vendors' own (one object for every
-Node, not one per watch event), and the short values that repeat across Nodes (an allocatable count,
-a label value) are interned.
+Per Node: the loaded vendors' register, pair-score, handshake and "cleaned" marker annotations, their
+count resources (allocatable, and capacity where a liveness rule reads it), what their node sources
+declare (spec 1b), and the labels the node selector names: all that the decisions, ``/cache/<node>``,
+``hami doctor`` and read-only mode read. The key strings are the vendors' own (one object for every Node),
+and short values that repeat across Nodes (a count, a label value, a stamp) are interned.
 """
 
 from __future__ import annotations

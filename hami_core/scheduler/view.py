@@ -1,35 +1,14 @@
 """The read-your-writes view of Nodes: the watched Node with this replica's own writes laid over it.
 
-This is the one place that knows about writes this replica has sent and not yet seen back (client-go's
-``MutationCache``). Every evaluation reads a Node through :meth:`NodeView.get`, so no evaluation, whether
-it comes from a watch event, the resync, a term start or an expiry timer, can decide on a value this
-replica has already replaced, and a stamp is never sent twice.
-
-The life of one write:
-
-1. ``expect(node, patch)``: the worker decided it. From now on the view shows the patch over the watched
-   Node (a merge patch of annotations: ``None`` deletes a key).
-2. ``applied(write, reply)``: the PATCH answered with the Node as it now is. The view shows that reply,
-   which is at least as new as anything the watch has shown, until the watch catches up.
-3. ``observed(node)``: the watch shows the Node at a resourceVersion at least as new as the reply: the
-   write is confirmed and leaves the view; from then on the watched Node is the whole truth.
-   Or ``failed(write)``: the PATCH failed, or was never sent (leadership lost). The write leaves the view
-   at once, and the caller re-queues the node so that it is decided again on what the Node really holds.
-
-A write that deletes another writer's possible value (a cleanup's) is *conditional*: it carries, as a
-``resourceVersion`` precondition, the version of the server's Node the decision read. What ``get`` shows
-is that Node (the watched one, or the newest PATCH reply) with this replica's unconfirmed writes laid
-over it, and ``NodeSnapshot.resource_version`` of what it shows is always that server version, never a
-version of the overlay (an overlay has none). So a conditional write decided on an overlay means "the
-Node is still at that version, plus my own writes before this one": true when those writes are still
-unsent, since the writer sends them together with it in one request; when one of them is already on its
-way, it lands first and the conditional write fails with a conflict, and the node is decided again on
-what the server then holds. A precondition never vouches for a state this replica only imagines.
-
-A Node that is deleted or re-created (another uid) drops its writes. Leadership changes need nothing
-special here: unsent writes come back through ``failed`` (the writer refuses to send them once this
-replica is not the leader), and the ones already sent stay until they are confirmed or fail, since a
-PATCH reply is a fact about the Node whoever leads.
+The one place that knows about writes this replica has sent and not yet seen back (client-go's
+``MutationCache``): every evaluation reads a Node through :meth:`NodeView.get`, so none can decide on a
+value this replica has already replaced. A write is shown from ``expect`` (decided), through ``applied``
+(the PATCH reply, shown until the watch catches up) to ``observed`` (the watch shows the Node at least as
+new as the reply: confirmed, dropped), or dropped at once by ``failed`` (failed or never sent; the caller
+decides the node again). What ``get`` shows keeps the resourceVersion of the server's Node under the
+overlay, never one of the overlay, so a conditional write's precondition vouches only for what the
+server holds. A Node deleted or re-created (another uid) drops its writes. The whole story, with
+leadership changes and conditional deletes: docs/architecture.md, "The write path, with one owner".
 """
 
 from __future__ import annotations
@@ -43,7 +22,7 @@ import attrs
 from hami_core.kube.port import NodeSnapshot
 from hami_core.scheduler.trim import shared_short
 
-__all__ = ["NodeView", "PendingWrite"]
+__all__ = ["NodeView", "PendingWrite", "newer"]
 
 Patch = Mapping[str, str | None]
 
@@ -63,19 +42,18 @@ class PendingWrite:
     precondition: str | None = None
 
 
-def _rv(value: str) -> int | None:
-    """A resourceVersion as a number, or ``None`` when it is not one (then only equality is known)."""
-    return int(value) if value.isdigit() else None
+def newer(seen: str, than: str) -> bool:
+    """resourceVersion ``seen`` is newer than ``than``: numerically, as etcd's revisions are; a version that
+    is not a number is only known to differ."""
+    if seen.isdigit() and than.isdigit():
+        return int(seen) > int(than)
+    return seen != than
 
 
 def _not_older(seen: NodeSnapshot, reply: NodeSnapshot) -> bool:
-    """``seen`` is at least as new as ``reply`` (the same object)."""
-    if seen.uid != reply.uid:
-        return True  # another object: the write was about one that is gone
-    a, b = _rv(seen.resource_version), _rv(reply.resource_version)
-    if a is None or b is None:
-        return seen.resource_version == reply.resource_version
-    return a >= b
+    """``seen`` is at least as new as ``reply`` (the same object; another object: the write was about one
+    that is gone)."""
+    return seen.uid != reply.uid or not newer(reply.resource_version, seen.resource_version)
 
 
 def _overlay(node: NodeSnapshot, patch: Patch) -> NodeSnapshot:

@@ -53,25 +53,22 @@ class WorkQueue(Generic[K]):
     def add_first(self, key: K) -> None:
         """Queue ``key`` now ahead of every key waiting (moved to the front if it was waiting)."""
         with self._cond:
-            if self._closed:
-                return
-            if key in self._dirty:
-                if key in self._processing:
-                    return  # queued again by done(), which puts it at the back
-                self._ready.remove(key)
-            self._dirty.add(key)
-            if key in self._processing:
-                return
-            self._ready.appendleft(key)
-            self._cond.notify()
+            self._add_locked(key, first=True)
 
-    def _add_locked(self, key: K) -> None:
-        if self._closed or key in self._dirty:
+    def _add_locked(self, key: K, *, first: bool = False) -> None:
+        if self._closed:
             return
+        if key in self._dirty:
+            if not first or key in self._processing:
+                return  # waiting already, or queued again by done(), which puts it at the back
+            self._ready.remove(key)
         self._dirty.add(key)
         if key in self._processing:
             return  # queued again by done()
-        self._ready.append(key)
+        if first:
+            self._ready.appendleft(key)
+        else:
+            self._ready.append(key)
         self._cond.notify()
 
     def add_after(self, key: K, delay: float) -> None:
@@ -149,7 +146,6 @@ class WorkQueue(Generic[K]):
             return len(self._ready)
 
     def delayed(self) -> int:
-        """Keys waiting for a later time."""
         with self._cond:
             return len(self._due)
 

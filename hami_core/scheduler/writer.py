@@ -1,14 +1,9 @@
 """The patch writer: sends the scheduler's annotation patches, bounded, rate-limited, leader-gated.
 
-Writes for one node are sent one at a time and in order (writes queued for a node while its previous
-request is in flight go together in its next request, unless two of them are conditional on different
-resourceVersions: a request carries one precondition, so the second one and the writes after it wait for
-the request after). Different nodes run concurrently, at most
-``max_in_flight`` at once. Each request is checked against leadership right before it is sent: a
-replica that lost the lease sends nothing more, and reports what it did not send as failed (counted in
-``hami_scheduler_dropped_not_leader_total``). The outcome of every write goes to
-``on_applied(write, reply)`` or ``on_failed(write, error)``; the writer keeps nothing about it
-afterwards. Requests are counted and timed by the cluster it is given (``scheduler/metered.py``).
+One request at a time per node, in order: writes queued meanwhile go together in its next request, up to
+one precondition per request. At most ``max_in_flight`` nodes at once; leadership is checked right before
+each send (what is not sent is failed and counted, ``hami_scheduler_dropped_not_leader_total``). Every
+outcome goes to ``on_applied(write, reply)`` or ``on_failed(write, error)``; nothing is kept afterwards.
 """
 
 from __future__ import annotations
@@ -150,33 +145,29 @@ class PatchWriter:
             return
         try:
             reply = self._cluster.patch_node_annotations(node, patch, resource_version=precondition)
-        except NotFound as exc:
-            log.debug("patch of %s: the node is gone", ", ".join(sorted(patch)), extra={"node": node})
-            self._fail(writes, exc)
-            return
-        except ClusterError as exc:
-            if isinstance(exc, Conflict) and precondition is not None:
+        except Exception as exc:
+            keys = ", ".join(sorted(patch))
+            if isinstance(exc, NotFound):
+                log.debug("patch of %s: the node is gone", keys, extra={"node": node})
+            elif isinstance(exc, Conflict) and precondition is not None:
                 # The Node changed since it was judged (a report arrived, or anything else): nothing was
                 # written; the node is decided again on what it holds now. Expected: no warning.
                 self.metrics.patch_conflicts.inc()
                 log.debug(
                     "patch of %s: the node changed since resourceVersion %s; decided again",
-                    ", ".join(sorted(patch)),
+                    keys,
                     precondition,
                     extra={"node": node, "reason": "conflict"},
                 )
-                self._fail(writes, exc)
-                return
-            log.warning(
-                "patch of %s failed: %s",
-                ", ".join(sorted(patch)),
-                describe_error(exc),
-                extra={"node": node, "reason": "patch-failed"},
-            )
-            self._fail(writes, exc)
-            return
-        except Exception as exc:
-            log.exception("patch failed unexpectedly", extra={"node": node, "reason": "patch-failed"})
+            elif isinstance(exc, ClusterError):
+                log.warning(
+                    "patch of %s failed: %s",
+                    keys,
+                    describe_error(exc),
+                    extra={"node": node, "reason": "patch-failed"},
+                )
+            else:
+                log.exception("patch failed unexpectedly", extra={"node": node, "reason": "patch-failed"})
             self._fail(writes, exc)
             return
         for write in writes:
