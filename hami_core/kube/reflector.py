@@ -172,8 +172,10 @@ class Reflector:
         self._thread: threading.Thread | None = None
         #: The resourceVersion the next watch starts from; empty until the first list.
         self.resource_version = ""
-        #: How many full lists were made (the first one included), and probes (one before each watch).
+        #: How many full lists were made (the first one included), the page requests they took (a list
+        #: that starts over counts its first pages too), and probes (one before each watch).
         self.lists = 0
+        self.list_pages = 0
         self.probes = 0
         #: ``wire_clock()`` at the last progress: a list delivered, an event or a BOOKMARK.
         self.last_progress = wire_clock()
@@ -399,6 +401,7 @@ class Reflector:
             serves = self._requested  # a list serves the fresh lists asked for before it started
         self._watch_was_open = False
         while True:
+            self.list_pages += 1
             page = self._cluster.list_nodes(
                 label_selector=self._config.label_selector,
                 limit=self._config.page_size,
