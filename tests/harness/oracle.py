@@ -56,11 +56,13 @@ class OracleError(RuntimeError):
 
 @attrs.frozen
 class OracleResult:
-    """One answer: ``ok`` with ``devices`` (decode; ``None`` is Go's nil list) or ``value`` (encode), or
-    not ``ok`` with Go's ``error`` text or a recovered ``panic``."""
+    """One answer: ``ok`` with ``devices`` (decode; ``None`` is Go's nil list), ``pair_scores`` (each
+    ``{"uuid", "score"}``; ``None`` a nil list or map) or ``value`` (encode), or not ``ok`` with Go's
+    ``error`` text or a recovered ``panic``."""
 
     ok: bool
     devices: list[dict[str, Any]] | None = None
+    pair_scores: list[dict[str, Any]] | None = None
     value: str | None = None
     error: str | None = None
     panic: str | None = None
@@ -219,14 +221,15 @@ class Oracle:
         return OracleResult(
             ok=bool(raw["ok"]),
             devices=raw.get("devices"),
+            pair_scores=raw.get("pair_scores"),
             value=value,
             error=raw.get("error"),
             panic=raw.get("panic"),
         )
 
-    def _decode(self, op: str, value: str) -> OracleResult:
+    def _decode(self, op: str, value: str | bytes) -> OracleResult:
         try:
-            raw = value.encode("utf-8")
+            raw = value if isinstance(value, bytes) else value.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise ValueError(f"{op}: the value is not valid Unicode; no annotation holds it: {exc}") from exc
         return self._result({"op": op, "value_b64": base64.b64encode(raw).decode("ascii")})
@@ -242,6 +245,11 @@ class Oracle:
         """HAMi's JSON decoder (``device.UnMarshalNodeDevices``) on ``value``, each element dereferenced as
         every HAMi caller does (so ``[null]`` is a panic)."""
         return self._decode("decode_json", value)
+
+    def decode_pair_scores(self, value: str | bytes) -> OracleResult:
+        """HAMi's NVIDIA pair-score decoder (``device.DecodePairScores``) on ``value`` (``bytes``: sent as
+        they are, invalid UTF-8 included)."""
+        return self._decode("decode_pair_scores", value)
 
     def encode_legacy(self, devices: Sequence[DeviceInfo | None]) -> OracleResult:
         """HAMi's legacy colon encoder (``device.EncodeNodeDevices``)."""

@@ -10,13 +10,14 @@
 //	decode_json    device.UnMarshalNodeDevices
 //	encode_legacy  device.EncodeNodeDevices
 //	encode_json    device.MarshalNodeDevices
+//	decode_pair_scores  device.DecodePairScores (the NVIDIA topology scores, hami.io/node-nvidia-score)
 //	check_health   device.CheckHealth, against client-go's fake clientset holding the Node (as HAMi's
 //	               unit tests do), through HAMi's global client.KubeClient
 //	bench          one of the four codec functions timed in this process (no pipe, no process start)
 //
 // Protocol: JSON Lines. One request per stdin line, one response per stdout line, flushed each time.
 //
-//	{"op": "decode_legacy" | "decode_json", "value": "<str>"}          (or "value_b64": "<base64 bytes>")
+//	{"op": "decode_legacy" | "decode_json" | "decode_pair_scores", "value": "<str>"}  (or "value_b64")
 //	{"op": "encode_legacy" | "encode_json", "devices": [<device>|null, ...]}
 //	{"op": "check_health", "vendor": "<devType>", "handshake_key": "<annotation key>",
 //	 "handshake": "<value>" | null (absent), "resource": "<count resource>", "allocatable": "<quantity>" | null}
@@ -24,7 +25,8 @@
 //	 "clock": "wall" | "cpu"}
 //
 // Responses: {"ok": true, "devices": [...] | null} with every key written (a nil list is null, an empty
-// one []), {"ok": true, "value": "<str>"} (or "value_b64" when the bytes are not valid UTF-8),
+// one []), {"ok": true, "pair_scores": [{"uuid", "score"}, ...] | null} (a nil score map is null),
+// {"ok": true, "value": "<str>"} (or "value_b64" when the bytes are not valid UTF-8),
 // {"ok": true, "health": {...}}, {"ok": true, "bench": {...}}, {"ok": false, "error": "<Go error text>"},
 // {"ok": false, "panic": "<recovered panic>"}, or {"ok": false, "request_error": "..."} when the request
 // itself is malformed.
@@ -87,6 +89,12 @@ type outDevice struct {
 	CustomInfo   map[string]any      `json:"custominfo"`
 }
 
+// outPairScore is one decoded DevicePairScore, both keys written (its own tags omit empty ones).
+type outPairScore struct {
+	ID     string         `json:"uuid"`
+	Scores map[string]int `json:"score"`
+}
+
 type healthRequest struct {
 	Vendor       string  `json:"vendor"`
 	HandshakeKey string  `json:"handshake_key"`
@@ -127,15 +135,16 @@ type request struct {
 }
 
 type response struct {
-	OK           bool          `json:"ok"`
-	Devices      *[]outDevice  `json:"devices,omitempty"`
-	Value        *string       `json:"value,omitempty"`
-	ValueB64     *string       `json:"value_b64,omitempty"`
-	Health       *healthAnswer `json:"health,omitempty"`
-	Bench        *benchAnswer  `json:"bench,omitempty"`
-	Error        *string       `json:"error,omitempty"`
-	Panic        *string       `json:"panic,omitempty"`
-	RequestError *string       `json:"request_error,omitempty"`
+	OK           bool            `json:"ok"`
+	Devices      *[]outDevice    `json:"devices,omitempty"`
+	PairScores   *[]outPairScore `json:"pair_scores,omitempty"`
+	Value        *string         `json:"value,omitempty"`
+	ValueB64     *string         `json:"value_b64,omitempty"`
+	Health       *healthAnswer   `json:"health,omitempty"`
+	Bench        *benchAnswer    `json:"bench,omitempty"`
+	Error        *string         `json:"error,omitempty"`
+	Panic        *string         `json:"panic,omitempty"`
+	RequestError *string         `json:"request_error,omitempty"`
 }
 
 func requestError(format string, args ...any) response {
@@ -191,6 +200,21 @@ func decoded(devices []*device.DeviceInfo, err error) response {
 		return response{Error: &text}
 	}
 	return response{OK: true, Devices: describe(devices)}
+}
+
+func pairScores(scores *device.DevicePairScores, err error) response {
+	if err != nil {
+		text := err.Error()
+		return response{Error: &text}
+	}
+	var out []outPairScore
+	if *scores != nil {
+		out = make([]outPairScore, 0, len(*scores))
+	}
+	for _, s := range *scores {
+		out = append(out, outPairScore{ID: s.ID, Scores: s.Scores})
+	}
+	return response{OK: true, PairScores: &out}
 }
 
 func (q *request) text() (string, error) {
@@ -346,6 +370,12 @@ func answer(q *request) (r response) {
 			return decoded(device.DecodeNodeDevices(value))
 		}
 		return decoded(device.UnMarshalNodeDevices(value))
+	case "decode_pair_scores":
+		value, err := q.text()
+		if err != nil {
+			return requestError("%s: %v", q.Op, err)
+		}
+		return pairScores(device.DecodePairScores(value))
 	case "encode_legacy", "encode_json":
 		if q.Value != nil || q.ValueB64 != nil {
 			return requestError("%s takes devices, not a value", q.Op)
