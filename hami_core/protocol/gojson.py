@@ -328,7 +328,7 @@ def _int(value: Any, go_range: IntRange, path: str, key: str = "") -> int:
             problem = "is out of range"
         else:
             return number
-    where = f"{path}.{key}" if key else path  # built only for the message
+    where = member_path(path, key) if key else path  # built only for the message
     if type(value) is not _Number:
         raise _type_error(where, value, go_range.go_type)
     raise JsonDecodeError(

@@ -5,28 +5,28 @@ HAMi's ``DecodePairScores`` (``pkg/device/devices.go``) is Go's ``json.Unmarshal
 vendor takes the first entry whose ``uuid`` is its id (``nvidia/device.go``). HAMi keeps it inside its
 ``DeviceInfo`` but never on the wire (``json:"-"``); here it is kept beside the device list.
 
-What Go's decoder accepts is accepted here: ``null`` (no scores), field names in any case (the last of
-equal names wins), unknown fields ignored, a ``null`` element as an empty entry; a score must be a JSON
-integer within int64 (``1.0``, ``1e2``, a string: refused). Anything else is a ``DecodeError``; spec 1b:
-the devices then stay registered without scores, and a Warning says why (HAMi refuses the vendor).
+Read with ``gojson``'s reading of Go's decoder (syntax, key folding, numbers, strings), so what Go
+accepts is accepted: ``null`` (no scores), a ``null`` element (an empty entry), unknown fields skipped.
+Per entry, as Go decodes into one struct: the last ``uuid`` wins but ``null`` leaves it, a repeated
+``score`` adds to the map already there and ``null`` resets it, a ``null`` score is 0, and any value
+that does not fit (a score not an integer literal within Go's int) refuses the whole value, even when a
+later key would have fitted. A refusal is a ``DecodeError``; spec 1b: the devices then stay registered
+without scores, and a Warning says why (HAMi refuses the vendor).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 import attrs
 
-from hami_core.protocol.errors import DecodeError, shorten
-from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.gojson import _fold, _int, _Object, _tree, _type_error, go_text
+from hami_core.protocol.model import INT64, DeviceInfo
 from hami_core.protocol.size import check_size
 
 __all__ = ["PairScore", "decode_pair_scores", "scores_for"]
-
-_INT64 = range(-(2**63), 2**63)
 
 
 @attrs.frozen
@@ -37,72 +37,40 @@ class PairScore:
     scores: Mapping[str, int] = attrs.field(factory=lambda: MappingProxyType({}))
 
 
-class _Fraction(str):
-    """A JSON number with a fraction or an exponent, as written: fine where Go ignores it, not as a score."""
-
-
-def _refuse(value: str) -> Any:
-    raise DecodeError(f"{value} is not JSON")
-
-
-def _field(obj: Mapping[str, Any], name: str) -> Any:
-    """Go's case-insensitive field match: the last key equal to ``name`` in any case."""
-    found = None
-    for key, item in obj.items():
-        if key.lower() == name:
-            found = item
-    return found
-
-
-def _scores(value: Any, where: str) -> Mapping[str, int]:
-    if value is None:
-        return MappingProxyType({})
-    if not isinstance(value, dict):
-        raise DecodeError(f"{where}: score must be an object of integers, got {shorten(json.dumps(value))}")
-    scores: dict[str, int] = {}
-    for key, score in value.items():
-        if score is None:
-            score = 0  # Go leaves the zero value
-        if isinstance(score, _Fraction):
-            raise DecodeError(f"{where}: score {key!r} {score} is not an integer")
-        if isinstance(score, bool) or not isinstance(score, int):
-            raise DecodeError(f"{where}: score {key!r} must be an integer, got {shorten(json.dumps(score))}")
-        if score not in _INT64:
-            raise DecodeError(f"{where}: score {key!r} {score} is out of range for Go's int")
-        scores[key] = score
-    return MappingProxyType(scores)
+def _entry(item: Any, path: str) -> PairScore:
+    if item is None:
+        return PairScore()
+    if type(item) is not _Object:
+        raise _type_error(path, item, "DevicePairScore")
+    uuid = ""
+    scores: dict[str, int] | None = None  # Go's zero DevicePairScore: a nil map
+    for key, value in item:
+        field = _fold(key)
+        if field == "UUID" and value is not None:
+            if type(value) is not str:
+                raise _type_error(f"{path}.uuid", value, "string")
+            uuid = value
+        elif field == "SCORE" and value is None:
+            scores = None
+        elif field == "SCORE":
+            if type(value) is not _Object:
+                raise _type_error(f"{path}.score", value, "map[string]int")
+            scores = {} if scores is None else scores
+            for name, score in value:
+                scores[name] = 0 if score is None else _int(score, INT64, f"{path}.score", name)
+    return PairScore(uuid, MappingProxyType(scores or {}))
 
 
 def decode_pair_scores(value: str) -> tuple[PairScore, ...]:
     """The entries of a pair-score annotation value; ``DecodeError`` (one line) when Go's decoder would
     refuse it."""
     check_size(value, "the")
-    try:
-        data = json.loads(value, parse_float=_Fraction, parse_constant=_refuse)  # the last equal key wins
-    except DecodeError as exc:
-        raise DecodeError(f"not JSON: {exc}") from None
-    except (ValueError, RecursionError) as exc:
-        raise DecodeError(f"not JSON: {str(exc).splitlines()[0]}") from None
-    if data is None:
+    tree = _tree(go_text(value))
+    if tree is None:
         return ()
-    if not isinstance(data, list):
-        raise DecodeError(f"expected a JSON array of {{uuid, score}} entries, got {shorten(value)}")
-    entries: list[PairScore] = []
-    for i, item in enumerate(data):
-        where = f"entry {i}"
-        if item is None:
-            entries.append(PairScore())
-            continue
-        if not isinstance(item, dict):
-            raise DecodeError(f"{where}: expected an object, got {shorten(json.dumps(item))}")
-        uuid = _field(item, "uuid")
-        if uuid is None:
-            uuid = ""
-        if not isinstance(uuid, str) or isinstance(uuid, _Fraction):
-            shown = uuid if isinstance(uuid, _Fraction) else shorten(json.dumps(uuid))
-            raise DecodeError(f"{where}: uuid must be a string, got {shown}")
-        entries.append(PairScore(uuid, _scores(_field(item, "score"), where)))
-    return tuple(entries)
+    if type(tree) is not list:
+        raise _type_error("top level", tree, "[]DevicePairScore")
+    return tuple(_entry(item, f"[{i}]") for i, item in enumerate(tree))
 
 
 def scores_for(

@@ -25,6 +25,13 @@ def test_hamis_format_decodes() -> None:
         ("[null]", (PairScore(),)),
         ('[{"UUID":"a","Score":{"b":1}}]', (PairScore("a", {"b": 1}),)),  # Go matches names in any case
         ('[{"uuid":"a","uuid":"b"}]', (PairScore("b"),)),  # the last wins
+        ('[{"uuid":"a","uuid":null}]', (PairScore("a"),)),  # but null leaves it
+        ('[{"uuid":"a","\u017fcore":{"b":1}}]', (PairScore("a", {"b": 1}),)),  # LONG S folds to s
+        ('[{"uu\u0131d":"a"}]', (PairScore(),)),  # DOTLESS I does not fold to i
+        ('[{"score":{"b":1,"c":2},"Score":{"c":3}}]', (PairScore("", {"b": 1, "c": 3}),)),  # added to
+        ('[{"score":{"b":1},"score":null,"score":{"c":2}}]', (PairScore("", {"c": 2}),)),  # null resets
+        ('[{"uuid":"\\ud800"}]', (PairScore("\ufffd"),)),  # a lone surrogate escape is U+FFFD to Go
+        ('[{"x":' + "[" * 2000 + "]" * 2000 + "}]", (PairScore(),)),  # Go nests up to 10000 levels
         ('[{"uuid":"a","other":[1,2.5]}]', (PairScore("a"),)),  # unknown fields ignored
         ('[{"uuid":null,"score":null}]', (PairScore(),)),
         ('[{"uuid":"a","score":{"b":null}}]', (PairScore("a", {"b": 0}),)),
@@ -38,19 +45,21 @@ def test_what_go_accepts_is_accepted(value: str, expected: tuple[PairScore, ...]
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        ("", "not JSON"),
-        ('{"uuid":"a"}', "expected a JSON array"),
-        ("[1]", "entry 0: expected an object"),
-        ('[{"uuid":5}]', "entry 0: uuid must be a string"),
-        ('[{"uuid":"a","score":[]}]', "entry 0: score must be an object of integers"),
-        ('[{"uuid":"a","score":{"b":"1"}}]', "entry 0: score 'b' must be an integer"),
-        ('[{"uuid":"a","score":{"b":true}}]', "entry 0: score 'b' must be an integer"),
-        ('[{"uuid":"a","score":{"b":1.0}}]', "entry 0: score 'b' 1.0 is not an integer"),
-        ('[{"uuid":"a","score":{"b":1e2}}]', "entry 0: score 'b' 1e2 is not an integer"),
-        ('[{"uuid":"a","score":{"b":NaN}}]', "not JSON: NaN is not JSON"),
-        ('[{"uuid":2.5}]', "entry 0: uuid must be a string"),
-        ('[{"uuid":"a","score":{"b":9223372036854775808}}]', "out of range for Go's int"),
-        ("[", "not JSON"),
+        ("", "unexpected end of JSON input"),
+        ('{"uuid":"a"}', "top level: cannot decode an object"),
+        ("[1]", "[0]: cannot decode number 1 into Go DevicePairScore"),
+        ('[{"uuid":5}]', "[0].uuid: cannot decode number 5 into Go string"),
+        ('[{"uuid":5,"uuid":"a"}]', "[0].uuid: cannot decode number 5"),  # even when a later one fits
+        ('[{"uuid":"a","score":[]}]', "[0].score: cannot decode an array [] into Go map[string]int"),
+        ('[{"uuid":"a","score":{"b":"1"}}]', '[0].score.b: cannot decode a string "1" into Go int64'),
+        ('[{"uuid":"a","score":{"b":true}}]', "[0].score.b: cannot decode a bool true"),
+        ('[{"uuid":"a","score":{"b":1.0}}]', "[0].score.b: number '1.0' is not an integer"),
+        ('[{"uuid":"a","score":{"b\\nc":1e2}}]', "[0].score[\"b\\nc\"]: number '1e2' is not an integer"),
+        ('[{"uuid":"a","score":{"b":NaN}}]', "invalid literal NaN"),
+        ('[{"uuid":2.5}]', "[0].uuid: cannot decode number 2.5"),
+        ('[{"uuid":"a","score":{"b":9223372036854775808}}]', "is out of range for Go int64"),
+        ("[", "unexpected end of JSON input"),
+        ("[] x", "extra data"),
     ],
 )
 def test_what_go_refuses_is_a_one_line_decode_error(value: str, expected: str) -> None:

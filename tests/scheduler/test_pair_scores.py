@@ -46,7 +46,8 @@ def test_scores_are_kept_with_the_devices_and_a_bad_value_keeps_the_devices(worl
     (event,) = world.run_until("the warning", lambda: warnings(world, node))
     assert event["type"] == "Warning"
     assert (
-        "annotation hami.io/node-nvidia-score: entry 0: score 'GPU-1' must be an integer" in event["message"]
+        'annotation hami.io/node-nvidia-score: [0].score.GPU-1: cannot decode a string "high" into Go int64'
+        in event["message"]
     )
     assert "without pair scores" in event["message"]
     # The register value changing re-matches the scores it has, with no second Warning for the same value.
