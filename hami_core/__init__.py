@@ -68,6 +68,7 @@ __all__ = [
     "fake_devices",
     "fixed_fields",
     "hookimpl",
+    "memory_per_device",
     "numbered_devices",
 ]
 

@@ -1,9 +1,12 @@
-"""What several vendor drivers need and no vendor owns: the device cap, numbered devices, fixed fields.
+"""What several vendor drivers need and no vendor owns: the device cap, numbered devices, the memory
+shared out per device, fixed fields.
 
 HAMi's capacity-derived vendors (spec 1b) build one device per unit (or per so many units) of a
 resource in the Node's ``status.capacity``. HAMi builds as many as the Node says: a capacity of ``8Ei``
 would exhaust the scheduler's memory. ``capacity_count`` is that count, refused with one line above
-``MAX_DEVICES``; ``numbered_devices`` builds them as HAMi names them, ``<node>-<name>-<i>``. HAMi's Biren
+``MAX_DEVICES``; ``numbered_devices`` builds them as HAMi names them, ``<node>-<name>-<i>``, healthy.
+``memory_per_device`` is the memory HAMi's MLU and Moore Threads give each of them, an error where HAMi
+wraps it to int32 (spec 1b: computed quantities stay in range). HAMi's Biren
 and Vastai set ``devcore`` to 100 on every device they read, whatever the wire says: ``fixed_fields``
 is a codec that reads as another one and then sets such fields.
 
@@ -23,7 +26,14 @@ from hami_core.protocol.evaluate import reader
 from hami_core.protocol.model import DeviceInfo
 from hami_core.protocol.nodesource import NodeView
 
-__all__ = ["MAX_DEVICES", "FixedFields", "capacity_count", "fixed_fields", "numbered_devices"]
+__all__ = [
+    "MAX_DEVICES",
+    "FixedFields",
+    "capacity_count",
+    "fixed_fields",
+    "memory_per_device",
+    "numbered_devices",
+]
 
 #: More devices than any Node holds: a capacity that makes more is refused, not built.
 MAX_DEVICES = 1024
@@ -44,8 +54,30 @@ def capacity_count(node: NodeView, resource: str, *, per_device: int = 1, noun: 
 
 def numbered_devices(node: NodeView, name: str, number: int, /, **fields: Any) -> list[DeviceInfo]:
     """``number`` devices ``<node>-<name>-<i>`` with index ``i``, every other field as ``fields`` gives it
-    (``count`` among them: the arguments before it are positional only)."""
+    (``count`` among them: the arguments before it are positional only); ``health`` is ``True`` unless
+    given, as HAMi marks every device it computes from a Node."""
+    fields.setdefault("health", True)
     return [DeviceInfo(id=f"{node.name}-{name}-{i}", index=i, **fields) for i in range(number)]
+
+
+def memory_per_device(node: NodeView, memory: str, cores: str, *, factor: int, per_device: int) -> int:
+    """HAMi's ``int32(memoryTotal * factor * per_device / cores)``: the MiB of each device when the Node's
+    capacity of ``memory`` (``factor`` MiB a unit) is shared out over its capacity of ``cores``,
+    ``per_device`` cores a device (MLU: 256 and 100, Moore Threads: 512 and 16). Go's int64 arithmetic,
+    its division truncating toward zero; 0 where ``cores`` is absent or not above 0 (there are no devices
+    then). Where HAMi wraps, past int64 on the way or beyond int32 at the end, ``DecodeError`` naming
+    ``memory``."""
+    total, units = node.capacity.get(cores, 0), node.capacity.get(memory, 0)
+    if total <= 0:
+        return 0
+    scale = factor * per_device
+    product = units * scale
+    if not -(2**63) <= product < 2**63:
+        raise DecodeError(f"capacity {memory} = {units} times {scale} is beyond int64 (HAMi wraps it)")
+    share = abs(product) // total * (1 if product >= 0 else -1)
+    if not -(2**31) <= share < 2**31:
+        raise DecodeError(f"capacity {memory} gives {share} MiB per device, beyond int32 (HAMi wraps it)")
+    return share
 
 
 @attrs.frozen

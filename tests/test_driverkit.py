@@ -18,6 +18,7 @@ from hami_core import (
     capacity_count,
     encode_json,
     fixed_fields,
+    memory_per_device,
     numbered_devices,
 )
 
@@ -67,6 +68,44 @@ def test_devices_are_numbered_as_hami_names_them() -> None:
     assert numbered_devices(_node(), "acme", 0, count=1) == []
 
 
+def test_numbered_devices_are_healthy_unless_told() -> None:
+    """HAMi sets ``Health: true`` on every device it computes from a Node (MLU, Kunlun cards, MetaX GPU,
+    Moore Threads, GCU, AWS Neuron)."""
+    assert [d.health for d in numbered_devices(_node(), "acme", 2, count=1)] == [True, True]
+    assert [d.health for d in numbered_devices(_node(), "acme", 2, count=1, health=False)] == [False, False]
+
+
+@pytest.mark.parametrize(
+    ("capacity", "share"),
+    [
+        ({"mem": 384, "core": 64}, 384 * 512 * 16 // 64),
+        ({"mem": 100, "core": 17}, 100 * 8192 // 17),
+        ({"mem": -3, "core": 16}, -1536),  # Go's division truncates toward zero
+        ({"mem": -1, "core": 17}, -481),  # -8192 / 17 = -481.9: -481, not Python's -482
+        ({"core": 16}, 0),
+        ({"mem": 96}, 0),  # no cores: no devices
+        ({"mem": 96, "core": 0}, 0),
+        ({"mem": 96, "core": -16}, 0),
+    ],
+)
+def test_the_memory_per_device_is_hamis_int64_arithmetic(capacity: dict[str, int], share: int) -> None:
+    node = _node(**capacity)
+    assert memory_per_device(node, "example.com/mem", "example.com/core", factor=512, per_device=16) == share
+
+
+@pytest.mark.parametrize(
+    ("capacity", "message"),
+    [
+        ({"mem": 2**22, "core": 16}, "^capacity example.com/mem gives 2147483648 MiB per device, beyond"),
+        ({"mem": -(2**22) - 1, "core": 16}, "gives -2147484160 MiB per device, beyond int32"),
+        ({"mem": 2**60, "core": 2**62}, "^capacity example.com/mem = 1152921504606846976 times 8192 is"),
+    ],
+)
+def test_a_memory_per_device_where_hami_wraps_is_one_line(capacity: dict[str, int], message: str) -> None:
+    with pytest.raises(DecodeError, match=message):
+        memory_per_device(_node(**capacity), "example.com/mem", "example.com/core", factor=512, per_device=16)
+
+
 def test_a_fixed_field_is_set_on_every_device_read_in_either_encoding() -> None:
     codec = fixed_fields(JSON_CODEC, devcore=100)
     assert isinstance(codec, Codec) and codec.name == "json"
@@ -112,5 +151,6 @@ def test_a_field_the_device_does_not_have_or_refuses_fails_when_the_driver_loads
 
 
 def test_the_facade_exports_them() -> None:
-    for name in ("MAX_DEVICES", "FixedFields", "capacity_count", "fixed_fields", "numbered_devices"):
+    names = ("MAX_DEVICES", "FixedFields", "capacity_count", "fixed_fields", "memory_per_device")
+    for name in (*names, "numbered_devices"):
         assert name in hami_core.__all__ and hami_core.home_of(name) == "hami_core.driverkit", name

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 import yaml  # type: ignore[import-untyped]  # the kubernetes client's own YAML parser; no stubs installed
 
@@ -102,9 +102,14 @@ class DeviceConfig:
             node = node.get(part) if isinstance(node, Mapping) else None
         return node
 
+    @overload
+    def section(self, name: str, **defaults: str) -> Mapping[str, str]: ...
+    @overload
+    def section(self, name: str, **defaults: Setting) -> Mapping[str, Setting]: ...
     def section(self, name: str, **defaults: Setting) -> Mapping[str, Setting]:
         """The settings of section ``name`` (a dotted path for a nested one), each the file's value or
-        the default given here; ``DeviceConfigError`` for a value of another type than its default's."""
+        the default given here, in the order given; ``DeviceConfigError`` for a value of another type
+        than its default's. So a section of strings (resource names) is strings."""
         self._claimed.setdefault(name, set()).update(defaults)
         found = self._part(name)
         if found is None:

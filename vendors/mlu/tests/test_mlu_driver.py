@@ -49,6 +49,12 @@ class TestContract(DriverContract):
         with pytest.raises(DecodeError, match="beyond int32"):
             driver.node_source.devices(NodeView(name="mlu-1", capacity={CORES: 100, MEMORY: 2**30}))
 
+    def test_a_negative_memory_is_shared_out_as_hamis_int64_division(self, driver: VendorDriver) -> None:
+        """-3 vmemory over 250 vcores: HAMi's GetNodeDevices gives -307 MiB a device (Go truncates)."""
+        assert driver.node_source is not None
+        devices = driver.node_source.devices(NodeView(name="mlu-1", capacity={CORES: 250, MEMORY: -3}))
+        assert [d.devmem for d in devices] == [-307, -307, -307]
+
     def test_a_capacity_beyond_any_node_is_refused_not_built(self, driver: VendorDriver) -> None:
         assert driver.node_source is not None
         with pytest.raises(DecodeError, match="more than 1024 MLUs"):

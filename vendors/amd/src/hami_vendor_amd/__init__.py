@@ -31,7 +31,7 @@ def hami_vendor_drivers(device_config: DeviceConfig) -> list[VendorSpec]:
             vendor_key="AMD",
             register_annotation="hami.io/node-amd-register",
             encoding="json",
-            count_resource=str(settings["resourceCountName"]),
+            count_resource=settings["resourceCountName"],
             liveness="capacity",
         )
     ]

@@ -31,7 +31,7 @@ def hami_vendor_drivers(device_config: DeviceConfig) -> list[VendorSpec]:
             register_annotation="hami.io/node-biren-register",
             handshake_annotation="hami.io/node-handshake-biren",
             encoding=CODEC,
-            count_resource=str(settings["resourceCountName"]),
+            count_resource=settings["resourceCountName"],
             liveness="handshake",
             writes_reported=True,
         )

@@ -45,7 +45,7 @@ _INT32 = range(-(2**31), 2**31)
 def whole_gcus(node: NodeView, count: str) -> list[DeviceInfo]:
     """HAMi's GetNodeDevices for ``GCU``: N GCUs ``<node>-GCU-<i>``."""
     gcus = capacity_count(node, count, noun="GCUs")
-    return numbered_devices(node, "GCU", gcus, count=1, devmem=100, devcore=100, type="GCU", health=True)
+    return numbered_devices(node, "GCU", gcus, count=1, devmem=100, devcore=100, type="GCU")
 
 
 # --- Go's encoding/json and strconv, as far as the DRS capacity needs them ------------------------------
@@ -217,9 +217,9 @@ def hami_vendor_drivers(device_config: DeviceConfig) -> list[VendorSpec]:
         resourceNameVGCU="",
         resourceNameVGCUPercentage="",
     )
-    gcu = str(names["resourceNameGCU"])
+    gcu = names["resourceNameGCU"]
     # InitEnflameDevice: the DRS resource, else the legacy shared-GCU one, else its default
-    drs = str(names["resourceNameDRSGCU"]) or str(names["resourceNameVGCU"]) or "enflame.com/drs-gcu"
+    drs = names["resourceNameDRSGCU"] or names["resourceNameVGCU"] or "enflame.com/drs-gcu"
     return [
         VendorSpec(
             name="enflame-gcu",

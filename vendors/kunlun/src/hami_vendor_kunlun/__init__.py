@@ -46,12 +46,12 @@ def hami_vendor_drivers(device_config: DeviceConfig) -> list[VendorSpec]:
         resourceVCountName="kunlunxin.com/vxpu",
         resourceVMemoryName="kunlunxin.com/vxpu-memory",
     )
-    count = str(names["resourceCountName"])
+    count = names["resourceCountName"]
     return [
         VendorSpec(
             name="kunlun",
             vendor_key="XPU",
-            count_resource=str(names["resourceVCountName"]),
+            count_resource=names["resourceVCountName"],
             register_annotation="hami.io/node-register-xpu",
             handshake_annotation="hami.io/node-handshake-xpu",
             encoding="json",

@@ -42,9 +42,7 @@ SGPU_ANNOTATION = "metax-tech.com/node-gpu-devices"
 def whole_gpus(node: NodeView, count: str) -> list[DeviceInfo]:
     """HAMi's GetNodeDevices for ``Metax-GPU``: N GPUs ``<node>-metax-<i>`` of 64 GiB."""
     gpus = capacity_count(node, count, noun="GPUs")
-    return numbered_devices(
-        node, "metax", gpus, count=1, devmem=65536, devcore=100, type="Metax-GPU", health=True
-    )
+    return numbered_devices(node, "metax", gpus, count=1, devmem=65536, devcore=100, type="Metax-GPU")
 
 
 class _Pairs(list[tuple[str, Any]]):

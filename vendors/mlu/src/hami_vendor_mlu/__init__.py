@@ -13,7 +13,6 @@ hardware through CNDev is not implemented yet.
 from __future__ import annotations
 
 from hami_core import (
-    DecodeError,
     DeviceConfig,
     DeviceInfo,
     FromNode,
@@ -22,6 +21,7 @@ from hami_core import (
     capacity_count,
     fake_devices,
     hookimpl,
+    memory_per_device,
     numbered_devices,
 )
 
@@ -36,13 +36,9 @@ _MIB_PER_VMEMORY = 256
 def mlu_from_capacity(node: NodeView, cores: str, memory: str) -> list[DeviceInfo]:
     """HAMi's ``GetNodeDevices``: one MLU per 100 vcores, the vmemory shared out evenly. No vcore
     capacity means no devices here (HAMi answers an error, which keeps a stale list)."""
-    mlus, vcores = capacity_count(node, cores, per_device=100, noun="MLUs"), node.capacity.get(cores, 0)
-    devmem = node.capacity.get(memory, 0) * _MIB_PER_VMEMORY * 100 // vcores if vcores > 0 else 0
-    if not 0 <= devmem < 2**31:
-        raise DecodeError(f"capacity {memory} gives {devmem} MiB per MLU, beyond int32 (HAMi wraps it)")
-    return numbered_devices(
-        node, "cambricon-mlu", mlus, count=100, devmem=devmem, devcore=100, type="MLU", health=True
-    )
+    mlus = capacity_count(node, cores, per_device=100, noun="MLUs")
+    devmem = memory_per_device(node, memory, cores, factor=_MIB_PER_VMEMORY, per_device=100)
+    return numbered_devices(node, "cambricon-mlu", mlus, count=100, devmem=devmem, devcore=100, type="MLU")
 
 
 @hookimpl
@@ -54,12 +50,12 @@ def hami_vendor_drivers(device_config: DeviceConfig) -> list[VendorSpec]:
         resourceMemoryName="cambricon.com/mlu.smlu.vmemory",
         resourceCoreName="cambricon.com/mlu.smlu.vcore",
     )
-    cores, memory = str(names["resourceCoreName"]), str(names["resourceMemoryName"])
+    cores, memory = names["resourceCoreName"], names["resourceMemoryName"]
     return [
         VendorSpec(
             name="mlu",
             vendor_key="MLU",
-            count_resource=str(names["resourceCountName"]),
+            count_resource=names["resourceCountName"],
             from_node=FromNode(lambda node: mlu_from_capacity(node, cores, memory), capacity=[cores, memory]),
             register_annotation="hami.io/node-mlu-register",
             handshake_annotation="hami.io/node-handshake-mlu",
