@@ -7,45 +7,32 @@ per device from the first Neuron node it sees; here each Node's own capacity cou
 count or mask that does not fit int32 is an error, not a wrap. Resource names: device config ``awsneuron``.
 """
 
-from __future__ import annotations
+import hami_core as hami
 
-from hami_core import (
-    DecodeError,
-    DeviceConfig,
-    DeviceInfo,
-    FromNode,
-    NodeView,
-    VendorSpec,
-    capacity_count,
-    hookimpl,
-    numbered_devices,
-)
-
-__all__ = ["INSTANCE_TYPE", "__version__", "hami_vendor_drivers", "neuron_devices"]
+__all__ = ["INSTANCE_TYPE", "__version__", "hami_vendor_drivers", "neurons"]
 
 __version__ = "0.1.0"
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 
 
-def neuron_devices(node: NodeView, count: str, cores: str) -> list[DeviceInfo]:
+def neurons(node: hami.NodeView, count: str, cores: str) -> list[hami.DeviceInfo]:
     """HAMi's GetNodeDevices: ``<node>-AWSNeuron-<i>``, count = cores per device, devcore its bitmask."""
-    devices = capacity_count(node, count)
+    devices = hami.capacity_count(node, count)
     per = node.capacity.get(cores, 0) // devices if devices > 0 else 0
     if not 0 <= per <= 31:
-        raise DecodeError(f"capacity {cores} gives {per} cores per device: its mask is beyond int32")
+        raise hami.DecodeError(f"capacity {cores} gives {per} cores per device: its mask is beyond int32")
     info = {"AWSNodeType": node.labels.get(INSTANCE_TYPE, "")}
-    return numbered_devices(node, "AWSNeuron", devices, count=per, devcore=2**per - 1, type="AWSNeuron",
-                            health=True, custominfo=info)  # fmt: skip
+    return hami.numbered_devices(
+        node, "AWSNeuron", devices, count=per, devcore=2**per - 1, type="AWSNeuron", custominfo=info
+    )
 
 
-@hookimpl
-def hami_vendor_drivers(device_config: DeviceConfig) -> list[VendorSpec]:
-    names = device_config.section(
+@hami.hookimpl
+def hami_vendor_drivers(device_config: hami.DeviceConfig) -> list[hami.VendorSpec]:
+    """The one vendor this package provides, its resource names from HAMi's device config."""
+    count, cores = device_config.section(
         "awsneuron", resourceCountName="aws.amazon.com/neuron", resourceCoreName="aws.amazon.com/neuroncore"
-    )
-    count, cores = str(names["resourceCountName"]), str(names["resourceCoreName"])
-    source = FromNode(
-        lambda n: neuron_devices(n, count, cores), capacity=[count, cores], labels=INSTANCE_TYPE
-    )
-    return [VendorSpec(name="awsneuron", vendor_key="AWSNeuron", count_resource=count, from_node=source)]
+    ).values()
+    source = hami.FromNode(lambda n: neurons(n, count, cores), capacity=[count, cores], labels=INSTANCE_TYPE)
+    return [hami.VendorSpec(name="awsneuron", vendor_key="AWSNeuron", count_resource=count, from_node=source)]
