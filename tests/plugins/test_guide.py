@@ -1,4 +1,5 @@
-"""The vendor guide's hook reference and field table are checked against the hook specifications."""
+"""The vendor guide's hook reference and field table are checked against the hook specifications, and
+its capacity-derived driver, end to end, against the in-tree driver it shows."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import re
 from pathlib import Path
 
 import attrs
+from click.testing import CliRunner
 
+from hami_core.cli import main
 from hami_core.plugins import hookspecs
 from hami_core.plugins.hookspecs import VendorSpec
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "vendor-guide.md"
+ROOT = Path(__file__).resolve().parents[2]
+GUIDE = ROOT / "docs" / "vendor-guide.md"
 
 
 def hooks() -> dict[str, str]:
@@ -45,3 +49,35 @@ def test_every_vendor_spec_field_is_in_the_guides_table() -> None:
     text = GUIDE.read_text(encoding="utf-8")
     rows = set(re.findall(r"^\| `([a-z_]+)` \|", text, flags=re.MULTILINE))
     assert rows == {field.name for field in attrs.fields(VendorSpec)}
+
+
+def _section(title: str) -> str:
+    text = GUIDE.read_text(encoding="utf-8")
+    return text.split(f"\n## {title}")[1].split("\n## ")[0]
+
+
+def _blocks(text: str, kind: str) -> list[str]:
+    """The fenced blocks of ``text`` whose info string is ``kind``, in order."""
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
+    return [body for info, body in blocks if info == kind]
+
+
+def test_the_capacity_derived_driver_shown_is_the_in_tree_one_word_for_word() -> None:
+    """Section 2b's Python is the code of ``vendors/mthreads`` (the whole module below its docstring),
+    its tests and MetaX's whole GPUs: so it runs, as their tests prove."""
+    shown = _blocks(_section("2b."), "python")
+    module = (ROOT / "vendors/mthreads/src/hami_vendor_mthreads/__init__.py").read_text(encoding="utf-8")
+    assert shown[0] == module[module.index(shown[0].splitlines()[0]) :]
+    sources = [
+        (ROOT / "vendors/mthreads/tests/test_mthreads_driver.py").read_text(encoding="utf-8"),
+        (ROOT / "vendors/metax/src/hami_vendor_metax/__init__.py").read_text(encoding="utf-8"),
+    ]
+    assert len(shown) == 3 and all(block in source for block, source in zip(shown[1:], sources, strict=True))
+
+
+def test_the_capacity_derived_driver_shows_in_hami_vendors_as_the_guide_says() -> None:
+    shown = _blocks(_section("2b."), "")
+    listing = next(block for block in shown if block.startswith("$ hami vendors --vendors mthreads\n"))
+    result = CliRunner().invoke(main, ["vendors", "--vendors", "mthreads"], env={"HAMI_DEVICE_CONFIG": None})
+    assert result.exit_code == 0, result.output
+    assert result.stdout == listing.split("\n", 1)[1]
