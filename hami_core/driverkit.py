@@ -15,7 +15,8 @@ Drivers take these names from ``hami_core``, as every other public name.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -91,6 +92,12 @@ class FixedFields:
     @property
     def name(self) -> str:
         return self.codec.name
+
+    @property
+    def fixed_values(self) -> Mapping[str, Any]:
+        """The fields set on every device read, with their values (the driver test kit's round trip
+        expects them so)."""
+        return MappingProxyType(dict(self.fields))
 
     def decode(self, value: str) -> list[DeviceInfo]:
         fields = dict(self.fields)

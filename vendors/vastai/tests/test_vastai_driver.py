@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import attrs
 import hami_vendor_vastai
 import pytest
 
-from hami_core import DecodeError, DeviceConfig, DeviceInfo
+from hami_core import DecodeError, DeviceConfig, DeviceInfo, FixedFields
 from hami_core.plugins import DriverManager, VendorDriver
-from hami_core.testing import SAMPLE_DEVICE_LISTS, DriverContract
+from hami_core.testing import DriverContract
 
 #: Cases in the shape of HAMi's ``Test_GetNodeDevices`` (biren/device_test.go; Vastai's GetNodeDevices is
 #: the same code), as data: register value -> devices.
@@ -31,13 +30,9 @@ class TestContract(DriverContract):
     driver_name = "vastai"
     package = "hami-vendor-vastai"
 
-    @pytest.mark.parametrize("devices", SAMPLE_DEVICE_LISTS, ids=["full", "zero-valued", "two-devices"])
-    def test_codec_round_trips(self, driver: VendorDriver, devices: tuple[DeviceInfo, ...]) -> None:
-        """HAMi's rule changes one field on the way in (devcore is 100), so the round trip holds for
-        everything else, and for a list already read it is exact and byte-stable."""
-        read = tuple(attrs.evolve(d, devcore=100) for d in devices)
-        assert driver.codec is not None and driver.codec.decode(driver.codec.encode(devices)) == list(read)
-        super().test_codec_round_trips(driver, read)
+    def test_every_device_read_has_devcore_100(self, driver: VendorDriver) -> None:
+        """The codec says so (the kit's round trip expects these values on every device it reads)."""
+        assert isinstance(driver.codec, FixedFields) and driver.codec.fixed_values == {"devcore": 100}
 
     def test_values_are_hamis(self, driver: VendorDriver) -> None:
         """``vastai/device.go``: register and handshake keys, JSON, generic handshake check on the count."""
