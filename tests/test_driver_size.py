@@ -101,10 +101,13 @@ def _capacity_derived(driver: VendorDriver) -> bool:
     return driver.register_annotation is None and source is not None and not source.annotations
 
 
-PACKAGES = {path: drivers for path, drivers in _in_tree().items() if all(map(_capacity_derived, drivers))}
+IN_TREE = _in_tree()
+PACKAGES = {path: drivers for path, drivers in IN_TREE.items() if all(map(_capacity_derived, drivers))}
 
 
-def test_the_capacity_derived_drivers_are_found() -> None:
+def test_every_package_is_judged_and_the_capacity_derived_ones_are_found() -> None:
+    """Every driver package under ``vendors/`` loaded (one that did not would go uncounted)."""
+    assert sorted(IN_TREE) == sorted(str(p.resolve()) for p in VENDORS.glob("*/src/hami_vendor_*"))
     names = {driver.name for drivers in PACKAGES.values() for driver in drivers}
     assert {"awsneuron", "mthreads"} <= names
 
