@@ -78,6 +78,10 @@ def test_the_capacity_derived_driver_shown_is_the_in_tree_one_word_for_word() ->
 def test_the_capacity_derived_driver_shows_in_hami_vendors_as_the_guide_says() -> None:
     shown = _blocks(_section("2b."), "")
     listing = next(block for block in shown if block.startswith("$ hami vendors --vendors mthreads\n"))
-    result = CliRunner().invoke(main, ["vendors", "--vendors", "mthreads"], env={"HAMI_DEVICE_CONFIG": None})
+    result = CliRunner().invoke(
+        main,
+        ["vendors", "--vendors", "mthreads"],
+        env={"HAMI_DEVICE_CONFIG": None, "HAMI_COUNT_RESOURCES": None},
+    )
     assert result.exit_code == 0, result.output
     assert result.stdout == listing.split("\n", 1)[1]
