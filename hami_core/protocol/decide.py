@@ -1,49 +1,7 @@
-"""The pure decision core of the scheduler (spec sections 4, 4.1, 4.2 and 5).
+"""The pure decision core of the scheduler (spec 4, 4.1, 4.2, 5, 5b): one vendor on one node.
 
-``decide`` looks at one node for one vendor, with what the scheduler remembers of it, and says what to
-write to the handshake annotation, how the device cache changes, and why. It does no I/O and reads no
-clock (``now`` is passed), and runs no driver code: the caller asks the codec and the liveness rule first
-(``evaluate.ask_driver``) and passes their answers as plain values (``DriverAnswers``), so a driver's
-failure is isolated before any decision is made.
-
-Choices the spec leaves open, made here:
-
-* A vendor found dead while not registered is not cleaned (nothing to clean, no write, as HAMi) but
-  enters "awaiting a sign of life", so a scheduler next to a dead node does not stamp it every window.
-* A readmitted vendor starts a fresh window: an expired stamp still on the node is re-stamped, not
-  cleaned again at once. A report is a sign of life only if it differs from the handshake seen at
-  cleanup; a register annotation only if present and different from the value seen at cleanup.
-* Leaving the selector forgets the vendor's memory, as deletion does.
-* A cleanup deletes the handshake it judged by and leaves the "cleaned, waiting for a sign of life"
-  marker (``protocol/marker.py``) in one patch that is *conditional* (``Decision.conditional``): it may
-  land only on the Node as judged, since the delete removes a value another writer (the plugin) may
-  have replaced meanwhile. Stamps are unconditional: a stamp only moves a handshake towards alive; what
-  it may overwrite unseen is a plugin's report, whose one meaning, alive, the stamp acknowledges, and a
-  conditional stamp would fail on every report written in between for nothing.
-* While the vendor waits for a sign of life and the node does not show the marker, the cleanup's patch
-  is decided again (not sent, failed, or lost a race): the marker, and the delete while the node still
-  shows exactly the value cleaned up. The scheduler shows ``decide`` the Node with its own writes in
-  flight laid over it; what it has sent and not yet seen back is not the core's business.
-* Wall-clock steps never clean (spec 5b). Given ``mono`` (the process's monotonic clock) the memory
-  keeps the handshake value last seen, the monotonic time this process first saw or wrote it
-  (``seen_at``), and whether it wrote it (``own_stamp``). Its own stamp is aged on the monotonic clock
-  (the wire time is for other readers). When a wall-clock step was detected (``wall_step_at``) after
-  the stamp was written or first seen, its wall-clock age is meaningless: an own stamp is written again
-  at once (so the wire tells HAMi and the other replicas the truth again), and anybody else's stamp,
-  judged by wall time otherwise, is written again instead of cleaned when it falls expired. The
-  re-stamp is ours and ages on the monotonic clock; a stamp first seen after the step is judged as usual.
-* A marker on the Node is the truth about a cleanup: a process that does not remember it (started since,
-  or another replica cleaned) takes it as its own memory; readmission removes it; a value under the
-  marker's key that is not a marker is removed (or replaced by a cleanup's).
-* A driver's liveness rule that raises judges nothing: no write, the cache entry kept and shown degraded
-  with the error, never a cleanup because of a driver bug.
-* A vendor the node carries nothing of (no register or handshake annotation) and that nothing is
-  remembered of is not judged at all: no driver code runs for it.
-* On a view the scheduler cannot vouch for (``Observation.view_current`` false: a watch gap not yet
-  closed by a fresh list, a watch silent past its deadline, a term whose first list has not come back)
-  nothing is found dead: no cleanup, no delete re-sent, no memory change; the decision is
-  ``CLEANUP_WITHHELD`` and the caller decides the node again once the view is current (spec 5b).
-  Stamping goes on: a stamp destroys nothing.
+No I/O, no clock (``now`` is passed), no driver code (``evaluate.ask_driver`` asks it first and passes
+``DriverAnswers``). The choices the spec leaves open: ``docs/architecture.md``, "The decision core".
 """
 
 from __future__ import annotations
@@ -85,81 +43,69 @@ __all__ = [
     "vendor_absent",
 ]
 
-_Check = Callable[[Any, "attrs.Attribute[Any]", Any], None]
-
 
 def _exact_str(value: Any) -> Any:
-    """A str subclass as its exact str (the keys are interned and looked up in every Node's annotations:
-    a subclass could hash and compare as it likes); anything else as it is, for the validators to judge."""
+    # the keys are interned and looked up in every Node's annotations: a str subclass could hash as it likes
     return plain_str(value) if isinstance(value, str) else value
 
 
-def _text(optional: bool = False) -> _Check:
+def _check(kind: type, shape: str, optional: bool = True) -> Callable[[Any, Any, Any], None]:
     def check(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if not (optional and value is None) and (not isinstance(value, str) or not value):
-            shape = "None or a non-empty string" if optional else "a non-empty string"
-            raise ValueError(f"{type(instance).__name__}.{attribute.name} must be {shape}, got {value!r}")
+        if optional and value is None:
+            return
+        if kind is str:
+            ok = isinstance(value, str) and bool(value)
+        else:
+            ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        if not ok:
+            error = ValueError if kind is str else TypeError
+            raise error(f"{type(instance).__name__}.{attribute.name} must {shape}, got {value!r}")
 
     return check
 
 
-def _optional_key() -> Any:
-    return attrs.field(default=None, converter=_exact_str, validator=_text(True))
-
-
-def _shaped(kind: type, shape: str, optional: bool = True) -> _Check:
-    def check(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if not (optional and value is None) and not isinstance(value, kind):
-            raise TypeError(f"{type(instance).__name__}.{attribute.name} must {shape}, got {value!r}")
-
-    return check
-
-
+_TEXT = _check(str, "be a non-empty string", False)
+_OPTIONAL_TEXT = _check(str, "be None or a non-empty string")
 _CODEC_SHAPE = "have a name, decode() and encode()"
+
+
+def _key() -> Any:
+    return attrs.field(default=None, converter=_exact_str, validator=_OPTIONAL_TEXT)
 
 
 @attrs.frozen(kw_only=True)
 class VendorRules:
-    """What the decision core needs to know of one vendor; built from a driver's description.
+    """What the decision core needs to know of one vendor, built from its driver's description.
 
-    Devices come from the register annotation (``register_annotation``, read by ``codec``), or from the
-    Node itself (``node_source``, spec 1b), or from both: then the node source where the Node shows its
-    main input (``FromNode.key``) and the annotation elsewhere. ``node_path()`` is the vendor as judged
-    on the node source.
-    ``handshake_annotation`` is ``None`` for a vendor without a handshake: then liveness rests on the
-    register annotation and the allocatable count alone (see ``decide``).
-    """
+    Devices come from the register annotation (read by ``codec``), the Node (``node_source``, spec 1b), or
+    both: then the node source where the Node shows its main input (``FromNode.key``), and ``node_path()``
+    is the vendor as judged there. No ``handshake_annotation``: liveness rests on the register annotation
+    and the allocatable count alone."""
 
     #: HAMi's CommonWord, e.g. ``NVIDIA``; stamped into every cached device's ``devicevendor``.
-    vendor_key: str = attrs.field(converter=_exact_str, validator=_text())
-    #: The node annotation carrying the encoded device list, e.g. ``hami.io/node-nvidia-register``;
-    #: ``None`` for a vendor whose devices come only from the Node (``node_source``).
-    register_annotation: str | None = _optional_key()
-    #: The node annotation of the handshake, e.g. ``hami.io/node-handshake``; ``None`` for no handshake.
-    handshake_annotation: str | None = _optional_key()
+    vendor_key: str = attrs.field(converter=_exact_str, validator=_TEXT)
+    #: e.g. ``hami.io/node-nvidia-register``; ``None`` when the devices come only from the Node.
+    register_annotation: str | None = _key()
+    #: e.g. ``hami.io/node-handshake``.
+    handshake_annotation: str | None = _key()
     #: The ``status.allocatable`` resource counting the vendor's devices, e.g. ``nvidia.com/gpu``.
-    count_resource: str = attrs.field(converter=_exact_str, validator=_text())
-    #: Whether the vendor is alive, given the stamp's age and the allocatable count (spec 4.1).
+    count_resource: str = attrs.field(converter=_exact_str, validator=_TEXT)
     liveness: LivenessRule = attrs.field(
-        validator=_shaped(LivenessRule, "have a name and alive(facts)", False)
+        validator=_check(LivenessRule, "have a name and alive(facts)", False)
     )
-    #: The vendor's "cleaned, waiting for a sign of life" marker annotation (``protocol/marker.py``).
+    #: ``protocol/marker.py``; computed before the validators run (a bad vendor key is theirs to report).
     marker_annotation: str = attrs.field(init=False)
 
     @marker_annotation.default
     def _marker_annotation(self) -> str:
-        # computed before the validators run: a bad vendor key is theirs to report
         return marker_annotation(self.vendor_key) if isinstance(self.vendor_key, str) else ""
 
-    #: The vendor's encoding of the register annotation (``None`` without one).
-    codec: Codec | None = attrs.field(default=None, validator=_shaped(Codec, _CODEC_SHAPE))
-    #: Devices computed from the Node (spec 1b), preferred where the Node shows its inputs.
+    codec: Codec | None = attrs.field(default=None, validator=_check(Codec, _CODEC_SHAPE))
     node_source: FromNode | None = attrs.field(
-        default=None, validator=_shaped(FromNode, "be a FromNode or None")
+        default=None, validator=_check(FromNode, "be a FromNode or None")
     )
-    #: The annotation of HAMi's device pair scores (``hami.io/node-nvidia-score``), kept beside the
-    #: devices; not part of any decision (``protocol/pairscores.py``).
-    pair_scores_annotation: str | None = _optional_key()
+    #: HAMi's device pair scores (``hami.io/node-nvidia-score``), kept beside the devices, never decided on.
+    pair_scores_annotation: str | None = _key()
     _node_path: VendorRules | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -170,9 +116,7 @@ class VendorRules:
             if self.register_annotation is None:
                 raise ValueError("VendorRules: a vendor needs a register_annotation, a node_source, or both")
             return
-        rule = source.liveness
-        if isinstance(rule, str):
-            rule = BUILTIN_RULES[rule]  # a KeyError names it: the loader checked it already
+        rule = BUILTIN_RULES[source.liveness] if isinstance(source.liveness, str) else source.liveness
         if self.register_annotation is None and rule != self.liveness:
             raise ValueError(
                 f"VendorRules: a vendor whose devices come only from the Node is judged by its node "
@@ -189,41 +133,31 @@ class VendorRules:
         object.__setattr__(self, "_node_path", path)
 
     def node_path(self) -> VendorRules | None:
-        """The vendor as judged where its devices come from the Node: no register annotation, no
-        handshake, the node source's liveness rule; ``None`` without a node source."""
+        """The vendor as judged on its node source (no register annotation or handshake), or ``None``."""
         return self._node_path
-
-
-# --- what decide() reads --------------------------------------------------------------------------------
-
-
-def _count(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"Observation.{attribute.name} must be an int, got {value!r}")
 
 
 @attrs.frozen(kw_only=True)
 class Observation:
     """One node as seen for one vendor: the few facts the decision depends on."""
 
-    node: str = attrs.field(validator=_text())
+    node: str = attrs.field(validator=_TEXT)
     #: False once the Node object is gone (a delete event).
     present: bool = True
     #: The node matches the scheduler's node label selector.
     selected: bool = True
-    #: The vendor's register annotation, ``None`` when absent.
+    #: The annotation values, ``None`` when absent (``handshake`` ignored for a vendor without one).
     register: str | None = None
-    #: The vendor's handshake annotation, ``None`` when absent (ignored for a vendor without one).
     handshake: str | None = None
     #: ``status.allocatable[<count resource>]``, 0 when absent or unparsable.
-    allocatable: int = attrs.field(default=0, validator=_count)
+    allocatable: int = attrs.field(default=0, validator=_check(int, "be an int", False))
     #: The view this was seen in is known current (spec 5b); only then is a cleanup decided.
     view_current: bool = True
-    #: The vendor's "cleaned, waiting for a sign of life" marker annotation, ``None`` when absent.
+    #: The vendor's "cleaned" marker annotation (``protocol/marker.py``), ``None`` when absent.
     cleaned: str | None = None
-    #: ``status.capacity[<count resource>]`` as HAMi reads it (``AsInt64``), 0 when absent or not an int64
-    #: integer; observed only for a liveness rule that reads it (``liveness.reads_capacity``).
-    capacity: int = attrs.field(default=0, validator=_count)
+    #: ``status.capacity[<count resource>]`` as HAMi's ``AsInt64`` reads it, 0 when absent or not an int64;
+    #: observed only for a rule that reads it (``liveness.reads_capacity``).
+    capacity: int = attrs.field(default=0, validator=_check(int, "be an int", False))
 
 
 @attrs.frozen(kw_only=True)
@@ -270,13 +204,10 @@ class VendorMemory:
 
 @attrs.frozen(kw_only=True)
 class DriverAnswers:
-    """What the vendor's driver code said about this observation, asked before ``decide`` runs.
-
-    ``decoded`` is the register value read by the vendor's codec (``devicevendor`` set), or the one-line
-    error why it does not read; ``None`` when no value needed reading (see ``register_to_decode``).
-    The three liveness answers are the vendor's rule asked with the node's allocatable count, the stamp
-    fresh or expired, and (``at_expiry``) expired with the allocatable count counted as seen; each is a
-    one-line error instead when the rule raised.
+    """What the driver said, asked before ``decide`` runs: ``decoded`` is the register value read by the
+    codec (``devicevendor`` set), or the one-line error why not, ``None`` when nothing needed reading
+    (``register_to_decode``); the liveness rule with the stamp fresh, expired, and expired with the
+    allocatable count counted as seen (``at_expiry``), each a one-line error instead when the rule raised.
     """
 
     decoded: tuple[DeviceInfo, ...] | str | None = None
@@ -285,16 +216,11 @@ class DriverAnswers:
     alive_at_expiry: bool | str = True
 
 
-# --- what decide() returns ------------------------------------------------------------------------------
-
-
 class CacheChange(enum.Enum):
-    """What happens to the vendor's entry for the node in the scheduler cache."""
+    """What happens to the vendor's cache entry for the node: kept, set to ``Decision.devices``, dropped."""
 
     KEEP = "keep"
-    #: Replace the entry with ``Decision.devices``.
     SET = "set"
-    #: Remove the entry.
     DROP = "drop"
 
 
@@ -320,28 +246,25 @@ class Reason(enum.Enum):
 class Verdict(enum.Enum):
     """How liveness was judged."""
 
-    #: There was no usable stamp; one is written now, and its window starts.
+    #: No usable stamp: one is written now, and its window starts.
     STAMPED = "stamped"
     #: The stamp (observed, or ours in flight) is younger than the window.
     FRESH = "fresh"
-    #: The stamp is expired but the liveness rule keeps the vendor (allocatable > 0).
+    #: Expired, but the liveness rule keeps the vendor (allocatable > 0).
     KEPT_BY_ALLOCATABLE = "kept-by-allocatable"
-    #: The vendor has no handshake annotation and its liveness rule says alive.
     NO_HANDSHAKE = "no-handshake"
     #: No usable stamp, and none written: the node carries nothing of this vendor (spec 4, rule 6).
     UNSTAMPED = "unstamped"
-    #: The liveness rule says dead.
     DEAD = "dead"
-    #: Not judged: node deleted, not selected, or awaiting a sign of life.
+    #: Node deleted, not selected, or awaiting a sign of life.
     NOT_JUDGED = "not-judged"
-    #: Not judged because the driver's liveness rule raised (the decision's ``error`` says how).
+    #: The driver's liveness rule raised (the decision's ``error`` says how).
     RULE_FAILED = "rule-failed"
 
 
 @attrs.frozen
 class HandshakeWrite:
-    """One change to the handshake (or marker) annotation; ``value=None`` deletes it (merge patch with
-    ``null``)."""
+    """One change to the handshake (or marker) annotation; ``value=None`` deletes it (``null``)."""
 
     annotation: str
     value: str | None
@@ -356,22 +279,18 @@ class Decision:
     reason: Reason
     verdict: Verdict
     cache: CacheChange = CacheChange.KEEP
-    #: The handshake change to make, or ``None`` for no write.
     write: HandshakeWrite | None = None
     #: When the stamp expires, if its expiry would change the decision: evaluate again at that moment.
     recheck_at: datetime | None = None
-    #: For ``Reason.DEGRADED``: why the register value does not decode, or how the driver's liveness rule
-    #: failed (``Verdict.RULE_FAILED``); one line, naming the node.
+    #: Why the register value does not decode, or how the liveness rule failed; one line, naming the node.
     error: str | None = None
     #: The error was not seen before for this vendor on this node: log it, post the Event, count it.
     error_is_new: bool = False
-    #: The change to the vendor's "cleaned" marker annotation, or ``None``.
+    #: The change to the vendor's "cleaned" marker annotation.
     marker: HandshakeWrite | None = None
-    #: The writes may land only on the Node as judged (a cleanup's): send them with its resourceVersion
-    #: as a precondition, and decide again on a conflict.
+    #: The writes may land only on the Node as judged (a cleanup's): sent with its resourceVersion.
     conditional: bool = False
-    #: The stamp is written again, instead of judged by its age, because the wall clock stepped since
-    #: it was written or first seen.
+    #: The stamp is written again, not judged by its age: the wall clock stepped since it was seen.
     clock_stepped: bool = False
 
     @property
@@ -379,8 +298,6 @@ class Decision:
         """The vendor's device list for the node after the decision (``None``: not registered)."""
         return self.memory.devices
 
-
-# --- the decision ---------------------------------------------------------------------------------------
 
 _NOTHING = VendorMemory()
 #: The verdict on a live vendor with a handshake and no stamp written now, by where its stamp stands.
@@ -393,13 +310,7 @@ _VERDICTS = {
 
 def vendor_absent(obs: Observation, memory: VendorMemory) -> bool:
     """The node carries nothing of the vendor and nothing is remembered of it: nothing to judge."""
-    return (
-        obs.present
-        and obs.register is None
-        and obs.handshake is None
-        and obs.cleaned is None
-        and memory == _NOTHING
-    )
+    return obs.present and {obs.register, obs.handshake, obs.cleaned} == {None} and memory == _NOTHING
 
 
 def register_to_decode(obs: Observation, memory: VendorMemory) -> str | None:
@@ -475,19 +386,9 @@ def decide(
 ) -> Decision:
     """Decide one vendor on one node: the handshake write, the cache change and the new memory.
 
-    ``now`` is the scheduler's clock as an aware datetime in its zone: stamps are written in that zone
-    and zone-less stamps are read in it. ``answers`` holds what the driver's codec and liveness rule said
-    (``hami_core.protocol.evaluate.ask_driver``); ``decide`` itself runs no driver code.
-
-    A vendor without a handshake annotation has no stamp that could expire: its liveness rule is asked
-    with ``stamp_expired=False``, so the built-in ``handshake`` rule keeps it while its register
-    annotation is there (as HAMi does for a device type without a handshake key), and the
-    ``allocatable`` rule cleans it up once a count seen above zero drops to zero.
-
-    ``mono`` is the process's monotonic clock (seconds) at ``now``, and ``wall_step_at`` the monotonic
-    time of the last wall-clock step it detected (``None``: none). Without ``mono`` (``hami doctor``, a
-    process of its own) every stamp is judged by wall time and no step is known.
-    """
+    ``now``: the scheduler's clock, aware, in the zone stamps are written and zone-less ones read in.
+    ``mono``: the monotonic clock at ``now``; ``wall_step_at``: when the last wall-clock step was detected
+    on it. Without ``mono`` (``hami doctor``) every stamp is judged by wall time."""
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError(f"decide: now must be an aware datetime in the scheduler's zone, got {now!r}")
     if window <= timedelta(0):
@@ -519,10 +420,8 @@ def decide(
     marker = parse_marker(obs.cleaned)
     dropped = False  # a cleanup this process had not made its own, found on the Node: the cache entry goes
     if marker is not None and not (memory.awaiting_sign_of_life and marker == _cleanup_marker(memory)):
-        # The Node says the vendor was cleaned up (a restart, another leader, or our own memory behind
-        # the Node's): the marker is the truth about it; what was registered stays in memory only in
-        # case this very observation readmits it. (On a view not current, a registered vendor is not
-        # dropped for it: the marker may be one a readmission has removed since.)
+        # The marker is the truth (a restart, another leader, our memory behind the Node); on a view not
+        # current a registered vendor stays: a readmission may have removed the marker since.
         if memory.registered and not obs.view_current:
             return _withheld(memory)
         dropped = memory.registered
@@ -542,13 +441,7 @@ def decide(
         and handshake.kind is HandshakeKind.ABSENT
         and answers.alive_at_expiry is False
     ):
-        # The handshake a registered vendor showed is gone, and its rule finds it dead once a stamp
-        # expires: a scheduler cleaned it up (beyond HAMi: spec 4 rule 4, seen by another replica).
-        # Plugins never delete a handshake; a scheduler does only in a cleanup, when the stamp expired by
-        # the cleaning replica's clock (a leader's clock ahead of ours, or a previous leader's last write
-        # landing after the takeover). Deciding as if nothing had happened would stamp it again: a
-        # follower's stamp never lands, so it would keep the dead vendor cached for good, and stamp it
-        # once it leads. A vendor the rule keeps alive at expiry (an allocatable count) is stamped again.
+        # Another replica cleaned it up (only a cleanup deletes a handshake): drop it, do not stamp it.
         if not obs.view_current:
             return _withheld(memory)
         cleaned = VendorMemory(awaiting_sign_of_life=True, register_at_cleanup=fingerprint(obs.register))
@@ -591,8 +484,7 @@ def decide(
         return _withheld(memory)
     if not alive:
         cleanup = memory.registered
-        # A vendor without a handshake (its devices from the Node, or an annotation judged by capacity)
-        # is never stamped, so it cannot flap: nothing is written for it, not even the marker.
+        # a vendor without a handshake is never stamped, so it cannot flap: no marker either
         marked = cleanup and rules.handshake_annotation is not None
         delete = marked and observed is not None
         cleaned = VendorMemory(
