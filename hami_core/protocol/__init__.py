@@ -1,4 +1,1 @@
-"""The protocol layer: device model, annotation codecs, handshake stamps and the pure decision core.
-
-Nothing in this package does I/O.
-"""
+"""The protocol layer: device model, codecs, handshake stamps and the pure decision core; no I/O."""

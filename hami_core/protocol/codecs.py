@@ -1,9 +1,4 @@
-"""The codec interface: how a device list becomes an annotation value and back.
-
-The two encodings of the protocol (legacy colon and Go-compatible JSON) are instances of ``Codec``; a
-vendor driver may supply its own object of the same shape. ``decode_any`` reads either encoding
-(spec 3.4, beyond HAMi).
-"""
+"""The codec interface (a driver may supply its own), the two built-in codecs, and ``decode_any``."""
 
 from __future__ import annotations
 
@@ -28,7 +23,7 @@ __all__ = [
     "detect_encoding",
 ]
 
-#: What Go's encoding/json counts as whitespace; also what "blank" means for ``detect_encoding``.
+#: Go's encoding/json whitespace.
 _JSON_BLANK = " \t\n\r"
 
 
@@ -50,8 +45,6 @@ class Codec(Protocol):
 
 @attrs.frozen
 class _FunctionCodec:
-    """A codec made of a decode and an encode function."""
-
     name: str
     decode: Callable[[str], list[DeviceInfo]] = attrs.field(repr=False)
     encode: Callable[[Sequence[DeviceInfo]], str] = attrs.field(repr=False)
@@ -63,7 +56,7 @@ CODECS: dict[str, Codec] = {JSON_CODEC.name: JSON_CODEC, LEGACY_CODEC.name: LEGA
 
 
 def detect_encoding(value: str) -> str:
-    """``"json"`` when the first non-blank character is ``[`` or the value is ``null``, else ``"legacy"``."""
+    """Spec 3.4: ``"json"`` for a first non-blank ``[`` or ``null``, else ``"legacy"``."""
     stripped = value.lstrip(_JSON_BLANK)
     if stripped.startswith("[") or stripped.rstrip(_JSON_BLANK) == "null":
         return JSON_CODEC.name
@@ -71,6 +64,6 @@ def detect_encoding(value: str) -> str:
 
 
 def decode_any(value: str) -> list[DeviceInfo]:
-    """Decode a register value in either encoding (spec 3.4, beyond HAMi); raise ``DecodeError``."""
+    """Decode a register value in either encoding (spec 3.4); raise ``DecodeError``."""
     check_value(value, "annotation")  # before detect_encoding copies it
     return CODECS[detect_encoding(value)].decode(value)

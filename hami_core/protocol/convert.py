@@ -1,10 +1,4 @@
-"""DeviceInfo <-> plain dict with the protocol's JSON key names, from the field table (``model.fields_of``).
-
-``device_to_dict`` writes every key (zero values included); ``device_from_dict`` takes missing keys as
-zero values and refuses unknown keys, wrong types and out-of-range integers with a ``ValueError`` that
-names the key, e.g. ``migProfiles[0].memoryMB``. These dicts are for tools and tests (the ``hami codec``
-command, conformance data); the wire format itself is written by the codecs.
-"""
+"""DeviceInfo <-> plain dict with the JSON key names (``model.fields_of``), for ``hami codec`` and tests."""
 
 from __future__ import annotations
 
@@ -25,8 +19,7 @@ def _kind(value: object) -> str:
 
 
 def device_to_dict(record: DeviceInfo | MigProfile | MigPlacement) -> dict[str, Any]:
-    """Every key of a DeviceInfo (or of a MigProfile), with the protocol's JSON key names; lists as lists,
-    ``custominfo`` a dict or ``None``."""
+    """Every key of a DeviceInfo (or MigProfile), zero values included."""
     out: dict[str, Any] = {}
     for field in fields_of(type(record)):
         value = getattr(record, field.name)
@@ -39,8 +32,8 @@ def device_to_dict(record: DeviceInfo | MigProfile | MigPlacement) -> dict[str, 
 
 
 def _from_dict(cls: type, obj: object, path: str) -> Any:
-    """A record from a dict; raise ``ValueError`` naming the first key that is unknown, mistyped or out
-    of range."""
+    """A record from a dict, missing keys zero; ``ValueError`` naming the first bad key
+    (``migProfiles[0].memoryMB``)."""
     if not isinstance(obj, Mapping):
         raise ValueError(f"{path or 'device'}: expected an object, got {_kind(obj)}")
     by_key = {field.key: field for field in fields_of(cls)}
@@ -76,12 +69,10 @@ def _from_dict(cls: type, obj: object, path: str) -> Any:
 
 
 def profile_from_dict(obj: Any, path: str = "") -> MigProfile:
-    """A MigProfile from ``{name, memoryMB, core, sliceCount, placements}``; missing keys are zero."""
+    """A MigProfile from a dict (``_from_dict``)."""
     return cast(MigProfile, _from_dict(MigProfile, obj, path))
 
 
 def device_from_dict(obj: Any) -> DeviceInfo:
-    """A DeviceInfo from a dict with the protocol's JSON keys; missing keys are zero values.
-
-    Raises ``ValueError`` naming the key for an unknown key, a wrong type or an out-of-range integer."""
+    """A DeviceInfo from a dict (``_from_dict``)."""
     return cast(DeviceInfo, _from_dict(DeviceInfo, obj, ""))

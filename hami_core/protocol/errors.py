@@ -12,7 +12,7 @@ _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}")
 
 
 def shorten(text: str, limit: int = _MAX_SHOWN) -> str:
-    """Quote ``text`` for an error message, cut in the middle when it is longer than ``limit``."""
+    """``text`` quoted for a message, cut in the middle past ``limit``."""
     if len(text) > limit:
         half = (limit - 5) // 2
         text = f"{text[:half]} ... {text[-half:]}"
@@ -20,9 +20,7 @@ def shorten(text: str, limit: int = _MAX_SHOWN) -> str:
 
 
 def member_path(path: str, key: object) -> str:
-    """The path of ``key`` inside ``path`` for an error message: ``path.key`` for a plain key, any other
-    key (free text from the input) quoted with JSON escapes and cut in the middle, so that the message
-    stays one readable line."""
+    """``path.key`` for a plain key, else ``path["..."]`` with JSON escapes, cut in the middle."""
     text = key if isinstance(key, str) else repr(key)
     if _PLAIN_KEY.fullmatch(text):
         return f"{path}.{text}" if path else text

@@ -1,10 +1,5 @@
-"""Asking a vendor's driver code, with its failures isolated, and then the decision core.
-
-``decide`` runs no driver code. ``ask_driver`` calls the vendor's codec (for a register value ``decide``
-has not read before) or its ``FromNode`` function (for node inputs not seen before), and its liveness
-rule, and turns whatever they do, a ``DecodeError``, any other exception, a wrong return type, into a
-one-line error naming the node; ``evaluate`` is the two in a row, which is what the scheduler and
-``hami doctor`` both run, so they cannot disagree.
+"""Asking a vendor's driver code with its failures isolated (``ask_driver``), then ``decide``: ``evaluate``
+is the two in a row, which the scheduler and ``hami doctor`` both run, so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -39,8 +34,8 @@ Reader = Callable[[str], list[DeviceInfo]]
 
 
 def reader(codec: Codec) -> Reader:
-    """The register reader for a vendor codec: a built-in encoding reads both (spec 3.4), since a vendor's
-    plugin of another HAMi version may write the other one; a driver's own codec reads its own."""
+    """A built-in codec reads both encodings (spec 3.4: a plugin of another HAMi version may write the
+    other one); a driver's own codec reads its own."""
     if codec is JSON_CODEC or codec is LEGACY_CODEC:
         return decode_any
     return codec.decode
@@ -65,8 +60,7 @@ def read_register(
 
 
 def read_node(view: NodeView, rules: VendorRules) -> tuple[DeviceInfo, ...] | str:
-    """The devices a vendor's ``FromNode`` function computes from ``view`` with ``devicevendor`` set, or a
-    one-line error naming the node: validated as a decoded register value is."""
+    """The devices the vendor's ``FromNode`` computes from ``view``, checked as a decoded value is."""
     source = rules.node_source
     if source is None:
         raise ValueError(f"read_node: vendor {rules.vendor_key} has no node source")
@@ -92,17 +86,14 @@ def _devices(decoded: object, rules: VendorRules, what: str) -> tuple[DeviceInfo
     return tuple(_kept(d, vendor) for d in decoded)
 
 
-#: One object per device memory size (an int above 256 is a new object each time a value is parsed);
-#: bounded, so odd values cannot make it grow without end.
+#: One object per device memory size (an int above 256 is new per parse); bounded against odd values.
 _SIZES: dict[int, int] = {}
 _SIZES_MAX = 4096
 
 
 def _kept(device: DeviceInfo, vendor: str) -> DeviceInfo:
-    """The device as the cache keeps it: ``devicevendor`` set, and the values that repeat across devices
-    and nodes (model, mode, memory size) shared, so 10,000 nodes of one GPU model hold its name once."""
-    # exact str and int first: a driver's codec may hand over subclasses, which sys.intern refuses and
-    # which must not become the one shared object every later equal value is replaced with
+    """The device as the cache keeps it: ``devicevendor`` set, model, mode and memory size shared (exact
+    str and int first: a driver may hand over subclasses, which must not become the shared object)."""
     kind, mode = sys.intern(plain_str(device.type)), sys.intern(plain_str(device.mode))
     devmem = plain_int(device.devmem)
     devmem = _SIZES.setdefault(devmem, devmem) if len(_SIZES) < _SIZES_MAX else _SIZES.get(devmem, devmem)
@@ -117,8 +108,7 @@ def _kept(device: DeviceInfo, vendor: str) -> DeviceInfo:
 
 
 def _alive(rules: VendorRules, obs: Observation, expired: bool, seen: bool) -> bool | str:
-    """The vendor's liveness rule on the node's facts, or a one-line error when the rule (a driver's)
-    raised."""
+    """The vendor's liveness rule on the node's facts, or a one-line error when it raised."""
     facts = LivenessFacts(
         stamp_expired=expired, allocatable=obs.allocatable, allocatable_seen=seen, capacity=obs.capacity
     )
@@ -136,10 +126,8 @@ def ask_driver(
     decode: Reader | None = None,
     view: NodeView | None = None,
 ) -> DriverAnswers:
-    """Everything ``decide`` needs from the driver for this observation, as plain values.
-
-    For a vendor judged on its node source (``rules.register_annotation`` is ``None``), ``obs.register``
-    is the source's key (``FromNode.key``) and ``view`` what its function is shown."""
+    """Everything ``decide`` needs from the driver, as plain values; judged on a node source,
+    ``obs.register`` is its ``FromNode.key`` and ``view`` what its function is shown."""
     value = register_to_decode(obs, memory)
     decoded: tuple[DeviceInfo, ...] | str | None = None
     if value is not None:
@@ -168,15 +156,10 @@ def evaluate(
     wall_step_at: float | None = None,
     view: NodeView | None = None,
 ) -> Decision:
-    """Ask the driver, then decide: one vendor on one node, as the scheduler judges it.
-
-    ``rules`` is the vendor as judged on this observation: for a Node showing the inputs of the vendor's
-    node source, ``rules.node_path()`` with ``view`` (see ``scheduler/observe.py``)."""
-    # Nothing of the vendor on the node: no driver code runs (decide says so without asking).
-    if vendor_absent(obs, memory):
-        answers = DriverAnswers()
-    else:
-        answers = ask_driver(obs, memory, rules, decode=decode, view=view)
+    """Ask the driver (unless the node has nothing of the vendor), then decide; ``rules`` is the vendor as
+    judged here: ``rules.node_path()`` with ``view`` on its node source (``scheduler/observe.py``)."""
+    absent = vendor_absent(obs, memory)
+    answers = DriverAnswers() if absent else ask_driver(obs, memory, rules, decode=decode, view=view)
     return decide(
         obs, memory, answers, now=now, rules=rules, window=window, mono=mono, wall_step_at=wall_step_at
     )

@@ -1,18 +1,10 @@
-"""The JSON encoding of a register annotation (spec 3.2, 3.3), as Go's encoding/json v1 reads and writes it.
+"""The JSON register value (spec 3.2, 3.3) as HAMi's ``MarshalNodeDevices`` writes it (byte for byte) and
+its ``UnMarshalNodeDevices`` (Go's encoding/json v1) accepts and refuses it, driven by ``model.fields_of``.
+Beyond HAMi, a ``null`` device is a decode error instead of a scheduler crash.
 
-``encode_json`` is byte-identical to HAMi's ``MarshalNodeDevices``. ``decode_json`` accepts and refuses
-what HAMi's ``UnMarshalNodeDevices`` does: the whole text must be valid JSON first (Go checks syntax
-before it decodes), then each value must fit its Go field (integer literals in range, no type
-mismatches), keys match case-insensitively with Unicode simple folding, the last of several keys for
-one field wins, ``null`` leaves a scalar as it was and resets a list or map, unknown keys are ignored.
-Beyond HAMi, a ``null`` device (``[null]``) is a decode error instead of a scheduler crash. Both
-directions are driven by the field table (``model.fields_of``).
-
-The syntax is Python's ``json`` module, whose grammar is Go's once its extensions are closed off: the
-constants ``NaN`` and ``Infinity`` are refused (``parse_constant``), numbers stay literal text until
-their Go type is known (``parse_int``, ``parse_float``), every key/value pair is kept in document order
-(``object_pairs_hook``), lone surrogate escapes are read as U+FFFD (Go's reading) and nesting is
-limited to Go's 10000 levels (and allowed that deep).
+The syntax is Python's ``json`` with its extensions closed off: no ``NaN``/``Infinity``, numbers kept as
+text until their Go type is known, every key/value pair kept in order, lone surrogate escapes read as
+U+FFFD, nesting allowed to Go's 10000 levels and no deeper.
 """
 
 from __future__ import annotations
@@ -55,26 +47,21 @@ MAX_DEPTH: Final = 10000
 
 
 class JsonDecodeError(DecodeError):
-    """A JSON value HAMi's decoder refuses. ``kind`` is ``json_syntax``, ``json_eof`` (the text ends
-    inside a value), ``json_type`` (valid JSON that does not fit the device record) or ``null_element``
-    (beyond HAMi: a device that is ``null``)."""
+    """``kind``: ``json_syntax``, ``json_eof`` (cut short), ``json_type`` (valid JSON that does not fit)
+    or ``null_element`` (beyond HAMi)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
 
-# Go's view of a Python str: a str that came from bytes with errors="surrogateescape" carries each
-# invalid byte as a lone surrogate U+DC80..U+DCFF; Go would see that byte itself. Any other lone
-# surrogate is taken as its 3-byte (invalid) UTF-8 form.
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_SPLIT = re.compile("([\ud800-\udfff])")
 
 
 def go_bytes(value: str) -> bytes:
-    """The bytes Go holds for ``value``: its UTF-8, with U+DC80..U+DCFF (``surrogateescape``) turned
-    back into the single bytes they stand for."""
+    """The bytes Go holds for ``value``: U+DC80..U+DCFF (``surrogateescape``) as the byte each stands for,
+    any other lone surrogate as its 3-byte (invalid) UTF-8."""
     out = bytearray()
     for position, piece in enumerate(_SURROGATE_SPLIT.split(value)):
         if position % 2 == 0:
@@ -87,8 +74,7 @@ def go_bytes(value: str) -> bytes:
 
 
 def _invalid_bytes_marked(value: str) -> str:
-    """``value`` as Go's UTF-8 decoding sees it, each invalid byte a lone surrogate (one per byte, as
-    Go's ``utf8.DecodeRune`` gives one ``RuneError`` per invalid byte)."""
+    """``value`` with each invalid UTF-8 byte one lone surrogate (Go's one ``RuneError`` per byte)."""
     return go_bytes(value).decode("utf-8", "surrogateescape")
 
 
@@ -99,11 +85,8 @@ def go_text(value: str) -> str:
     return _SURROGATE.sub("\ufffd", _invalid_bytes_marked(value))
 
 
-# --- Encoder -------------------------------------------------------------------------------------------
-
 _RECORDS: tuple[type, ...] = (DeviceInfo, MigProfile, MigPlacement)
-#: Per record class, for its written fields in HAMi's key order: a getter of their values, their JSON
-#: keys, their omitempty rules, and (key, element class) of the list fields.
+#: Per record class, its written fields in HAMi's order: a getter, keys, omitempty, (key, class) of lists.
 _WRITTEN: dict[type, tuple[attrgetter[Any], tuple[str, ...], tuple[bool, ...], list[tuple[str, type]]]] = {
     cls: (
         attrgetter(*(f.name for f in written)),
@@ -114,11 +97,9 @@ _WRITTEN: dict[type, tuple[attrgetter[Any], tuple[str, ...], tuple[bool, ...], l
     for cls in _RECORDS
     if (written := [f for f in fields_of(cls) if f.written])
 }
-#: Python's C encoder writes what Go's does for the plain str, int and bool values records hold (same
-#: short escapes, other controls as lowercase \u00xx, non-ASCII raw), except for the HTML-safe and line
-#: separator escapes, added after (those characters can only be inside strings), and invalid UTF-8.
-#: It is called as ``json.JSONEncoder`` would call it, but built once: ``encode`` builds it anew for
-#: every call, which is a third of a one-device value's time.
+#: Python's C encoder writes what Go's does for plain str, int and bool, but for the HTML-safe and line
+#: separator escapes and invalid UTF-8 (fixed after). Built once: ``encode`` builds it anew every call,
+#: a third of a one-device value's time.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 _MAKE = json.encoder.c_make_encoder  # type: ignore[attr-defined]
 _CHUNKS = (
@@ -160,9 +141,7 @@ def _go_json(plain: Any) -> str:
 
 
 def go_string(value: str) -> str:
-    """A JSON string literal exactly as Go's ``json.Marshal`` writes ``value`` (HTML-safe escaping,
-    U+2028/U+2029 escaped, ``\\b \\f \\n \\r \\t`` short, other controls ``\\u00xx``, invalid UTF-8 as
-    ``\\ufffd``, everything else raw UTF-8)."""
+    """A JSON string literal exactly as Go's ``json.Marshal`` writes ``value``."""
     return _go_json(plain_str(value))
 
 
@@ -172,17 +151,13 @@ def encode_mig_profile(profile: MigProfile) -> str:
 
 
 def encode_json(devices: Sequence[DeviceInfo]) -> str:
-    """Encode as HAMi's ``MarshalNodeDevices``: compact, zero values omitted, no devicevendor or
-    custominfo, ``[]`` for no devices. Raises ``EncodeError`` for an item that is not a DeviceInfo."""
+    """HAMi's ``MarshalNodeDevices``; ``EncodeError`` for an item that is not a DeviceInfo."""
     plain: list[dict[str, Any]] = []
     for position, device in enumerate(devices):
         if not isinstance(device, DeviceInfo):
             raise EncodeError(f"device {position}: expected a DeviceInfo, got {type(device).__name__}")
         plain.append(_plain_record(device, DeviceInfo))
     return _go_json(plain)
-
-
-# --- Syntax: Python's json module with its extensions closed off ---------------------------------------
 
 
 class _Object(list[tuple[str, Any]]):
@@ -201,7 +176,7 @@ class _Number:
 
 
 class _Constant(ValueError):
-    """``NaN``, ``Infinity`` or ``-Infinity``: Python's extension, not JSON."""
+    """``NaN``, ``Infinity`` or ``-Infinity``."""
 
 
 def _refuse_constant(name: str) -> NoReturn:
@@ -245,10 +220,8 @@ def _syntax(text: str, offset: int, problem: str, kind: str) -> NoReturn:
 
 
 def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
-    """Whether Go calls ``text`` cut short (``unexpected end of JSON input``): it is valid as far as it
-    goes and would still be with a blank after it. Python's parser stopped either at the end (all of the
-    text valid) or at a string it could not close; a string cut inside an escape, like a cut literal or
-    number, is a syntax error to Go."""
+    """Whether Go calls ``text`` cut short: valid as far as it goes, and still with a blank after it (a
+    string cut inside an escape, like a cut literal or number, is a syntax error)."""
     if error.msg.startswith("Unterminated string"):
         return (len(text) - len(text.rstrip("\\"))) % 2 == 0
     return not text[error.pos :].strip(_BLANK)
@@ -279,14 +252,11 @@ def _tree(text: str) -> Any:
         _syntax(text, found, f"invalid literal {exc}", "json_syntax")
 
 
-# --- Decoding the tree into Go's types, field by field from the table ----------------------------------
-
 _NOUNS: dict[type, str] = {_Object: "an object", list: "an array", str: "a string", bool: "a bool"}
 
 
 def _render(value: Any, out: list[str], room: int) -> int:
-    """Append ``value`` as compact JSON to ``out`` until ``room`` characters are spent (a huge or deep
-    value is never rendered whole); return the room left."""
+    """Append ``value`` as compact JSON to ``out`` until ``room`` characters are spent; the room left."""
     kind = type(value)
     if kind is not _Object and kind is not list:
         out.append(value.text if kind is _Number else json.dumps(value))
@@ -337,8 +307,7 @@ def _int(value: Any, go_range: IntRange, path: str, key: str = "") -> int:
 
 
 def _fold(key: str) -> str:
-    """Go's folded form of a key, as far as it can match an ASCII field name: ASCII upper case, and the
-    two non-ASCII letters whose simple case folding reaches ASCII (KELVIN SIGN, LONG S)."""
+    """Go's folding of a key as far as it can match an ASCII name: KELVIN SIGN and LONG S reach ASCII."""
     if not key.isascii():
         key = key.replace("\u212a", "K").replace("\u017f", "S")
         if not key.isascii():
@@ -347,8 +316,7 @@ def _fold(key: str) -> str:
 
 
 class _Slice:
-    """A Go slice being decoded into: a backing array that only grows, and a length. Go decodes a
-    repeated key's array into the same slice, reusing (not zeroing) the elements it already holds."""
+    """A Go slice decoded into: a repeated key's array reuses (not zeroes) the elements it holds."""
 
     __slots__ = ("backing", "length")
 
@@ -488,10 +456,7 @@ def _custominfo(current: dict[str, Any] | None, value: Any, path: str) -> dict[s
 
 
 def decode_json(value: str) -> list[DeviceInfo]:
-    """Decode a JSON register value as HAMi's ``UnMarshalNodeDevices`` does; ``null`` is no devices.
-
-    Raises ``JsonDecodeError`` (a ``DecodeError``) with a path such as ``[2].count`` for a value that
-    does not fit, or a character offset for a syntax error."""
+    """HAMi's ``UnMarshalNodeDevices``; ``JsonDecodeError`` names a path (``[2].count``) or an offset."""
     check_value(value, "JSON")
     tree = _tree(go_text(value))
     if tree is None:

@@ -1,9 +1,6 @@
-"""Handshake values: writing scheduler stamps and plugin reports, reading any value seen on the wire.
+"""Handshake values (spec 4): writing stamps and reports, and reading any value as Go's ``time`` would.
 
-The scheduler writes ``Requesting_<time>``; plugins write ``Reported...`` (spec section 4). ``classify``
-sorts a handshake value into one of four kinds and parses a stamp's time the way Go's ``time`` package
-does, so that a value HAMi reads as a time is read as the same time here. The rules of section 4 that
-need a clock (expiry, far future) take ``now`` as an argument: nothing here reads the clock.
+Nothing here reads the clock: the rules that need one take ``now``.
 """
 
 from __future__ import annotations
@@ -19,11 +16,9 @@ from hami_core.protocol.errors import shorten
 
 #: How long a scheduler stamp stays fresh (HAMi: 60 s, not configurable there).
 DEFAULT_WINDOW = timedelta(seconds=60)
-#: What the scheduler writes before the time.
 STAMP_PREFIX = "Requesting_"
 #: What makes a value a scheduler stamp: HAMi's case-sensitive substring test.
 STAMP_MARKER = "Requesting"
-#: What our reporter writes before the time.
 REPORT_PREFIX = "Reported_"
 
 
@@ -48,29 +43,14 @@ def format_report(now: datetime) -> str:
     return REPORT_PREFIX + _go_datetime(now, "format_report")
 
 
-# --- parsing -----------------------------------------------------------------------------------------
-#
-# Three forms are read, each as Go's parser reads its layout:
-#
-# * ``2006-01-02 15:04:05`` (Go ``time.DateTime``; HAMi v2.5+ and us), naive, in the scheduler's zone;
-# * ``2006.01.02 15:04:05`` (HAMi up to v2.4), naive, in the scheduler's zone;
-# * ``2006-01-02 15:04:05.999999999 -0700 MST`` (Go ``Time.String()``), optionally followed by Go's
-#   monotonic clock reading `` m=+123.456789012``. The numeric offset gives the zone; the abbreviation
-#   is checked for shape and otherwise ignored; the monotonic reading is ignored.
-#
-# Go's rules, common to all three: year exactly 4 digits; month, day, minute and second exactly 2
-# digits; hour 1 or 2 digits; a space matches one or more spaces; an optional fraction of a second after
-# the seconds, introduced by ``.`` or ``,`` (digits past the ninth are dropped); month 1-12, day valid
-# for the month and year, hour 0-23, minute and second 0-59; no trailing text at all. A Time.String()
-# offset is ``+hhmm`` or ``-hhmm`` with hours up to 24 and minutes up to 60 (Go's own bounds).
-
+# The three layouts of spec 4 (``time.DateTime``, HAMi v2.4's dotted date, ``Time.String()`` with its
+# monotonic reading ignored) as Go's ``time.Parse`` reads them (``format.go``: hour 1-2 digits, a space
+# one or more, a fraction after ``.`` or ``,``, offsets up to 24:60, no trailing text).
 _STAMP_TIME = re.compile(
     r"(?P<year>\d{4})(?P<sep>[-.])(?P<month>\d{2})(?P=sep)(?P<day>\d{2}) +"
     r"(?P<hour>\d{1,2}):(?P<minute>\d{2}):(?P<second>\d{2})(?:[.,](?P<fraction>\d+))?"
-    # Time.String() only: the offset, then the zone's abbreviation in the shapes Go's parser takes (3
-    # capitals; 4 or 5 ending in T; WITA, ChST, MeST; GMT with an hour offset), or the numeric one Go prints
-    # for a zone without a name (+08, +0545; Go's own parser refuses the 4-digit kind, but the numeric
-    # offset before it says it all), then perhaps the monotonic reading.
+    # Time.String(): the offset, the zone's abbreviation in the shapes Go's parser takes, or the numeric
+    # one Go prints for a zone without a name (+08; Go refuses +0545, but the offset before says it all).
     r"(?: +(?P<sign>[-+])(?P<off_hours>\d{2})(?P<off_minutes>\d{2})"
     r" +(?:[A-Z]{3}|[A-Z]{3,4}T|WITA|ChST|MeST|GMT[-+]\d{1,2}|[-+]\d{2}(?:\d{2})?)"
     r"(?: +m=[-+]\d+(?:\.\d{1,9})?)?)?",
@@ -98,12 +78,8 @@ def _wall_clock(match: re.Match[str], text: str) -> datetime:
 
 
 def parse_stamp_time(text: str, *, tz: tzinfo) -> datetime:
-    """Parse the time of a scheduler stamp (the text after its first ``_``) to an aware UTC datetime.
-
-    A naive form is wall-clock time in ``tz`` (a wall-clock time that a zone change repeats is read as
-    its first occurrence). The result is in UTC so that arithmetic on it is absolute, never wall-clock.
-    Raises ``ValueError`` naming what was wrong.
-    """
+    """A stamp's time (the text after its first ``_``) in UTC, a naive form read in ``tz`` (a repeated
+    wall-clock time as its first occurrence); ``ValueError`` naming what was wrong."""
     match = _STAMP_TIME.fullmatch(text)
     try:
         if match is not None and match["sign"] is None:
@@ -125,41 +101,28 @@ def parse_stamp_time(text: str, *, tz: tzinfo) -> datetime:
     )
 
 
-# --- classification ----------------------------------------------------------------------------------
-
-
 class HandshakeKind(enum.Enum):
-    """The four things a handshake value can be."""
+    """What a handshake value is: none, not a scheduler stamp (a report, ``Deleted_...``), a stamp whose
+    time parsed, or one whose time did not."""
 
-    #: No handshake annotation on the node.
     ABSENT = "absent"
-    #: Not a scheduler stamp: a plugin report (``Reported ...``), HAMi's old ``Deleted_...``, anything else.
     REPORT = "report"
-    #: A scheduler stamp whose time parsed.
     STAMP = "stamp"
-    #: A scheduler stamp whose time could not be parsed (no ``_``, or no layout matches).
     BAD_STAMP = "bad-stamp"
 
 
 @attrs.frozen
 class Handshake:
-    """A classified handshake value."""
+    """A classified handshake value: the stamp's ``time`` in UTC, or the ``error`` why it did not parse."""
 
     kind: HandshakeKind
-    #: The raw annotation value (``None`` when absent).
     value: str | None = None
-    #: The stamp's time, aware, in UTC; only for ``STAMP``.
     time: datetime | None = None
-    #: Why the stamp's time did not parse; only for ``BAD_STAMP``.
     error: str | None = None
 
 
 def classify(value: str | None, *, tz: tzinfo) -> Handshake:
-    """Classify a handshake value; ``tz`` is the scheduler's zone, used for stamps without a zone.
-
-    A value is a scheduler stamp when it contains ``Requesting`` (case-sensitive, anywhere); its time is
-    the text after the first ``_`` (spec 4, rule 1).
-    """
+    """Spec 4, rule 1; ``tz`` is the scheduler's zone, for stamps without one."""
     if value is None:
         return Handshake(HandshakeKind.ABSENT)
     if STAMP_MARKER not in value:
@@ -175,13 +138,10 @@ def classify(value: str | None, *, tz: tzinfo) -> Handshake:
 
 
 class StampStanding(enum.Enum):
-    """Where a handshake stands against the clock."""
+    """Where a handshake stands against the clock: no usable stamp, younger than the window, or older."""
 
-    #: No usable stamp: absent, not a stamp, unparseable, or more than a window in the future.
     MISSING = "missing"
-    #: A stamp younger than the window.
     FRESH = "fresh"
-    #: A stamp at least one window old.
     EXPIRED = "expired"
 
 

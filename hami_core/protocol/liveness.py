@@ -1,10 +1,4 @@
-"""Liveness rules: given what is known of one vendor on one node, is the vendor alive?
-
-A rule only answers the question; the decision core (``decide``) turns the answer into writes and cache
-changes. The core ships four rules (spec 1b, 4.1); a vendor driver may supply its own object with the same
-shape. ``handshake`` and ``allocatable`` are the handshake vendors'; ``devices`` and ``capacity`` are HAMi's
-rules for the vendors without a handshake.
-"""
+"""Liveness rules (spec 1b, 4.1): is one vendor alive on one node? A driver may supply its own."""
 
 from __future__ import annotations
 
@@ -27,17 +21,12 @@ __all__ = [
 
 @attrs.frozen(kw_only=True)
 class LivenessFacts:
-    """What a liveness rule may look at. All of it is observed or remembered; nothing is fetched."""
+    """What a liveness rule may look at, as ``decide.Observation`` holds it (``capacity`` only for a rule
+    that ``reads_capacity``); ``allocatable_seen``: above zero at an earlier observation."""
 
-    #: The scheduler's ``Requesting_`` stamp on the node is at least one handshake window old.
     stamp_expired: bool
-    #: ``status.allocatable[<count resource>]`` of the node, 0 when absent or unparsable.
     allocatable: int
-    #: The allocatable count was above zero at an earlier observation of this node and vendor.
     allocatable_seen: bool
-    #: ``status.capacity[<count resource>]`` of the node as HAMi reads it (Go's ``AsInt64``), 0 when absent
-    #: or not an integer fitting int64. Observed only for a rule that says it reads it
-    #: (``reads_capacity``); 0 for any other.
     capacity: int = 0
 
 
@@ -52,8 +41,7 @@ class LivenessRule(Protocol):
 
 
 def reads_capacity(rule: object) -> bool:
-    """Whether ``rule`` looks at ``facts.capacity``: it says so with ``reads_capacity = True``. The
-    scheduler keeps and parses a count resource's capacity only for such a rule."""
+    """Whether ``rule`` says ``reads_capacity = True``: only then is the capacity kept and parsed."""
     return getattr(rule, "reads_capacity", False) is True
 
 

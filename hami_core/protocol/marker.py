@@ -1,18 +1,7 @@
-"""The "cleaned up, waiting for a sign of life" marker on the Node (spec 4.2, beyond HAMi).
-
-A vendor cleaned up on a node is readmitted only on a sign of life. That fact must outlive the process
-that cleaned it: a scheduler that restarts, or a new leader, finds it on the Node, in an annotation of
-this project's own (HAMi reads only its ``hami.io/`` keys and ignores it), one per vendor:
-
-    cleaned.hami-core.io/DCU: {"cleanedAt":"2026-12-01 09:00:00","handshake":"sha256:...",
-                               "register":"sha256:..."}    (one line on the Node)
-
-It holds what readmission compares against: the fingerprints (SHA-256) of the register and handshake
-values the vendor was cleaned up with (a key is left out for a value that was absent), and, for the
-operator's eyes only, the scheduler's wall time of the cleanup (never judged: wall clocks step). The
-cleanup writes it in the same conditional patch as its handshake delete; readmission removes it;
-``hami cleanup`` removes it. The vendor key is the annotation's name part, which a vendor key always
-fits (a driver's key is a label value: at most 63 letters, digits, ``-_.``).
+"""The "cleaned up, waiting for a sign of life" marker on the Node (spec 4.2, beyond HAMi;
+``docs/architecture.md``, "The cleaned-up marker"): ``cleaned.hami-core.io/<vendor key>`` holds the
+SHA-256 fingerprints of the register and handshake values cleaned up with (absent ones left out), and
+the cleanup's wall time, for operators only (never judged: wall clocks step).
 """
 
 from __future__ import annotations
@@ -27,7 +16,6 @@ import attrs
 
 __all__ = ["MARKER_PREFIX", "Marker", "fingerprint", "format_marker", "marker_annotation", "parse_marker"]
 
-#: The prefix of every marker annotation; the vendor key follows.
 MARKER_PREFIX = "cleaned.hami-core.io/"
 #: A marker value longer than this is not one of ours (ours are about 190 characters).
 _MARKER_MAX = 512
@@ -35,7 +23,7 @@ _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
 
 
 def marker_annotation(vendor_key: str) -> str:
-    """The marker annotation of a vendor, e.g. ``cleaned.hami-core.io/NVIDIA`` (one interned string)."""
+    """E.g. ``cleaned.hami-core.io/NVIDIA`` (interned; a vendor key, a label value, always fits)."""
     return sys.intern(MARKER_PREFIX + vendor_key)
 
 
@@ -48,7 +36,7 @@ def fingerprint(value: str | None) -> str | None:
 
 @attrs.frozen
 class Marker:
-    """What a marker says: the fingerprints of the values the vendor was cleaned up with."""
+    """The fingerprints of the values the vendor was cleaned up with."""
 
     register: str | None = None
     handshake: str | None = None
@@ -64,8 +52,7 @@ def format_marker(marker: Marker, cleaned_at: datetime) -> str:
 
 
 def parse_marker(value: str | None) -> Marker | None:
-    """The marker a value holds, or ``None`` when there is none or it is not one of ours (a value this
-    project did not write is no marker: the next decision replaces or removes it)."""
+    """The marker a value holds, or ``None`` (also for a value not ours: the next decision removes it)."""
     if value is None or len(value) > _MARKER_MAX:
         return None
     try:

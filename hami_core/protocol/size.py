@@ -1,8 +1,4 @@
-"""Kubernetes' annotation size limit, and the check every reader applies before parsing a value.
-
-Its own module so that the codecs (gojson, legacy) and the codec registry (codecs, which re-exports
-both names) can all import it without importing each other.
-"""
+"""Kubernetes' annotation size limit, checked by every reader before it parses (``codecs`` re-exports)."""
 
 from __future__ import annotations
 
@@ -12,16 +8,14 @@ from hami_core.protocol.errors import DecodeError
 
 __all__ = ["MAX_ANNOTATION_BYTES", "check_size", "check_value", "go_size"]
 
-#: Kubernetes' limit for all annotations of one object together; a longer value is refused unparsed.
+#: Kubernetes' limit for all annotations of one object together.
 MAX_ANNOTATION_BYTES = 256 * 1024
 
-#: U+DC80..U+DCFF: one invalid byte kept by ``errors="surrogateescape"``, which Go holds as that byte.
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
 def go_size(value: str) -> int:
-    """How many bytes Go holds for ``value``: its UTF-8, each U+DC80..U+DCFF (``surrogateescape``) one
-    byte, any other lone surrogate its 3-byte form (as ``gojson.go_bytes`` writes them)."""
+    """``len(gojson.go_bytes(value))``, without building them."""
     try:
         return len(value.encode("utf-8", "surrogateescape"))
     except UnicodeEncodeError:

@@ -1,9 +1,5 @@
-"""The states of a vendor on a node, as an operator sees them: one vocabulary for ``/cache``, ``hami
-doctor``, the metrics, the Events and the logs.
-
-The decision core says *why* (``Reason``, the verdict); the operator asks *where it stands*. ``state_of``
-is the one mapping from the one to the other; ``scheduler/explain.py`` words both.
-"""
+"""Where a vendor stands on a node, one vocabulary for ``/cache``, ``hami doctor``, metrics, Events and
+logs: ``state_of`` maps the decision's ``Reason`` to it; ``scheduler/explain.py`` words both."""
 
 from __future__ import annotations
 
@@ -15,24 +11,17 @@ __all__ = ["IN_CACHE", "KEPT_STATES", "VendorState", "parse_states", "state_of"]
 
 
 class VendorState(enum.StrEnum):
-    """Where a vendor stands on a node once the scheduler has judged the node as it is now (a ``str``:
-    it is its own JSON and label value)."""
+    """A vendor's state on a node (a ``str``: its own JSON and label value)."""
 
-    #: In the device cache with its devices.
     REGISTERED = "registered"
-    #: The register value does not decode (the cache keeps the last good list), or the driver's liveness
-    #: rule failed (nothing is judged).
+    #: The register value does not decode (the last good list kept), or the liveness rule failed.
     DEGRADED = "degraded"
-    #: Cleaned up (or found dead before it ever registered): kept out until the plugin reports, the
-    #: allocatable count is above 0, or the register value changes (spec 4.2).
+    #: Cleaned up, or found dead before it registered: kept out until a sign of life (spec 4.2).
     AWAITING_SIGN_OF_LIFE = "awaiting-sign-of-life"
-    #: The register annotation decodes to no devices.
     NO_DEVICES = "no-devices"
-    #: The node carries no register annotation of the vendor (perhaps a handshake alone).
+    #: No register annotation of the vendor (perhaps a handshake alone).
     NOT_PRESENT = "not-present"
-    #: The node does not match the scheduler's node selector: nothing of it is kept.
     NOT_SELECTED = "not-selected"
-    #: The Node is gone.
     NODE_DELETED = "node-deleted"
 
 
@@ -47,8 +36,7 @@ _OF_REASON = {
     Reason.UNCHANGED: VendorState.REGISTERED,
     Reason.DEGRADED: VendorState.DEGRADED,
     Reason.CLEANED_UP: VendorState.AWAITING_SIGN_OF_LIFE,
-    #: Found dead on a view not known current: nothing changed, so a registered vendor stays registered
-    #: (the registrar keeps the state it had; ``/cache/<node>`` explains on a current view).
+    #: nothing changed: the registrar keeps the state it had
     Reason.CLEANUP_WITHHELD: VendorState.REGISTERED,
     Reason.AWAITING_SIGN_OF_LIFE: VendorState.AWAITING_SIGN_OF_LIFE,
     Reason.UNREGISTERED_EMPTY: VendorState.NO_DEVICES,
@@ -60,13 +48,12 @@ _OF_REASON = {
 
 
 def state_of(reason: Reason) -> VendorState:
-    """The state a decision with ``reason`` leaves the vendor in: the one mapping of ``Reason``."""
+    """The state a decision with ``reason`` leaves the vendor in."""
     return _OF_REASON[reason]
 
 
 def parse_states(text: str) -> frozenset[VendorState]:
-    """``registered,awaiting-sign-of-life`` -> the states; ``ValueError`` naming the unknown one and the
-    known ones, in one line."""
+    """``registered,no-devices`` -> the states; ``ValueError`` naming the unknown one and the known ones."""
     states = set()
     for word in (part.strip() for part in text.split(",")):
         if not word:
