@@ -92,9 +92,10 @@ _MODULES = (
 
 
 def home_of(name: str) -> str:
-    """The module a public name is loaded from: the first of ``_MODULES`` that exports it."""
+    """The module a public name is loaded from: the first of ``_MODULES`` that has it (lowest layer first,
+    so its own, not one that imports it)."""
     for module in _MODULES:
-        if name in getattr(importlib.import_module(module), "__all__", ()):
+        if hasattr(importlib.import_module(module), name):
             return module
     raise AttributeError(f"module {__name__!r} lists {name!r} but no module of it exports it")
 

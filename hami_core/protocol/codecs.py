@@ -10,18 +10,9 @@ import attrs
 from hami_core.protocol.gojson import decode_json, encode_json
 from hami_core.protocol.legacy import decode_legacy, encode_legacy
 from hami_core.protocol.model import DeviceInfo
-from hami_core.protocol.size import MAX_ANNOTATION_BYTES, check_size, check_value
-
-__all__ = [
-    "CODECS",
-    "JSON_CODEC",
-    "LEGACY_CODEC",
-    "MAX_ANNOTATION_BYTES",
-    "Codec",
-    "check_size",
-    "decode_any",
-    "detect_encoding",
-]
+from hami_core.protocol.size import MAX_ANNOTATION_BYTES as MAX_ANNOTATION_BYTES
+from hami_core.protocol.size import check_size as check_size
+from hami_core.protocol.size import check_value
 
 #: Go's encoding/json whitespace.
 _JSON_BLANK = " \t\n\r"

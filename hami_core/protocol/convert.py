@@ -8,8 +8,6 @@ from typing import Any, cast
 from hami_core.protocol.errors import member_path
 from hami_core.protocol.model import DeviceInfo, IntRange, MigPlacement, MigProfile, fields_of
 
-__all__ = ["DEVICE_KEYS", "device_from_dict", "device_to_dict", "profile_from_dict"]
-
 #: The keys of a device dict, in the order ``device_to_dict`` writes them (HAMi's key order).
 DEVICE_KEYS = tuple(field.key for field in fields_of(DeviceInfo))
 

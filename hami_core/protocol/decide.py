@@ -27,22 +27,6 @@ from hami_core.protocol.marker import Marker, fingerprint, format_marker, marker
 from hami_core.protocol.model import DeviceInfo, plain_str
 from hami_core.protocol.nodesource import FromNode
 
-__all__ = [
-    "CacheChange",
-    "Decision",
-    "DriverAnswers",
-    "HandshakeWrite",
-    "Observation",
-    "Reason",
-    "VendorMemory",
-    "VendorRules",
-    "Verdict",
-    "decide",
-    "register_to_decode",
-    "sign_of_life",
-    "vendor_absent",
-]
-
 
 def _exact_str(value: Any) -> Any:
     # the keys are interned and looked up in every Node's annotations: a str subclass could hash as it likes

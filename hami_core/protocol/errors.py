@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["DecodeError", "EncodeError", "member_path", "shorten"]
-
 _MAX_SHOWN = 80
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}")
 

@@ -28,8 +28,6 @@ from hami_core.protocol.model import DeviceInfo, plain_int, plain_str
 from hami_core.protocol.nodesource import NodeView
 from hami_core.protocol.size import check_size
 
-__all__ = ["ask_driver", "evaluate", "read_node", "read_register", "reader"]
-
 Reader = Callable[[str], list[DeviceInfo]]
 
 

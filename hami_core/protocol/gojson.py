@@ -31,17 +31,6 @@ from hami_core.protocol.model import (
 )
 from hami_core.protocol.size import check_value
 
-__all__ = [
-    "MAX_DEPTH",
-    "JsonDecodeError",
-    "decode_json",
-    "encode_json",
-    "encode_mig_profile",
-    "go_bytes",
-    "go_string",
-    "go_text",
-]
-
 #: Go's scanner refuses arrays and objects nested deeper than this.
 MAX_DEPTH: Final = 10000
 
@@ -344,22 +333,16 @@ def _templates(value: Any, path: str) -> None:
                 raise _type_error(where, template, "MigTemplate")
             for key, item in template or ():
                 kind = _TEMPLATE_KEYS.get(_fold(key))
-                if kind is not None and item is not None:
-                    _scalar(kind, item, member_path(where, key))
+                if isinstance(kind, IntRange) and item is not None:
+                    _int(item, kind, member_path(where, key))
+                elif kind is str and item is not None and type(item) is not str:
+                    raise _type_error(member_path(where, key), item, "string")
 
 
 def _checked_list(value: Any, go_type: str, path: str) -> list[Any]:
     if value is not None and type(value) is not list:
         raise _type_error(path, value, go_type)
     return value or []
-
-
-def _scalar(kind: Any, item: Any, path: str) -> Any:
-    if isinstance(kind, IntRange):
-        return _int(item, kind, path)
-    if type(item) is not kind:
-        raise _type_error(path, item, "string" if kind is str else "bool")
-    return item
 
 
 def _record(cls: type, value: Any, state: dict[str, Any] | None, path: str) -> dict[str, Any]:

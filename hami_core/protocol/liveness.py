@@ -7,17 +7,6 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-__all__ = [
-    "ALLOCATABLE",
-    "BUILTIN_RULES",
-    "CAPACITY",
-    "DEVICES",
-    "HANDSHAKE",
-    "LivenessFacts",
-    "LivenessRule",
-    "reads_capacity",
-]
-
 
 @attrs.frozen(kw_only=True)
 class LivenessFacts:

@@ -14,8 +14,6 @@ from datetime import datetime
 
 import attrs
 
-__all__ = ["MARKER_PREFIX", "Marker", "fingerprint", "format_marker", "marker_annotation", "parse_marker"]
-
 MARKER_PREFIX = "cleaned.hami-core.io/"
 #: A marker value longer than this is not one of ours (ours are about 190 characters).
 _MARKER_MAX = 512

@@ -12,8 +12,6 @@ import attrs
 from hami_core.protocol.liveness import LivenessRule
 from hami_core.protocol.model import DeviceInfo
 
-__all__ = ["FromNode", "NodeView"]
-
 V = TypeVar("V")
 
 

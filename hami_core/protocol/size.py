@@ -6,8 +6,6 @@ import re
 
 from hami_core.protocol.errors import DecodeError
 
-__all__ = ["MAX_ANNOTATION_BYTES", "check_size", "check_value", "go_size"]
-
 #: Kubernetes' limit for all annotations of one object together.
 MAX_ANNOTATION_BYTES = 256 * 1024
 

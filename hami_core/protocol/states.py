@@ -7,8 +7,6 @@ import enum
 
 from hami_core.protocol.decide import Reason
 
-__all__ = ["IN_CACHE", "KEPT_STATES", "VendorState", "parse_states", "state_of"]
-
 
 class VendorState(enum.StrEnum):
     """A vendor's state on a node (a ``str``: its own JSON and label value)."""
