@@ -66,11 +66,6 @@ def _from_dict(cls: type, obj: object, path: str) -> Any:
     return cls(**values)
 
 
-def profile_from_dict(obj: Any, path: str = "") -> MigProfile:
-    """A MigProfile from a dict (``_from_dict``)."""
-    return cast(MigProfile, _from_dict(MigProfile, obj, path))
-
-
 def device_from_dict(obj: Any) -> DeviceInfo:
     """A DeviceInfo from a dict (``_from_dict``)."""
     return cast(DeviceInfo, _from_dict(DeviceInfo, obj, ""))

@@ -27,7 +27,6 @@ from hami_core.protocol.model import (
     MigProfile,
     WireField,
     fields_of,
-    plain_str,
 )
 from hami_core.protocol.size import check_value
 
@@ -127,16 +126,6 @@ def _go_json(plain: Any) -> str:
         if char in text:
             text = text.replace(char, escape)
     return text
-
-
-def go_string(value: str) -> str:
-    """A JSON string literal exactly as Go's ``json.Marshal`` writes ``value``."""
-    return _go_json(plain_str(value))
-
-
-def encode_mig_profile(profile: MigProfile) -> str:
-    """One MIG profile as Go writes it: every key, ``placements`` ``null`` when absent."""
-    return _go_json(_plain_record(profile, MigProfile))
 
 
 def encode_json(devices: Sequence[DeviceInfo]) -> str:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from hami_core.protocol.convert import device_from_dict, device_to_dict, profile_from_dict
+from hami_core.protocol.convert import device_from_dict, device_to_dict
 from hami_core.protocol.errors import DecodeError
-from hami_core.protocol.gojson import JsonDecodeError, decode_json, encode_json, encode_mig_profile
+from hami_core.protocol.gojson import JsonDecodeError, decode_json, encode_json
 from hami_core.protocol.legacy import decode_legacy, encode_legacy
 from hami_core.protocol.model import DeviceInfo
 
@@ -102,9 +102,8 @@ def test_legacy_round_trip(case: dict[str, Any]) -> None:
 def test_mig_profile_wire_format(case: dict[str, Any]) -> None:
     # InstanceCount is Go-only (tagged "-"): it never reaches the wire, and our model has no such field.
     wire = {key: value for key, value in case["input"].items() if "go-only" not in key}
-    profile = profile_from_dict(wire)
-    assert encode_mig_profile(profile) == case["expect"]
-    device = DeviceInfo(id="GPU-0", mig_profiles=[profile])
+    device = device_from_dict({"id": "GPU-0", "migProfiles": [wire]})
+    assert encode_json([device]) == f'[{{"id":"GPU-0","migProfiles":[{case["expect"]}]}}]'
     assert decode_json(encode_json([device])) == [device]
     assert device_to_dict(device)["migProfiles"] == [{**wire, "placements": wire["placements"]}]
 

@@ -12,8 +12,6 @@ from hami_core.protocol.gojson import (
     JsonDecodeError,
     decode_json,
     encode_json,
-    encode_mig_profile,
-    go_string,
 )
 from hami_core.protocol.model import DeviceInfo, MigPlacement, MigProfile
 
@@ -24,6 +22,13 @@ A10_WIRE = (
     '[{"id":"GPU-0","count":10,"devmem":24576,"devcore":100,"type":"NVIDIA-A10","mode":"hami-core",'
     '"health":true}]'
 )
+
+
+def encode_mig_profile(profile: MigProfile) -> str:
+    """One MIG profile as Go writes it, cut out of the device that holds it."""
+    wire = encode_json([DeviceInfo(mig_profiles=[profile])])
+    assert wire.startswith('[{"migProfiles":[') and wire.endswith("]}]"), wire
+    return wire[len('[{"migProfiles":[') : -len("]}]")]
 
 
 def one(value: str) -> DeviceInfo:
@@ -103,14 +108,13 @@ def test_encoder_refuses_something_that_is_not_a_device() -> None:
     ],
 )
 def test_strings_are_escaped_as_go_does(text: str, wire: str) -> None:
-    assert go_string(text) == wire
     assert encode_json([DeviceInfo(id=text)]) == f'[{{"id":{wire}}}]'
 
 
 def test_invalid_utf8_bytes_are_written_as_replacement_escapes() -> None:
     # A value read with errors="surrogateescape" carries each invalid byte as U+DC80..U+DCFF.
     raw = b"a\xffb\xe2\x82".decode("utf-8", "surrogateescape")
-    assert go_string(raw) == '"a\\ufffdb\\ufffd\\ufffd"'
+    assert encode_json([DeviceInfo(id=raw)]) == '[{"id":"a\\ufffdb\\ufffd\\ufffd"}]'
 
 
 def test_mig_profile_writes_every_key_and_null_placements() -> None:
