@@ -7,15 +7,12 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from hami_core.protocol.gojson import decode_json, encode_json
+from hami_core.protocol.gojson import JSON_BLANK, decode_json, encode_json
 from hami_core.protocol.legacy import decode_legacy, encode_legacy
 from hami_core.protocol.model import DeviceInfo
 from hami_core.protocol.size import MAX_ANNOTATION_BYTES as MAX_ANNOTATION_BYTES
 from hami_core.protocol.size import check_size as check_size
 from hami_core.protocol.size import check_value
-
-#: Go's encoding/json whitespace.
-_JSON_BLANK = " \t\n\r"
 
 
 @runtime_checkable
@@ -48,8 +45,8 @@ CODECS: dict[str, Codec] = {JSON_CODEC.name: JSON_CODEC, LEGACY_CODEC.name: LEGA
 
 def detect_encoding(value: str) -> str:
     """Spec 3.4: ``"json"`` for a first non-blank ``[`` or ``null``, else ``"legacy"``."""
-    stripped = value.lstrip(_JSON_BLANK)
-    if stripped.startswith("[") or stripped.rstrip(_JSON_BLANK) == "null":
+    stripped = value.lstrip(JSON_BLANK)
+    if stripped.startswith("[") or stripped.rstrip(JSON_BLANK) == "null":
         return JSON_CODEC.name
     return LEGACY_CODEC.name
 

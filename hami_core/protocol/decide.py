@@ -489,13 +489,10 @@ def decide(
             conditional=marked,
         )
 
-    if not has_handshake:
-        verdict = Verdict.NO_HANDSHAKE
-    else:
-        verdict = Verdict.STAMPED if stamp is not None else _VERDICTS[standing]
-    write = None
+    verdict = _VERDICTS[standing] if has_handshake else Verdict.NO_HANDSHAKE
+    write = None  # a stamp is only ever decided for a vendor with a handshake
     if stamp is not None and rules.handshake_annotation is not None:
-        write = HandshakeWrite(rules.handshake_annotation, stamp)
+        verdict, write = Verdict.STAMPED, HandshakeWrite(rules.handshake_annotation, stamp)
     if memory.awaiting_sign_of_life or memory.delete_handshake or memory.marked:
         memory = attrs.evolve(memory, **_SETTLED)
     if memory.allocatable_seen != allocatable_seen:

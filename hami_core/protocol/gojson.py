@@ -144,13 +144,10 @@ class _Object(list[tuple[str, Any]]):
     __slots__ = ()
 
 
-class _Number:
+class _Number(str):
     """A number literal, kept as text until the target Go type is known."""
 
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
+    __slots__ = ()
 
 
 class _Constant(ValueError):
@@ -164,7 +161,8 @@ def _refuse_constant(name: str) -> NoReturn:
 _DECODER = json.JSONDecoder(
     object_pairs_hook=_Object, parse_float=_Number, parse_int=_Number, parse_constant=_refuse_constant
 )
-_BLANK = " \t\n\r"
+#: What Go's encoding/json counts as whitespace.
+JSON_BLANK = " \t\n\r"
 #: A \u escape of a lone surrogate (Go reads it as U+FFFD), found by scanning escapes left to right.
 _ESCAPE_SCAN = re.compile(
     r"\\(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[dD][89a-fA-F][0-9a-fA-F]{2}|.)", re.S
@@ -202,7 +200,7 @@ def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
     string cut inside an escape, like a cut literal or number, is a syntax error)."""
     if error.msg.startswith("Unterminated string"):
         return (len(text) - len(text.rstrip("\\"))) % 2 == 0
-    return not text[error.pos :].strip(_BLANK)
+    return not text[error.pos :].strip(JSON_BLANK)
 
 
 def _tree(text: str) -> Any:
@@ -233,32 +231,26 @@ def _tree(text: str) -> Any:
 _NOUNS: dict[type, str] = {_Object: "an object", list: "an array", str: "a string", bool: "a bool"}
 
 
-def _render(value: Any, out: list[str], room: int) -> int:
-    """Append ``value`` as compact JSON to ``out`` until ``room`` characters are spent; the room left."""
+def _render(value: Any, room: int) -> str:
+    """``value`` as compact JSON, its items rendered only until ``room`` characters are spent."""
     kind = type(value)
     if kind is not _Object and kind is not list:
-        out.append(value.text if kind is _Number else json.dumps(value))
-        return room - len(out[-1])
-    out.append("{" if kind is _Object else "[")
-    room -= 1
-    for position, item in enumerate(value):
+        return str(value) if kind is _Number else json.dumps(value)
+    parts: list[str] = []
+    for item in value:
         if room <= 0:
-            return room
-        if position:
-            out.append(",")
-        if kind is _Object:
-            out.append(json.dumps(item[0]) + ":")
-            room -= len(out[-1])
-            item = item[1]
-        room = _render(item, out, room - 1)
-    out.append("}" if kind is _Object else "]")
-    return room - 1
+            break
+        parts.append(
+            f"{json.dumps(item[0])}:{_render(item[1], room - 1)}"
+            if kind is _Object
+            else _render(item, room - 1)
+        )
+        room -= len(parts[-1]) + 1
+    return ("{%s}" if kind is _Object else "[%s]") % ",".join(parts)
 
 
 def _type_error(path: str, value: Any, go_type: str) -> JsonDecodeError:
-    out: list[str] = []
-    _render(value, out, 60)
-    text = "".join(out)
+    text = _render(value, 60)
     shown = shorten(text, 60)[1:-1] if type(value) is _Number else text[:60] + " ..." * (len(text) > 60)
     noun = "number" if type(value) is _Number else _NOUNS[type(value)]
     return JsonDecodeError("json_type", f"{path}: cannot decode {noun} {shown} into Go {go_type}")
@@ -267,7 +259,7 @@ def _type_error(path: str, value: Any, go_type: str) -> JsonDecodeError:
 def _int(value: Any, go_range: IntRange, path: str, key: str = "") -> int:
     """An integer field at ``path`` (member ``key`` of it, if given): only integer literals in range."""
     if type(value) is _Number:
-        text = value.text
+        text = value
         if "." in text or "e" in text or "E" in text:
             problem = "is not an integer"
         elif go_range.low >= 0 and text[0] == "-":  # Go's ParseUint refuses any sign, "-0" included
@@ -280,7 +272,7 @@ def _int(value: Any, go_range: IntRange, path: str, key: str = "") -> int:
     if type(value) is not _Number:
         raise _type_error(where, value, go_range.go_type)
     raise JsonDecodeError(
-        "json_type", f"{where}: number {shorten(value.text, 60)} {problem} for Go {go_range.go_type}"
+        "json_type", f"{where}: number {shorten(value, 60)} {problem} for Go {go_range.go_type}"
     )
 
 
@@ -408,9 +400,9 @@ def _plain(value: Any, path: str) -> Any:
             target[slot] = items
             work.extend((item, items, position) for position, item in enumerate(source))
         elif kind is _Number:
-            number = float(source.text)
+            number = float(source)
             if math.isinf(number):
-                message = f"{path}: number {shorten(source.text, 60)} is out of range for Go float64"
+                message = f"{path}: number {shorten(source, 60)} is out of range for Go float64"
                 raise JsonDecodeError("json_type", message)
             target[slot] = number
         else:

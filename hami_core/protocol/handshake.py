@@ -88,11 +88,8 @@ def parse_stamp_time(text: str, *, tz: tzinfo) -> datetime:
             off_hours, off_minutes = int(match["off_hours"]), int(match["off_minutes"])
             if off_hours > 24 or off_minutes > 60:
                 raise ValueError(f"zone offset out of range in stamp time {shorten(text)}")
-            offset = timedelta(hours=off_hours, minutes=off_minutes)
-            # Through UTC: Go allows offsets up to 24:60, which Python's fixed zones refuse.
-            return (_wall_clock(match, text) - (-offset if match["sign"] == "-" else offset)).replace(
-                tzinfo=UTC
-            )
+            offset = timedelta(hours=off_hours, minutes=off_minutes) * (-1 if match["sign"] == "-" else 1)
+            return (_wall_clock(match, text) - offset).replace(tzinfo=UTC)  # via UTC: Go's 24:60 is no zone
     except OverflowError:
         raise ValueError(f"stamp time {shorten(text)} is out of the representable range") from None
     raise ValueError(

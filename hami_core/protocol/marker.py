@@ -42,11 +42,8 @@ class Marker:
 
 def format_marker(marker: Marker, cleaned_at: datetime) -> str:
     """The marker's annotation value (``cleaned_at``: the wall time of the cleanup, for operators)."""
-    body = {"cleanedAt": cleaned_at.strftime("%Y-%m-%d %H:%M:%S")}
-    body.update(
-        (k, v) for k, v in (("handshake", marker.handshake), ("register", marker.register)) if v is not None
-    )
-    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+    body = {"cleanedAt": cleaned_at.strftime("%Y-%m-%d %H:%M:%S"), **attrs.asdict(marker)}
+    return json.dumps({k: v for k, v in body.items() if v is not None}, sort_keys=True, separators=(",", ":"))
 
 
 def parse_marker(value: str | None) -> Marker | None:

@@ -53,7 +53,8 @@ class FromNode:
     ) -> str | None:
         """The declared inputs' raw values as one string, compared as a register value is; ``None`` when the
         Node does not show the main input (the vendor is not on it)."""
-        sources = zip(self._inputs(), (capacity, allocatable, annotations, labels), strict=True)
+        declared = (self.capacity, self.allocatable, self.annotations, self.labels)
+        sources = zip(declared, (capacity, allocatable, annotations, labels), strict=True)
         parts = [source.get(name) for names, source in sources for name in names]
         if not parts or parts[0] is None:
             return None
@@ -75,9 +76,6 @@ class FromNode:
             annotations=_kept(self.annotations, annotations),
             labels=_kept(self.labels, labels),
         )
-
-    def _inputs(self) -> tuple[tuple[str, ...], ...]:
-        return self.capacity, self.allocatable, self.annotations, self.labels
 
 
 def _kept(names: tuple[str, ...], source: Mapping[str, V]) -> dict[str, V]:

@@ -28,21 +28,17 @@ IN_CACHE = frozenset({VendorState.REGISTERED, VendorState.DEGRADED})
 #: The states a scheduler keeps a vendor in (and counts): the last two forget everything of it.
 KEPT_STATES = tuple(s for s in VendorState if s not in (VendorState.NOT_SELECTED, VendorState.NODE_DELETED))
 
-_OF_REASON = {
-    Reason.REGISTERED: VendorState.REGISTERED,
-    Reason.UPDATED: VendorState.REGISTERED,
-    Reason.UNCHANGED: VendorState.REGISTERED,
-    Reason.DEGRADED: VendorState.DEGRADED,
-    Reason.CLEANED_UP: VendorState.AWAITING_SIGN_OF_LIFE,
-    #: nothing changed: the registrar keeps the state it had
-    Reason.CLEANUP_WITHHELD: VendorState.REGISTERED,
-    Reason.AWAITING_SIGN_OF_LIFE: VendorState.AWAITING_SIGN_OF_LIFE,
-    Reason.UNREGISTERED_EMPTY: VendorState.NO_DEVICES,
-    Reason.NO_VENDOR: VendorState.NOT_PRESENT,
-    Reason.UNREGISTERED_ABSENT: VendorState.NOT_PRESENT,
-    Reason.NOT_SELECTED: VendorState.NOT_SELECTED,
-    Reason.NODE_DELETED: VendorState.NODE_DELETED,
+#: The reasons that leave a vendor in each state (``CLEANUP_WITHHELD`` changed nothing: registered stays).
+_REASONS = {
+    VendorState.REGISTERED: (Reason.REGISTERED, Reason.UPDATED, Reason.UNCHANGED, Reason.CLEANUP_WITHHELD),
+    VendorState.DEGRADED: (Reason.DEGRADED,),
+    VendorState.AWAITING_SIGN_OF_LIFE: (Reason.CLEANED_UP, Reason.AWAITING_SIGN_OF_LIFE),
+    VendorState.NO_DEVICES: (Reason.UNREGISTERED_EMPTY,),
+    VendorState.NOT_PRESENT: (Reason.NO_VENDOR, Reason.UNREGISTERED_ABSENT),
+    VendorState.NOT_SELECTED: (Reason.NOT_SELECTED,),
+    VendorState.NODE_DELETED: (Reason.NODE_DELETED,),
 }
+_OF_REASON = {reason: state for state, reasons in _REASONS.items() for reason in reasons}
 
 
 def state_of(reason: Reason) -> VendorState:
