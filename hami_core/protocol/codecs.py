@@ -24,11 +24,9 @@ class Codec(Protocol):
 
     def decode(self, value: str) -> list[DeviceInfo]:
         """Decode an annotation value; raise ``DecodeError`` (and nothing else) when it is malformed."""
-        ...
 
     def encode(self, devices: Sequence[DeviceInfo]) -> str:
         """Encode devices; raise ``EncodeError`` when they cannot be written in this encoding."""
-        ...
 
 
 @attrs.frozen

@@ -59,12 +59,9 @@ def _key() -> Any:
 
 @attrs.frozen(kw_only=True)
 class VendorRules:
-    """What the decision core needs to know of one vendor, built from its driver's description.
-
-    Devices come from the register annotation (read by ``codec``), the Node (``node_source``, spec 1b), or
-    both: then the node source where the Node shows its main input (``FromNode.key``), and ``node_path()``
-    is the vendor as judged there. No ``handshake_annotation``: liveness rests on the register annotation
-    and the allocatable count alone."""
+    """One vendor as its driver describes it: devices from the register annotation (read by ``codec``),
+    the Node (``node_source``, spec 1b, judged as ``node_path()`` where the Node shows its main input), or
+    both. Without a ``handshake_annotation`` liveness rests on the register value and the count alone."""
 
     #: HAMi's CommonWord, e.g. ``NVIDIA``; stamped into every cached device's ``devicevendor``.
     vendor_key: str = attrs.field(converter=_exact_str, validator=_TEXT)
@@ -188,11 +185,9 @@ class VendorMemory:
 
 @attrs.frozen(kw_only=True)
 class DriverAnswers:
-    """What the driver said, asked before ``decide`` runs: ``decoded`` is the register value read by the
-    codec (``devicevendor`` set), or the one-line error why not, ``None`` when nothing needed reading
-    (``register_to_decode``); the liveness rule with the stamp fresh, expired, and expired with the
-    allocatable count counted as seen (``at_expiry``), each a one-line error instead when the rule raised.
-    """
+    """What the driver said (or a one-line error how it failed): the register value read by the codec
+    (``None``: nothing to read, ``register_to_decode``), and the liveness rule with the stamp fresh,
+    expired, and expired with the allocatable count counted as seen (``at_expiry``)."""
 
     decoded: tuple[DeviceInfo, ...] | str | None = None
     alive_fresh: bool | str = True

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import re
 
-_MAX_SHOWN = 80
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}")
 
 
-def shorten(text: str, limit: int = _MAX_SHOWN) -> str:
+def shorten(text: str, limit: int = 80) -> str:
     """``text`` quoted for a message, cut in the middle past ``limit``."""
     if len(text) > limit:
         half = (limit - 5) // 2

@@ -35,23 +35,21 @@ MAX_DEPTH: Final = 10000
 
 
 class JsonDecodeError(DecodeError):
-    """``kind``: ``json_syntax``, ``json_eof`` (cut short), ``json_type`` (valid JSON that does not fit)
-    or ``null_element`` (beyond HAMi)."""
+    """``kind``: ``json_syntax``, ``json_eof`` (cut short), ``json_type``, ``null_element`` (beyond HAMi)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_SURROGATE_SPLIT = re.compile("([\ud800-\udfff])")
+_SURROGATE = re.compile("([\ud800-\udfff])")
 
 
 def go_bytes(value: str) -> bytes:
     """The bytes Go holds for ``value``: U+DC80..U+DCFF (``surrogateescape``) as the byte each stands for,
     any other lone surrogate as its 3-byte (invalid) UTF-8."""
     out = bytearray()
-    for position, piece in enumerate(_SURROGATE_SPLIT.split(value)):
+    for position, piece in enumerate(_SURROGATE.split(value)):
         if position % 2 == 0:
             out += piece.encode("utf-8")
         elif 0xDC80 <= ord(piece) <= 0xDCFF:
@@ -95,10 +93,6 @@ _CHUNKS = (
 )
 
 
-def _dumps(plain: Any) -> str:
-    return _ENCODER.encode(plain) if _CHUNKS is None else "".join(_CHUNKS(plain, 0))
-
-
 _HTML_SAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
 
@@ -117,7 +111,7 @@ def _plain_record(record: Any, cls: type) -> dict[str, Any]:
 
 
 def _go_json(plain: Any) -> str:
-    text = _dumps(plain)
+    text = _ENCODER.encode(plain) if _CHUNKS is None else "".join(_CHUNKS(plain, 0))
     if not text.isascii():
         if _SURROGATE.search(text) is not None:  # invalid UTF-8: one U+FFFD escape per invalid byte
             text = _SURROGATE.sub("\\\\ufffd", _invalid_bytes_marked(text))
@@ -172,10 +166,6 @@ _STRING_OR_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"?|(-?(?:NaN|Infinity))', re.
 _DEEP_LOCK = threading.Lock()
 
 
-def _lone_surrogate(match: re.Match[str]) -> str:
-    return "\\ufffd" if len(match.group(1)) == 5 else match.group()  # same length: offsets hold
-
-
 def _depth(text: str) -> int:
     """How deep ``text`` nests (strings blanked out); a syntax error deeper than Go allows."""
     blank = _STRING_OR_CONSTANT.sub(lambda m: " " * len(m.group()), text)
@@ -189,10 +179,8 @@ def _depth(text: str) -> int:
 
 
 def _syntax(text: str, offset: int, problem: str, kind: str) -> NoReturn:
-    near = text[max(0, offset - 24) : offset + 24]
-    raise JsonDecodeError(
-        kind, f"JSON syntax error at character offset {offset}: {problem}, near {shorten(near)}"
-    )
+    near = shorten(text[max(0, offset - 24) : offset + 24])
+    raise JsonDecodeError(kind, f"JSON syntax error at character offset {offset}: {problem}, near {near}")
 
 
 def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
@@ -206,7 +194,8 @@ def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
 def _tree(text: str) -> Any:
     """Parse ``text`` as Go would, or raise ``JsonDecodeError`` naming what is wrong and where."""
     if "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None:
-        text = _ESCAPE_SCAN.sub(_lone_surrogate, text)
+        # the same length: offsets hold
+        text = _ESCAPE_SCAN.sub(lambda m: "\\ufffd" if len(m.group(1)) == 5 else m.group(), text)
     try:
         try:
             return _DECODER.decode(text)
@@ -285,14 +274,11 @@ def _fold(key: str) -> str:
     return key.upper()
 
 
-class _Slice:
-    """A Go slice decoded into: a repeated key's array reuses (not zeroes) the elements it holds."""
+class _Slice(list[Any]):
+    """A Go slice decoded into: a ``length`` of a backing array that a repeated key reuses, not zeroes."""
 
-    __slots__ = ("backing", "length")
-
-    def __init__(self) -> None:
-        self.backing: list[Any] = []
-        self.length = 0
+    __slots__ = ("length",)
+    length: int
 
 
 #: The deprecated ``migtemplate`` (``[][]MigTemplate``, keys are Go field names): checked, not kept.
@@ -361,7 +347,7 @@ def _slice(current: _Slice | None, value: Any, cls: type, path: str) -> _Slice:
         raise _type_error(path, value, f"[]{cls.__name__}")
     if not value or current is None:
         current = _Slice()
-    backing = current.backing
+    backing = current
     for position, item in enumerate(value):
         if position >= len(backing):
             backing.append(None)
@@ -379,7 +365,7 @@ def _build(cls: type, state: dict[str, Any] | None) -> Any:
         held = state[field.name]
         if type(held) is _Slice:
             kind: Any = field.kind
-            state[field.name] = [_build(kind, s) for s in held.backing[: held.length]]
+            state[field.name] = [_build(kind, s) for s in held[: held.length]]
     return cls(**state)
 
 
@@ -432,9 +418,6 @@ def decode_json(value: str) -> list[DeviceInfo]:
     ]
     null_at = [position for position, state in enumerate(states) if state is None]
     if null_at:  # reported after any type error, as HAMi fails on those before it touches a device
-        raise JsonDecodeError(
-            "null_element",
-            f"[{null_at[0]}]: a device is null ({len(null_at)} in all); HAMi's scheduler crashes on this, "
-            "so it is refused here",
-        )
+        message = f"[{null_at[0]}]: a device is null ({len(null_at)} in all), which crashes HAMi's scheduler"
+        raise JsonDecodeError("null_element", message)
     return [_build(DeviceInfo, state) for state in states]

@@ -50,8 +50,7 @@ HANDSHAKE: LivenessRule = _Rule("handshake", lambda f: not f.stamp_expired or f.
 ALLOCATABLE: LivenessRule = _Rule(
     "allocatable", lambda f: f.allocatable > 0 if f.allocatable_seen else HANDSHAKE.alive(f)
 )
-#: HAMi's "always healthy" of a vendor without a handshake (MLU, Kunlun, Moore Threads, AWS Neuron,
-#: Enflame): it is registered while its source yields devices, and leaves when it yields none.
+#: HAMi's "always healthy" (MLU, Kunlun, Moore Threads, AWS Neuron, Enflame): registered while it has devices.
 DEVICES: LivenessRule = _Rule("devices", lambda f: True)
 #: HAMi's GCU, MetaX GPU and AMD rule: alive while ``status.capacity`` of the count resource is > 0.
 CAPACITY: LivenessRule = _Rule("capacity", lambda f: f.capacity > 0, reads_capacity=True)
