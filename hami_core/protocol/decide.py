@@ -123,9 +123,8 @@ class Observation:
     """One node as seen for one vendor: the few facts the decision depends on."""
 
     node: str = attrs.field(validator=_TEXT)
-    #: False once the Node object is gone (a delete event).
+    #: The Node exists (false on a delete event), and matches the scheduler's node label selector.
     present: bool = True
-    #: The node matches the scheduler's node label selector.
     selected: bool = True
     #: The annotation values, ``None`` when absent (``handshake`` ignored for a vendor without one).
     register: str | None = None
@@ -253,7 +252,6 @@ class HandshakeWrite:
 class Decision:
     """The outcome of ``decide`` for one node and vendor."""
 
-    #: What to remember for the next decision.
     memory: VendorMemory
     reason: Reason
     verdict: Verdict
