@@ -1,10 +1,6 @@
-"""Time as an input: the one ``Clock`` every loop of hami-core waits on.
-
-Every daemon loop reads the time and waits through a ``Clock``: ``SYSTEM`` is the real one; ``FakeClock``
-moves only when a test (or ``hami simulate``) calls :meth:`FakeClock.advance`. Waiting primitives come
-from the clock (``clock.event()``, ``clock.condition()``), so a timed wait ends when woken or when that
-clock passes its deadline, never because real time passed (client-go's ``fakeclock`` for Go).
-"""
+"""Time as an input: every loop reads the time and waits through a ``Clock``: ``SYSTEM``, or a
+``FakeClock`` that moves only on ``advance()`` (tests, ``hami simulate``), whose timed waits end when the
+fake time passes their deadline (client-go's ``fakeclock``)."""
 
 from __future__ import annotations
 
@@ -32,8 +28,6 @@ class ClockEvent(Protocol):
     """``threading.Event``'s shape: a flag whose ``wait(timeout)`` runs on the clock that made it."""
 
     def set(self) -> None: ...
-
-    def clear(self) -> None: ...
 
     def is_set(self) -> bool: ...
 
@@ -81,9 +75,7 @@ class SystemClock:
         self._zone: tzinfo | None = None
 
     def now(self) -> datetime:
-        """The local time with one shared zone object while the offset stays the same: ``astimezone()``
-        builds a new one (a timezone, its offset, its name) each call, and the scheduler keeps a
-        timestamp per node and vendor (about 1 MB at 10,000 nodes)."""
+        """The local time, sharing one zone object while the offset stays (about 1 MB at 10,000 nodes)."""
         current = datetime.now().astimezone()
         zone = self._zone
         if zone is not None and current.tzinfo == zone and current.tzname() == zone.tzname(None):
@@ -113,10 +105,8 @@ STEP_TOLERANCE = 1.0
 
 
 class WallSteps:
-    """Detects steps of the wall clock (NTP stepping a bad clock, an operator's ``date -s``, a VM that
-    resumed) against the monotonic one: ``check(wall, mono)`` at each look; a step is the offset between
-    the two moving by more than ``tolerance`` since the previous look. Not thread-safe: one looker.
-    """
+    """Steps of the wall clock (NTP, ``date -s``, a resumed VM): the offset from the monotonic clock moving
+    by more than ``tolerance`` between two looks. Not thread-safe: one looker."""
 
     def __init__(self, tolerance: float = STEP_TOLERANCE) -> None:
         if not tolerance > 0:
@@ -127,8 +117,7 @@ class WallSteps:
         self.last_step_at: float | None = None
 
     def check(self, wall: datetime, mono: float) -> float | None:
-        """Look at the clocks: the step in seconds (forward > 0) when the wall clock stepped since the
-        previous look, else ``None``."""
+        """The step in seconds (forward > 0) since the previous look, else ``None``."""
         offset = wall.timestamp() - mono
         previous, self._offset = self._offset, offset
         if previous is None or abs(offset - previous) <= self._tolerance:
@@ -218,10 +207,6 @@ class _FakeEvent:
             self._flag = True
             self._cond.notify_all()
 
-    def clear(self) -> None:
-        with self._cond:
-            self._flag = False
-
     def is_set(self) -> bool:
         return self._flag
 
@@ -231,20 +216,12 @@ class _FakeEvent:
 
 
 class FakeClock:
-    """Time that moves only when told: ``advance(seconds)``; ``step_wall(seconds)`` steps the wall clock
-    alone.
-
-    Starts at 2026-01-01 00:00:00 in the local zone (or ``start``); see ``auto_advance`` for loops a
-    test runs on its own thread. Waits with a timeout made through it
-    (its events, conditions and ``sleep``) end once the fake time passes their deadline. ``waiting()``
-    counts the threads blocked in such a timed wait, so a test can tell that a loop has gone back to
-    waiting before it advances the time again.
-    """
+    """Time that moves only on ``advance()`` (``step_wall()`` steps the wall clock alone), from
+    2026-01-01 00:00:00 local (or ``start``). ``waiting()`` counts the threads in a timed wait on it."""
 
     def __init__(self, start: datetime | None = None, *, auto_advance: bool = False) -> None:
         start = start if start is not None else _FAKE_START
-        #: For a loop run on the test's own thread: a timed wait does not block but moves the time by its
-        #: timeout at once, and is recorded in ``slept``.
+        #: A timed wait moves the time by its timeout at once, recorded in ``slept`` (one-thread loops).
         self.auto_advance = auto_advance
         self.slept: list[float] = []
         self._start = start if start.tzinfo is not None else start.astimezone()
@@ -264,8 +241,7 @@ class FakeClock:
         return (self._start + timedelta(seconds=elapsed)).astimezone(self._start.tzinfo)
 
     def step_wall(self, seconds: float) -> None:
-        """Step the wall clock by ``seconds`` (back when negative) without moving the monotonic clock or
-        waking any wait: what NTP stepping a bad clock does to a process."""
+        """Step the wall clock alone (back when negative), waking nothing, as NTP stepping it does."""
         with self._lock:
             self._wall_step += seconds
 
@@ -292,11 +268,7 @@ class FakeClock:
         return cond
 
     def advance(self, seconds: float, *, timeout: float = 10.0) -> None:
-        """Move the time forward and wake every timed wait, which then looks at its deadline.
-
-        Returns once every wait whose deadline has now passed has ended (waiting up to ``timeout`` real
-        seconds for those threads to run), so what was due has started when this returns.
-        """
+        """Move the time forward; returns once every wait now due has ended (up to ``timeout`` real s)."""
         if seconds < 0:
             raise ValueError(f"FakeClock.advance: time does not go back ({seconds}s)")
         with self._lock:

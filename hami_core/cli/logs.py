@@ -1,45 +1,5 @@
-"""Logging for the daemons: one event per line on stderr, as text or JSON.
-
-Fields
-------
-A record about a node, a vendor or a leadership term carries them as fields, passed with ``extra``::
-
-    log.info("registered (liveness: %s)", rule, extra={"node": name, "vendor": "NVIDIA",
-                                                        "reason": "registered"})
-
-``node``
-    the Node's name. The message never names the node again: the field does.
-``vendor``
-    the vendor key (``NVIDIA``, ``MLU``, ...), as the device cache and the metrics' ``vendor`` label.
-``reason``
-    a short code of why (``registered``, ``expired``, ``decode-error``, ...), for filtering.
-``term``
-    the leadership term (an integer), on records about leadership.
-
-``--log-format text`` writes the fields after the logger's name, in this order, as ``key=value`` (a value
-with spaces or quotes is JSON-quoted), then ``:`` and the message::
-
-    2026-01-01 12:00:00,123 INFO    hami_core.scheduler.daemon: node=gpu-1 vendor=NVIDIA
-        reason=registered: registered (liveness: report)
-    2026-01-01 12:00:00,123 INFO    hami_core.scheduler.daemon: term=3: became leader
-
-(the first record is one line, wrapped here).
-
-``--log-format json`` writes one JSON object per line with ``ts``, ``level``, ``logger``, ``msg``, each
-field present as its own key (``term`` a number), and ``exc`` for a traceback::
-
-    {"ts": "2026-01-01T12:00:00.123+00:00", "level": "info", "logger": "hami_core.scheduler.daemon",
-     "msg": "registered (liveness: report)", "node": "gpu-1", "vendor": "NVIDIA", "reason": "registered"}
-
-(one line as written).
-
-Everything that reaches stderr goes through the one handler, so in JSON mode every line is JSON: Python
-warnings (urllib3's ``InsecureRequestWarning``, deprecations) become records of the ``py.warnings``
-logger; the loggers of urllib3 and of the kubernetes client (``urllib3``, ``client``, ``kubernetes``)
-write through it too, never with handlers of their own; an exception that escapes a thread, and the
-error line a command ends with (``report_error``), are records as well. Levels are ``debug``, ``info``,
-``warning`` and ``error``, in any case.
-"""
+"""Logging for the daemons: one event per line on stderr, as text or JSON, with the fields ``term``,
+``node``, ``vendor`` and ``reason`` passed as ``extra`` (docs/observability.md, "Logs")."""
 
 from __future__ import annotations
 
@@ -121,8 +81,7 @@ def _show_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    """``warnings.showwarning`` as a record of ``py.warnings``, on one line (``logging.captureWarnings``
-    does the same, but with the warning's source line on a second line)."""
+    """``warnings.showwarning`` as one ``py.warnings`` record (``captureWarnings`` takes two lines)."""
     if file is not None:  # written somewhere on purpose: leave it be
         file.write(warnings.formatwarning(message, category, filename, lineno, line))
         return

@@ -1,10 +1,7 @@
-"""The cluster port (``AdminCluster``, and so ``Cluster``) over the official ``kubernetes`` client (37.x).
-
-The client does authentication, TLS and the HTTP calls; bodies are raw JSON both ways. Every call passes
-``_preload_content=False`` and parses the response with ``json.loads`` into the port's snapshots, so no
-client model object is ever built for a Node, and a watch is read line by line from the open response.
-Errors become the port's ``ClusterError`` classes with a one-line message naming the verb and object.
-"""
+"""The cluster port (``AdminCluster``) over the official ``kubernetes`` client: raw JSON bodies both ways
+(``_preload_content=False``, no client models), errors as the port's classes in one line naming the verb
+and object. A body the server should never send (not JSON, too deep, the wrong shape, an ERROR event
+without a status) is ``Unavailable``, like a 5xx: the fault is the server's, and the answer is a retry."""
 
 from __future__ import annotations
 
@@ -61,12 +58,6 @@ MERGE_PATCH = "application/merge-patch+json"
 
 T = TypeVar("T")
 
-# A body the server should never send -- not JSON, JSON nested too deeply to parse, JSON of the wrong
-# shape, an ERROR event without a usable HTTP status -- is reported as ``Unavailable``, like a 5xx: the
-# fault is on the server's side (or a proxy's in front of it), not in the request, so the answer is the
-# same as for a 5xx: retry with backoff. ``wire``'s "malformed ..." errors about a single object are
-# re-raised the same way, with the action in front (see ``_parsed``), so every such error has one class.
-
 
 def _flat(text: str, limit: int = 300) -> str:
     """``text`` on one line, at most ``limit`` characters."""
@@ -107,9 +98,8 @@ def _server_message(exc: ApiException) -> str:
     return _flat(str(exc.reason or "no reason given"))
 
 
-#: What kube-apiserver says when a resourceVersion is newer than its store: a 504 Timeout whose message
-#: (and cause ``ResourceVersionTooLarge``) says so (``storage.NewTooLargeResourceVersionError``); older
-#: servers put it in the message only, which client-go's ``isTooLargeResourceVersionError`` also reads.
+#: The message of kube-apiserver's 504 for a resourceVersion newer than its store (client-go's
+#: ``isTooLargeResourceVersionError`` reads it too).
 _TOO_LARGE = "Too large resource version"
 
 
@@ -167,8 +157,8 @@ def _translate(action: str, exc: BaseException) -> NoReturn:
     raise exc
 
 
-#: Connections kept open per client: the scheduler's default --max-in-flight (16) plus the watch, the
-#: elector, the Event poster and headroom.
+#: Connections kept open: the scheduler's --max-in-flight (16), the watch, elector, Events, headroom (the
+#: client's default, CPU count x 5, is fewer, and each extra one costs a TLS handshake).
 _POOL_SIZE = 32
 
 
@@ -178,7 +168,7 @@ def _parameters(method: Callable[..., Any]) -> tuple[str, ...]:
 
 
 def _bad_body(action: str, problem: str) -> Unavailable:
-    """A body the server should never have sent (see the note at the top)."""
+    """A body the server should never have sent (see the module's docstring)."""
     return Unavailable(f"{action}: the server answered with {problem}")
 
 
@@ -241,15 +231,10 @@ def _server_url_problem(url: object) -> str | None:
 
 
 class KubeCluster:
-    """The port over a ``kubernetes.client.ApiClient``.
-
-    ``limiter`` (optional) is acquired before every request, like client-go's QPS/Burst.
-    ``connect_timeout`` and ``request_timeout`` bound every non-watch call; a watch's read timeout is its
-    ``timeout_seconds`` plus ``WATCH_READ_SLACK`` (5 s), so a half-open connection is noticed within
-    seconds of the moment the server would have ended the watch. Each call is one HTTP
-    request: the ``from_*`` constructors turn urllib3's own retries off (the callers' loops retry with
-    backoff), which an ``api_client`` passed in directly must do itself (``Configuration.retries = False``).
-    """
+    """The port over a ``kubernetes.client.ApiClient``; ``limiter`` is acquired before every request
+    (client-go's QPS/Burst). The timeouts bound every non-watch call; a watch's read timeout is its
+    ``timeout_seconds`` plus ``WATCH_READ_SLACK``, so a half-open connection is noticed. Each call is one
+    request: an ``api_client`` passed in directly must set ``Configuration.retries = False`` itself."""
 
     def __init__(
         self,
@@ -305,18 +290,12 @@ class KubeCluster:
 
     @classmethod
     def _build(cls, configuration: k8s.Configuration, source: str, kwargs: dict[str, Any]) -> Self:
-        """The cluster over ``configuration``; a server URL no request could go to is refused here.
-
-        urllib3 retries idempotent requests 3 times by default, which would stretch a GET, PUT or DELETE
-        to 4 x ``request_timeout``; ``retries = False`` makes each call one request, raising the
-        underlying error (``rest.RESTClientObject`` hands ``retries`` to the pool manager).
-        """
+        """The cluster over ``configuration``, refusing a server URL no request could go to; urllib3's
+        retries off (they would stretch a call to 4 x ``request_timeout``: the callers retry)."""
         problem = _server_url_problem(configuration.host)
         if problem is not None:
             raise ClusterError(f"{source}: {problem}")
         configuration.retries = False
-        # Connections kept open: the client's default (CPU count x 5, 10 on 2 cores) is fewer than the
-        # patches a scheduler sends at once, and each extra one costs a TLS handshake.
         configuration.connection_pool_maxsize = kwargs.pop("pool_size", _POOL_SIZE)
         try:
             api_client = k8s.ApiClient(configuration)
@@ -354,13 +333,9 @@ class KubeCluster:
         return send
 
     def _unvalidated(self, api: Any, method: str, /, **params: Any) -> Callable[..., Any]:
-        """``api.method(**params)`` for ``_call`` without the generated method's argument validation.
-
-        That validation turns a dict body into the typed model and back: a Lease time with zero
-        microseconds then goes out as ``...:05+00:00``, which the API server refuses as a MicroTime, and it
-        costs about a quarter of a node patch's CPU. The request is built by the client's own serializer
-        (same path, auth and headers) and sent as it is.
-        """
+        """``api.method(**params)`` built by the client's serializer, without its validation: that sends a
+        Lease time with zero microseconds as a MicroTime the server refuses, and costs a quarter of a
+        node patch's CPU."""
         serialize = getattr(api, f"_{method}_serialize")
         arguments = {**dict.fromkeys(_parameters(serialize)), "_host_index": 0, **params}
         return self._raw(lambda: serialize(**arguments))
@@ -432,9 +407,6 @@ class KubeCluster:
     def merge_patch_node(
         self, name: str, patch: Mapping[str, Any], *, field_manager: str | None = None
     ) -> NodeSnapshot:
-        """One JSON merge patch of the Node itself (status changes are ignored by the server); an admin
-        operation. ``metadata.resourceVersion`` in ``patch`` is a precondition.
-        """
         action = f"patch node {name!r}"
         patch_node = self._unvalidated(
             self._core,
@@ -576,7 +548,6 @@ class KubeWatch:
             yield buffer
 
     def _parse(self, line: bytes) -> WatchEvent | None:
-        # a bad line is a bad body (see the note at the top of the module): Unavailable
         action = self._action
         try:
             event = json.loads(line)

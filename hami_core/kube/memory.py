@@ -1,15 +1,6 @@
-"""An in-memory cluster that behaves like kube-apiserver for the port's operations, for fast tests and
-the simulation. It keeps objects as raw JSON dicts and holds to the same contract tests as the real
-server; any difference is a bug here.
-
-What it models: one global resourceVersion (etcd's revision); JSON merge patch with a resourceVersion
-precondition; Node status written only through the status subresource, quantities stored canonical;
-paged lists from a consistent snapshot; watches replayed from a bounded history (older: ``Gone``), with
-label-selector transitions as ADDED/DELETED, bookmarks (also one 2 s before the timeout ends a watch;
-none for a watch from a resourceVersion newer than the store), timeouts and ``close()``; Leases with
-compare-and-swap; Events; request counts by verb and resource. The hooks its watches and requests
-check for injected faults are set by the tests' harness (``tests/harness/admin.py``).
-"""
+"""An in-memory cluster that behaves like kube-apiserver for the port's operations (the contract tests
+run both; any difference is a bug here), for fast tests and the simulation. Faults are injected by the
+tests' harness (``tests/harness/admin.py``)."""
 
 from __future__ import annotations
 
@@ -57,12 +48,9 @@ DEFAULT_FIELD_MANAGER = "OpenAPI-Generator"
 
 
 def _own_annotations(old: Json | None, new: Json, manager: str) -> None:
-    """Record in ``new``'s ``managedFields`` that ``manager`` owns each annotation it added or changed,
-    as the real API server does for a create or an Update operation (a merge patch): a changed field
-    moves from its former owner to the writer; a value written again unchanged keeps its owner; a deleted
-    key leaves every entry. A create records its labels and annotations; an object created with neither
-    has no managedFields, and an update of it records none either (the server starts tracking an object
-    only once some manager owns a field). Only labels and annotations are modelled."""
+    """``managedFields`` as the API server records a create or merge patch, for labels and annotations: a
+    changed key moves to the writer, an unchanged one keeps its owner, a deleted one leaves every entry;
+    an object created with neither is never tracked."""
     meta = new["metadata"]
     new_ann = meta.get("annotations") or {}
     if old is None:
@@ -106,7 +94,7 @@ def _entry(manager: str, metadata_fields: Json) -> Json:
 
 
 def _has_fields(fields: Json) -> bool:
-    """Prune the annotations map an entry no longer owns any key of; True when the entry owns anything."""
+    """Prune an emptied annotations map; True when the entry still owns anything."""
     metadata = fields.get("f:metadata", {})
     if metadata.get("f:annotations") == {}:
         del metadata["f:annotations"]
@@ -128,8 +116,7 @@ def merge_patch(target: object, patch: object) -> Any:
     return result
 
 
-#: Maps the API server leaves out of a Node when empty (``omitempty``): ``{"annotations": {}}`` is stored
-#: as no annotations at all, so a patch that only empties an absent map writes nothing.
+#: Maps the API server leaves out of a Node when empty (``omitempty``): emptying an absent one is no write.
 _OMIT_EMPTY = {"metadata": ("labels", "annotations"), "status": ("allocatable", "capacity")}
 
 
@@ -159,13 +146,9 @@ def _parse_rv(value: str) -> int | None:
 
 
 class MemoryCluster:
-    """Thread-safe in-memory ``AdminCluster`` (plus test helpers).
-
-    ``history``: how many Node changes a watch can replay (older: ``Gone``). ``start_resource_version``:
-    the first write gets the next one; watching from anything older is ``Gone``, as on a real server from
-    before its watch cache started. ``bookmark_interval``: seconds between BOOKMARKs on a quiet watch
-    (``None``: only on demand and before a watch's timeout). ``clock``: the server's monotonic time.
-    """
+    """Thread-safe in-memory ``AdminCluster``. ``history``: Node changes a watch can replay (older, or
+    older than ``start_resource_version``: ``Gone``); ``bookmark_interval``: seconds between BOOKMARKs
+    on a quiet watch (``None``: on demand and before the timeout only); ``clock``: monotonic time."""
 
     def __init__(
         self,
@@ -196,10 +179,9 @@ class MemoryCluster:
         self._requests: Counter[tuple[str, str]] = Counter()
         self._names = itertools.count(1)
 
-    # -- namespaces and request counts (the simulation and the benchmarks use them) ------------------
+    # -- namespaces and request counts ----------------------------------------------------------------
 
     def create_namespace(self, name: str) -> None:
-        """Add a namespace (Leases and Events need theirs to exist, as on a real server)."""
         with self._cond:
             if not is_dns_label(name):
                 raise Invalid(f"create namespace {shorten(name)}: not a valid namespace name", status=422)
@@ -208,7 +190,6 @@ class MemoryCluster:
             self._namespaces.add(name)
 
     def request_count(self, verb: str | None = None, resource: str | None = None) -> int:
-        """How many requests were made, optionally only of ``verb`` and/or on ``resource``."""
         with self._cond:
             return sum(
                 n
@@ -219,7 +200,7 @@ class MemoryCluster:
     # -- plumbing -------------------------------------------------------------------------------------
 
     def _request(self, verb: str, resource: str) -> None:
-        """Count a request (the harness's faults fail it here). Call with the lock held."""
+        """Count a request (the harness's faults fail it here); lock held."""
         self._requests[(verb, resource)] += 1
 
     def _namespace_exists(self, namespace: str, what: str) -> None:
@@ -380,8 +361,6 @@ class MemoryCluster:
     def merge_patch_node(
         self, name: str, patch: Mapping[str, Any], *, field_manager: str | None = None
     ) -> NodeSnapshot:
-        """JSON merge patch of the Node itself; ``metadata.resourceVersion`` is a precondition and a change
-        to ``status`` is ignored, as on the real server."""
         with self._cond:
             self._request("patch", "nodes")
             return self._patch(name, patch, status_only=False, manager=field_manager)
@@ -494,8 +473,7 @@ class MemoryCluster:
             return self._store_lease(lease, "update", current)
 
     def _store_lease(self, lease: Lease, verb: str, current: Json | None) -> Lease:
-        """Validate and store ``lease`` in place of ``current`` (``None``: a create; a no-op update does
-        not write). Call with the lock held, after the preconditions, as on the server."""
+        """Store ``lease`` over ``current`` (``None``: a create); lock held, preconditions checked."""
         what = f"{verb} lease {lease.namespace}/{lease.name}"
         self._namespace_exists(lease.namespace, what)
         body = lease_body(lease)
@@ -526,7 +504,6 @@ class MemoryCluster:
     def proxy_get(
         self, namespace: str, service: str, path: str, query: Sequence[tuple[str, str]] = ()
     ) -> bytes:
-        """No Services run here: every one is not found."""
         with self._cond:
             self._request("get", "services/proxy")
             raise NotFound(
@@ -564,12 +541,9 @@ class MemoryCluster:
 
 
 class MemoryWatch:
-    """A watch on the in-memory cluster: history after ``start``, then live changes.
-
-    What the harness's faults set, with the cluster's lock held and its condition notified: ``error``
-    is raised at the start, or once the watch has delivered its initial events; a ``silenced`` watch
-    delivers nothing more and fails after its read timeout of silence; ``bookmark_due`` sends a
-    bookmark now (when the watch allows them)."""
+    """History after ``start``, then live changes. The harness's faults set (lock held, notified):
+    ``error`` (raised at the start or after the initial events), ``silenced`` (nothing more; fails after
+    its read timeout), ``bookmark_due`` (a bookmark now)."""
 
     def __init__(
         self,
@@ -696,8 +670,7 @@ class MemoryWatch:
             cluster._cond.wait(max(0.0, min(waits)))
 
     def _silent_locked(self) -> None:
-        """A silenced watch: nothing more is delivered; after its read timeout of silence it fails as the
-        client's socket read would. Returns when closed (the caller then ends the watch)."""
+        """Deliver nothing; fail as the client's read would after the read timeout; return when closed."""
         cluster = self._cluster
         while not self._closed:
             now = cluster._clock()

@@ -1,14 +1,5 @@
-"""Kubernetes resource quantities (``"4"``, ``"4k"``, ``"1Ki"``, ``"500m"``, ``"1e3"``) as integer counts.
-
-The grammar is apimachinery's: an optional sign, a decimal number (``1``, ``1.5``, ``1.``, ``.5``) and one
-suffix: binary SI (``Ki Mi Gi Ti Pi Ei``), decimal SI (``n u m k M G T P E`` or none) or a decimal exponent
-(``e3``, ``E-2``). :func:`quantity_value` rounds a fraction up, away from zero, as Go's
-``Quantity.Value()`` does, so ``"500m"`` counts as 1 and ``"-500m"`` as -1.
-
-:func:`canonical_quantity` is the string the API server stores, ported from apimachinery's parser with its
-quirks: it also takes a few strings that :func:`parse_quantity` refuses (``"Ki"`` and ``"."`` are stored as
-``"0"``), and what it returns always parses.
-"""
+"""Kubernetes resource quantities (``"4"``, ``"4k"``, ``"1Ki"``, ``"500m"``, ``"1e3"``), read and stored
+as apimachinery does, quirks included (``"Ki"`` and ``"."`` are stored as ``"0"``)."""
 
 from __future__ import annotations
 
@@ -45,9 +36,8 @@ class QuantityError(ValueError):
 
 
 def _scan(text: str) -> tuple[bool, str, str, str, int, int, bool]:
-    """``text`` as apimachinery's scanner reads it: negative, whole and fraction digits, the suffix's
-    family, base and power (``"k"`` is decimal 10^3, ``"Ki"`` binary 2^10, ``"e3"`` exponent 10^3), and
-    whether any digit comes before the suffix."""
+    """apimachinery's scanner: negative, whole and fraction digits, the suffix's family, base and power
+    (``"Ki"``: binary, 2, 10), and whether any digit comes before the suffix."""
     match = _GO_QUANTITY.fullmatch(text)
     if not text or match is None:
         raise QuantityError(f"not a quantity: {shorten(text)} (expected a number with an optional suffix)")
@@ -68,10 +58,9 @@ def _scan(text: str) -> tuple[bool, str, str, str, int, int, bool]:
 
 
 def _go_parse(text: str, *, strict: bool = False) -> tuple[Fraction, str, str | None, bool]:
-    """apimachinery's ``ParseQuantity``: the value, its format (``decimal``, ``binary`` or ``exponent``),
-    ``text`` itself when the parser keeps it as the quantity's string (its "canonical" fast path), and
-    whether the parser holds the value as an int64 mantissa of scale >= 0 (what ``AsInt64`` reads).
-    ``strict``: refuse a quantity without digits (``"Ki"``, ``"."``), which apimachinery reads as 0."""
+    """apimachinery's ``ParseQuantity``: the value, its format, ``text`` when kept as the quantity's string,
+    and whether it is held as an int64 mantissa of scale >= 0 (what ``AsInt64`` reads). ``strict``: refuse
+    a quantity without digits (``"Ki"``, ``"."``), which apimachinery reads as 0."""
     if text == "0":
         return Fraction(0), "decimal", text, True
     negative, num, denom, family, base, power, digits = _scan(text)
@@ -99,40 +88,25 @@ def _go_parse(text: str, *, strict: bool = False) -> tuple[Fraction, str, str | 
 
 
 def parse_quantity(text: str) -> Fraction:
-    """The value of the quantity ``text`` as the API server reads it (exact to 1n, a binary one capped at
-    2^63-1); ``QuantityError`` when it is not one."""
+    """The value as the API server reads it (exact to 1n, a binary one capped at 2^63-1)."""
     return _go_parse(text, strict=True)[0]
 
 
 def quantity_value(text: str) -> int:
-    """The quantity ``text`` as an integer, a fraction rounded up away from zero (Go's ``Value()``).
-
-    Like the API server, a magnitude beyond 2^63-1 is capped there. Raises ``QuantityError`` when ``text``
-    is not a quantity.
-    """
+    """Go's ``Value()``: rounded up away from zero (``"500m"``: 1), the magnitude capped at 2^63-1."""
     value = parse_quantity(text)
     magnitude = min(-((-abs(value.numerator)) // value.denominator), _INT64_MAX)  # ceil(|value|), capped
     return -magnitude if value < 0 else magnitude
 
 
 def quantity_count(text: str | None) -> int:
-    """A count resource's allocatable value: absent counts as zero, like HAMi.
-
-    Raises ``QuantityError`` when ``text`` is present but not a quantity.
-    """
+    """A count resource's allocatable value: absent counts as zero, like HAMi."""
     return 0 if text is None else quantity_value(text)
 
 
 def quantity_int64(text: str) -> int | None:
-    """Go's ``resource.ParseQuantity(text).AsInt64()``: the value when the parser holds it as an int64
-    amount of scale >= 0 that fits int64, else ``None``. HAMi reads every capacity it derives devices or
-    liveness from this way, on the string the API server stores (``canonical_quantity``).
-
-    So ``"16"`` and ``"1k"`` read, and ``"500m"`` (a negative scale), ``"1e30"`` (beyond int64), ``"8Ei"``
-    and ``"9223372036854775807"`` (past the parser's int64 fast path: 19 digits, or a large binary
-    exponent, are held as a decimal, which ``AsInt64`` refuses) do not. Raises ``QuantityError`` when
-    ``text`` is not a quantity.
-    """
+    """Go's ``ParseQuantity(text).AsInt64()``, as HAMi reads capacities: ``"16"`` and ``"1k"`` read;
+    ``"500m"``, ``"1e30"``, ``"8Ei"`` and ``"9223372036854775807"`` (held as a decimal) are ``None``."""
     value, _, _, whole = _go_parse(text)
     return int(value) if whole and abs(value) <= _INT64_MAX else None
 
@@ -158,19 +132,9 @@ def _go_string(value: Fraction, family: str) -> str:
 
 
 def canonical_quantity(text: str) -> str:
-    """The string the API server stores for the quantity ``text``, as apimachinery computes it.
-
-    A quantity already in canonical form (an integer mantissa without three trailing zeros and a decimal
-    exponent that is a multiple of 3, or a binary mantissa not a multiple of 8) keeps its own text, so
-    ``"+4"``, ``"4."``, ``"007"`` and ``"1E3"`` stay as written.
-    Anything else is rewritten: rounded up to a whole 1n, the exponent a multiple of 3 and as large as
-    it can be, in its suffix family, so ``"1000m"`` becomes ``"1"``, ``"0.5"`` ``"500m"``, ``"2048Ki"``
-    ``"2Mi"`` and ``"1e19"`` ``"10e18"``. Only binary quantities are capped at 2^63-1. The server reads
-    the string back from storage before answering, so this is applied twice. Surrounding spaces are
-    trimmed (the server trims the white space it finds in the JSON text; the port's JSON escapes every
-    other white space character, and escaped it is not trimmed). Raises ``QuantityError`` when ``text``
-    is not a quantity.
-    """
+    """The string the API server stores: canonical text is kept (``"+4"``, ``"007"``, ``"1E3"``), the rest
+    rewritten (``"1000m"``: ``"1"``, ``"2048Ki"``: ``"2Mi"``); applied twice, as the server reads its
+    storage back. Spaces around are trimmed, as the server trims them in the JSON text."""
     stored = text.strip(" ")
     for _ in range(2):
         value, family, kept, _ = _go_parse(stored)
