@@ -1,18 +1,5 @@
-"""``hami cleanup``: after an uninstall, remove what this project wrote on the Nodes, and its Lease.
-
-For the selected drivers (``--vendors``, default every installed one), each Node's register and
-handshake annotations that hami-core wrote are deleted with one JSON merge patch (``null`` deletes a key,
-nothing else is touched), conditional on the resourceVersion they were judged at; then the scheduler's
-leader Lease is deleted. Who wrote a value is what the Node's ``managedFields`` say: a key whose field
-managers are all hami-core's (the scheduler's stamps, the reporter's register values and reports) goes; a
-key another manager owns (HAMi's device plugins, HAMi's scheduler, a hand edit) stays, and is listed
-with its manager, unless ``--include-foreign``.
-
-It refuses (unless ``--force``) while a registrar could write again at once: hami-core's scheduler
-(its Lease, found by name in any namespace or in ``--lease-namespace``) or HAMi's own (its Lease
-``kube-system/hami-scheduler``, whose device plugins write a register value again only when their
-device list changes). Every change is printed; ``--dry-run`` prints what would change and changes nothing.
-"""
+"""``hami cleanup``: after an uninstall, remove the annotations hami-core wrote on the Nodes (by their
+``managedFields``; one merge patch per Node, conditional on the version judged), and its Lease."""
 
 from __future__ import annotations
 
@@ -56,10 +43,6 @@ class CleanupResult:
     #: Annotations left because another field manager owns them, as ``node/NAME KEY``.
     kept: tuple[str, ...] = ()
 
-    @property
-    def lease_deleted(self) -> bool:
-        return bool(self.leases_deleted)
-
 
 def annotation_keys(drivers: Iterable[VendorDriver]) -> tuple[str, ...]:
     """The annotations the drivers own (register, then handshake), then the scheduler's "cleaned" marker
@@ -97,9 +80,8 @@ def _split(
 def _clean_node(
     cluster: AdminCluster, name: str, keys: Sequence[str], *, foreign: bool, dry_run: bool
 ) -> tuple[list[str], list[str]]:
-    """Read the Node with its owners, delete what is ours (conditional on the version read; read again
-    and decide again when it changed meanwhile). Returns (removed, kept in words); raises
-    ``ClusterError``."""
+    """Delete what is ours, conditional on the version read (read and decide again on a conflict).
+    Returns (removed, kept in words)."""
     for attempt in range(_TRIES):
         owners = cluster.node_annotation_managers(name)
         remove, kept = _split(keys, owners.node.annotations, owners.managers, foreign)
@@ -125,17 +107,14 @@ def cleanup(
     keys: Sequence[str],
     *,
     nodes: Sequence[str] | None,
-    lease: tuple[str, str] | None = None,
     leases: Sequence[tuple[str, str]] = (),
     dry_run: bool,
     echo: Callable[[str], None],
     include_foreign: bool = False,
 ) -> CleanupResult:
-    """Delete ``keys`` hami-core wrote from the named Nodes (``nodes=None``: every Node); keys another
-    field manager owns stay unless ``include_foreign``. Then delete the Leases ``(namespace, name)`` in
-    ``leases`` (and ``lease``). Prints each change through ``echo``; errors are collected, never raised,
-    so one bad Node does not stop the rest (a failed list of every Node is the exception: it is raised as
-    the ``ClusterError`` it is)."""
+    """Delete ``keys`` hami-core wrote (all, with ``include_foreign``) from the named Nodes (``None``:
+    every Node), then the ``leases``. Each change goes to ``echo``; errors are collected, so one bad Node
+    does not stop the rest (only a failed list of every Node raises)."""
     verb = "would remove" if dry_run else "removed"
     changed: list[str] = []
     errors: list[str] = []
@@ -157,7 +136,7 @@ def cleanup(
             kept_all += [f"node/{name} {item.partition(' ')[0]}" for item in kept]
             echo(f"node/{name}: kept {', '.join(kept)}")
     deleted: list[str] = []
-    for namespace, lease_name in [*leases, *([lease] if lease is not None else [])]:
+    for namespace, lease_name in leases:
         where = f"lease/{namespace}/{lease_name}"
         try:
             if dry_run:
@@ -178,8 +157,8 @@ def cleanup(
 def running_registrars(
     cluster: AdminCluster, ours: Sequence[Lease], hami: tuple[str, str] | None, now: datetime
 ) -> list[str]:
-    """Why a registrar that would write again at once seems to run (one sentence each; empty: none).
-    A Lease of HAMi's that cannot be read counts as in use: the guard is not skipped without a word."""
+    """Why a registrar that would write again seems to run, one sentence each; HAMi's Lease unreadable
+    counts as in use."""
     running = [
         f"hami-core's scheduler is running ({why})" for lease in ours if (why := lease_in_use(lease, now))
     ]

@@ -1,21 +1,5 @@
-"""``hami codec``: decode and encode register annotation values from the command line.
-
-The contract other tools rely on:
-
-* ``hami codec decode [--format auto|json|legacy] [--batch]`` reads one annotation value from stdin,
-  byte for byte but for one trailing newline (``echo VALUE |`` adds it; a second one is the value's),
-  and prints a JSON array of device objects with the keys ``id, index, count, devmem,
-  devcore, type, numa, mode, migProfiles, health, custominfo`` (HAMi's order, the field table's).
-* ``hami codec encode [--format json|legacy] [--batch]`` reads a JSON array of device objects (missing
-  keys are zero values) and prints the annotation value exactly, without a trailing newline.
-* An error is one ``error: <message>`` line on stderr and exit status 1.
-* ``--batch``: JSON Lines in (decode: one JSON string per line; encode: one JSON array per line) and out
-  (``{"devices": [...]}`` / ``{"value": "..."}`` or ``{"error": "..."}``), one result per input line;
-  exit status 0 once every line was processed, whatever the results.
-
-Invalid UTF-8 in a value is kept as Go would see it (each bad byte, not a replacement of it), so
-``decode`` treats it exactly as HAMi does.
-"""
+"""``hami codec``: decode and encode register annotation values from the command line; the contract
+scripts rely on is in docs/operations.md ("Decoding and encoding values from scripts")."""
 
 from __future__ import annotations
 
@@ -76,8 +60,7 @@ def _device_objects(devices: list[DeviceInfo]) -> list[dict[str, Any]]:
 
 
 def _dump(value: Any) -> str:
-    """Compact ASCII JSON; a value nested deeper than ``json.dumps`` can recurse (custominfo may nest
-    as deep as Go's 10000 levels) is written by ``_dump_deep`` instead, with the same text."""
+    """Compact ASCII JSON, also of a custominfo nested as deep as Go allows (10000 levels)."""
     try:
         return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
     except RecursionError:
@@ -91,8 +74,7 @@ class _Raw(str):
 
 
 def _dump_deep(value: Any) -> str:
-    """``json.dumps(value, ensure_ascii=True, separators=(",", ":"))`` without recursion, for the JSON
-    types a decoded device holds (dict with str keys, list, tuple, str, int, float, bool, None)."""
+    """``_dump``'s ``json.dumps`` without recursion, for the JSON types a decoded device holds."""
     out: list[str] = []
     stack: list[Any] = [value]
     while stack:

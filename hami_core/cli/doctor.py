@@ -1,14 +1,6 @@
-"""``hami doctor node``: what the scheduler sees on one Node, what it will do next, and why.
-
-It reads the Node (one GET against the cluster, or a file exported with ``kubectl get node X -o yaml``),
-runs the scheduler's own explanation on it (``scheduler/explain.py``: the same ``evaluate()`` the
-scheduler runs) for every selected driver, and prints a table, or JSON with ``--json``. Against a live
-cluster it also says who holds the leader Lease and, with ``--scheduler-url``, whether that scheduler's
-``/cache/<node>`` view agrees. It writes nothing.
-
-The doctor has no memory of earlier evaluations: it judges as a scheduler that has just started, and a
-note says so where a scheduler's past on the node would change the answer.
-"""
+"""``hami doctor``: what the scheduler sees on a Node, what it will do next, and why, by the scheduler's
+own ``explain_node()``, as a scheduler that has just started (no memory); with the Lease and the running
+scheduler's ``/cache`` view to compare. It writes nothing."""
 
 from __future__ import annotations
 
@@ -124,11 +116,8 @@ def _quantities_as_text(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_node_file(path: str, name: str | None = None) -> NodeSnapshot:
-    """The Node in a file exported by ``kubectl get node X -o yaml`` (or ``-o json``; ``-`` is stdin).
-
-    A List of Nodes (``kubectl get nodes -o yaml``) works too: ``name`` picks one (needed when there are
-    several). Anything else is a ``click.UsageError`` naming the file and what was wrong.
-    """
+    """The Node in a file of ``kubectl get node(s) -o yaml|json`` (``-``: stdin; ``name`` picks one of a
+    List); anything else is a ``click.UsageError`` naming the file and what was wrong."""
     source, path = path, "standard input" if path == "-" else path
     try:
         data = read_mapping(source, "a Node", syntax="YAML or JSON", shape="an object")
@@ -217,8 +206,7 @@ class LeaseFacts:
 
 
 def lease_facts(cluster: AdminCluster, namespace: str | None, name: str) -> LeaseFacts:
-    """Find the Lease by name in ``namespace`` (``None``: any namespace; of several, the one renewed
-    last); a failure is a fact to show, not a reason to stop."""
+    """The Lease by name in ``namespace`` (``None``: any; of several, the last renewed); failures shown."""
     search = find_scheduler_leases(cluster, name, namespace)
     if search.error is not None:
         return LeaseFacts(namespace=namespace, name=name, error=search.error)
@@ -287,7 +275,7 @@ class SchedulerAgreement:
 
 
 def fetch_scheduler_view(endpoint: SchedulerEndpoint, node: str) -> dict[str, Any] | str:
-    """``GET /cache/<node>`` of the scheduler at ``endpoint``: the view, or why there is none (one line)."""
+    """The scheduler's ``/cache/<node>``, or why there is none (one line)."""
     body = endpoint.get_json(f"/cache/{node}")
     if isinstance(body, Unanswered):
         if body.code == 404 and not body.service_missing:
@@ -304,8 +292,7 @@ def fetch_scheduler_view(endpoint: SchedulerEndpoint, node: str) -> dict[str, An
 
 @attrs.frozen(kw_only=True)
 class Settings:
-    """What the doctor judges with: the running scheduler's settings (its ``/status``), or the doctor's
-    own flags; a flag given explicitly wins over the scheduler's value."""
+    """What the doctor judges with: the running scheduler's settings, a flag given winning."""
 
     window: timedelta
     selector: NodeSelector
@@ -343,8 +330,7 @@ class Settings:
 
 
 def scheduler_settings(endpoint: SchedulerEndpoint | None, flags: Mapping[str, Any]) -> Settings:
-    """The settings to judge with: each flag given (not ``None``) as it is, the rest from the scheduler's
-    ``/status`` when ``endpoint`` answers, else the doctor's defaults."""
+    """Each flag given, else the scheduler's ``/status`` when ``endpoint`` answers, else the defaults."""
     theirs: dict[str, Any] = {}
     error = None
     if endpoint is not None:
@@ -665,20 +651,18 @@ def judging_options(command: F) -> F:
 
 @attrs.frozen(kw_only=True)
 class Judging:
-    """Everything a live examination judges with: the settings, the Lease, the scheduler to compare."""
+    """What a live examination judges with: the settings, the Lease, the scheduler to compare."""
 
     settings: Settings
     lease: LeaseFacts
     endpoint: SchedulerEndpoint | None
-    #: Compare with the scheduler: it was named (--scheduler-url, --scheduler-service; even when it
-    #: fails), or its settings were read.
+    #: The scheduler was named (even when it fails), or its settings were read.
     compare: bool
 
 
 def judging(cluster: AdminCluster, flags: Mapping[str, Any]) -> Judging:
-    """The settings, the Lease and the scheduler to ask, from the options of ``judging_options``: the URL
-    or Service given, else the chart's Service in the namespace of the Lease found (none found: no
-    scheduler to ask)."""
+    """From ``judging_options``: the scheduler at the URL or Service given, else the chart's Service in the
+    namespace of the Lease found, else none."""
     namespace, url, service = flags["lease_namespace"], flags["scheduler_url"], flags["scheduler_service"]
     lease = lease_facts(cluster, namespace, flags["lease_name"])
     endpoint = None
@@ -698,7 +682,6 @@ def judging(cluster: AdminCluster, flags: Mapping[str, Any]) -> Judging:
 def _explain(
     snapshot: NodeSnapshot, rules: Sequence[VendorRules], settings: Settings, now: datetime
 ) -> NodeExplanation:
-    """The scheduler's own explanation, as a scheduler that has just started would judge (no memory)."""
     window, selector = settings.window, settings.selector
     return explain_node(snapshot.name, snapshot, rules, None, selector=selector, now=now, window=window)
 
@@ -781,7 +764,6 @@ def node(name: str | None, from_file: str | None, at: str | None, as_json: bool,
 
 
 def _get_node(cluster: Cluster, name: str) -> NodeSnapshot:
-    """One GET; what went wrong is one line, exit 1."""
     try:
         return cluster.get_node(name)
     except NotFound:
@@ -808,9 +790,8 @@ def fleet_states(
     settings: Settings,
     scheduler: Mapping[str, Any] | None,
 ) -> dict[str, dict[str, dict[str, str]]]:
-    """node -> vendor key -> ``{"state", "source"}`` for every Node and every vendor it carries anything of:
-    the running scheduler's state where its ``/cache?state=...`` names one (it remembers cleanups), else
-    the doctor's own judgement of the Node as it is (with no memory)."""
+    """node -> vendor -> ``{"state", "source"}`` of what each Node carries: the scheduler's state where
+    its ``/cache`` has one (it remembers cleanups), else the doctor's."""
     now = SYSTEM.now().astimezone(settings.zone)
     theirs: Mapping[str, Any] = (scheduler or {}).get("nodes") or {}
     fleet: dict[str, dict[str, dict[str, str]]] = {}

@@ -34,8 +34,7 @@ JSON_KEYS = (
 
 
 def driver_options(command: F) -> F:
-    """Add ``--vendors`` (env ``HAMI_VENDORS``), ``--count-resource`` (env ``HAMI_COUNT_RESOURCES``) and
-    ``--device-config`` (env ``HAMI_DEVICE_CONFIG``)."""
+    """``--vendors``, ``--count-resource`` and ``--device-config``, each also from the environment."""
     command = click.option(
         "--device-config",
         "device_config",
@@ -76,12 +75,7 @@ def _selection(
 def drivers_from_options(
     vendors: str | None, count_resources: Sequence[str], device_config: str | None = None
 ) -> tuple[DriverManager, tuple[VendorDriver, ...]]:
-    """For the daemons: load and select drivers from the options of ``driver_options``.
-
-    A bad selection is a usage error (exit 2), and so is a device config that does not read or holds a
-    bad value (one line); a conflict or no driver at all is a ``ClickException`` (exit 1) with a one-line
-    message. The device config's unknown keys are logged as warnings.
-    """
+    """Load and select drivers from the options of ``driver_options`` (errors: ``_as_click_error``)."""
     names, overrides = _selection(vendors, count_resources)
     try:
         config = DeviceConfig.load(device_config) if device_config else None
@@ -97,8 +91,7 @@ class _BadDeviceConfig(click.ClickException):
 
 
 def _as_click_error(error: PluginError) -> click.ClickException:
-    """A bad selection is a usage error (exit 2), a bad device config exits 2; anything else (conflict,
-    no driver) exits 1."""
+    """A bad selection or device config exits 2, anything else (conflict, no driver) 1; one line each."""
     if isinstance(error, DriverSelectionError):
         return click.UsageError(str(error))
     if isinstance(error, DeviceConfigError):

@@ -97,14 +97,18 @@ def test_the_selected_drivers_annotations_and_the_lease_go_and_nothing_else(worl
     cluster.create_lease(lease(namespace, holder=None))
     printed: list[str] = []
     result = cleanup(cluster, keys_of("nvidia", "dcu"), nodes=[both, dcu_only, clean],
-                     lease=(namespace, LEASE), dry_run=False, echo=printed.append)  # fmt: skip
+                     leases=[(namespace, LEASE)], dry_run=False, echo=printed.append)  # fmt: skip
     assert printed == [
         f"node/{both}: removed hami.io/node-nvidia-register, hami.io/node-handshake, "
         "hami.io/node-dcu-register, hami.io/node-handshake-dcu",
         f"node/{dcu_only}: removed hami.io/node-dcu-register, hami.io/node-handshake-dcu",
         f"lease/{namespace}/{LEASE}: deleted",
     ]
-    assert (result.changed, result.errors, result.lease_deleted) == ((both, dcu_only), (), True)
+    assert (result.changed, result.errors, result.leases_deleted) == (
+        (both, dcu_only),
+        (),
+        (f"{namespace}/{LEASE}",),
+    )
     assert dict(cluster.get_node(both).annotations) == OTHERS
     assert dict(cluster.get_node(dcu_only).annotations) == {}
     assert dict(cluster.get_node(clean).annotations) == OTHERS
@@ -118,13 +122,13 @@ def test_a_dry_run_prints_the_same_changes_and_makes_none(world: tuple[Any, str]
     before = cluster.get_node(both)
     created = cluster.create_lease(lease(namespace, holder=None))
     printed: list[str] = []
-    result = cleanup(cluster, keys_of("nvidia"), nodes=[both], lease=(namespace, LEASE), dry_run=True,
+    result = cleanup(cluster, keys_of("nvidia"), nodes=[both], leases=[(namespace, LEASE)], dry_run=True,
                      echo=printed.append)  # fmt: skip
     assert printed == [
         f"node/{both}: would remove hami.io/node-nvidia-register, hami.io/node-handshake",
         f"lease/{namespace}/{LEASE}: would delete",
     ]
-    assert (result.changed, result.lease_deleted) == ((both,), True)
+    assert (result.changed, result.leases_deleted) == ((both,), (f"{namespace}/{LEASE}",))
     assert cluster.get_node(both) == before
     assert cluster.get_lease(namespace, LEASE) == created
 
@@ -134,13 +138,13 @@ def test_a_missing_node_is_an_error_and_the_rest_are_still_cleaned(world: tuple[
     real = node(cluster, "real", {**DCU})
     ghost = unique_node_name("ghost")
     printed: list[str] = []
-    result = cleanup(cluster, keys_of("dcu"), nodes=[ghost, real], lease=(namespace, LEASE), dry_run=False,
+    result = cleanup(cluster, keys_of("dcu"), nodes=[ghost, real], leases=[(namespace, LEASE)], dry_run=False,
                      echo=printed.append)  # fmt: skip
     assert result.changed == (real,)
     (error,) = result.errors
     assert error.startswith(f"node/{ghost}: get node '{ghost}'") and "not found" in error
     assert printed[-1] == f"lease/{namespace}/{LEASE}: not found, nothing to delete"
-    assert not result.lease_deleted
+    assert result.leases_deleted == ()
     assert dict(cluster.get_node(real).annotations) == {}
 
 
@@ -149,7 +153,7 @@ def test_every_node_is_visited_across_list_pages(monkeypatch: pytest.MonkeyPatch
     names = [node(cluster, f"n{i:03d}", {**NVIDIA, **OTHERS}) for i in range(7)]
     printed: list[str] = []
     monkeypatch.setattr(cleanup_module, "PAGE", 3)  # three pages
-    result = cleanup(cluster, keys_of("nvidia"), nodes=None, lease=None, dry_run=False, echo=printed.append)
+    result = cleanup(cluster, keys_of("nvidia"), nodes=None, dry_run=False, echo=printed.append)
     assert sorted(result.changed) == sorted(names)
     assert len(printed) == 7
     assert all(dict(cluster.get_node(name).annotations) == OTHERS for name in names)
