@@ -1,16 +1,6 @@
-"""Leader election over a ``coordination.k8s.io/v1`` Lease (spec section 6).
-
-client-go's algorithm: a candidate takes the Lease when it does not exist, is released (empty holder), or
-its record has not changed for the duration the holder recorded *as observed on this process's monotonic
-clock* (machines' clocks never have to agree). The holder renews every retry period and stops leading at
-once when no renewal sent within the renew deadline succeeded, before another replica may take over.
-
-Beyond HAMi: the holder identity is matched exactly (HAMi matches a hostname prefix), and a stopping
-leader releases the Lease so a follower takes over without waiting for it to expire.
-
-It logs becoming leader and losing the Lease (field ``term``); on a standby, once per holder, who holds
-it and until when; a failed request with what a 403 means (``kube/access.py``).
-"""
+"""Leader election over a ``coordination.k8s.io/v1`` Lease, client-go's algorithm (spec section 6): expiry
+is measured on this process's monotonic clock; beyond HAMi, the identity matches exactly and a stopping
+leader releases the Lease."""
 
 from __future__ import annotations
 
@@ -54,11 +44,8 @@ class ElectionConfig:
 
 
 class LeaderElector:
-    """Runs the election loop; ``is_leader`` may be asked from any thread before every write.
-
-    ``on_started(term)`` is called when this replica becomes leader (``term`` counts up from 1 in this
-    process), ``on_stopped()`` when it stops. Callbacks run on the elector's thread and must not block.
-    """
+    """The election loop; ``is_leader`` from any thread. ``on_started(term)`` (from 1) and ``on_stopped()``
+    run on the elector's thread and must not block."""
 
     def __init__(
         self,
@@ -149,9 +136,8 @@ class LeaderElector:
         self._release_on_stop = False
 
     def hold(self, reason: str | None) -> None:
-        """Stand aside while ``reason`` is given (``None``: take part again). From the moment it is given
-        this replica is no leader (``is_leader`` is False, so nothing more is written); its next step
-        releases the Lease if it holds it, and no step tries to take it until ``hold(None)``. Any thread."""
+        """Stand aside while ``reason`` is given (``None``: take part again): no leader from now, the Lease
+        released at the next step and not taken until ``hold(None)``. Any thread."""
         with self._lock:
             changed = (self._held is None) != (reason is None)
             self._held = reason
@@ -323,6 +309,6 @@ class LeaderElector:
 
 
 def _clock_time(moment: datetime) -> str:
-    """A UTC time as a log line shows it: ``2026-01-01T00:00:15Z`` (milliseconds when there are any)."""
+    """``2026-01-01T00:00:15Z``, with milliseconds when there are any."""
     text = moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return text.replace(".000Z", "Z")

@@ -1,18 +1,6 @@
-"""Kubernetes Events about Nodes, posted in the background so the main loop never waits or fails on them.
-
-Each Event is about one vendor on one Node and passes two filters on the injected ``Clock`` before it is
-queued (client-go's ``EventCorrelator``):
-
-* Deduplication per (node, vendor, reason): the same reason as the previous Event of that vendor on that
-  node, less than ``dedupe_window`` (10 min) after it, is not posted; a different reason in between makes
-  it news again. Duplicates do not move the window: the condition is reported again 10 min on.
-* A rate limit per node: a token bucket of ``burst`` (25) refilled one token every ``refill`` (5 min),
-  client-go's spam filter, however fast a vendor flaps. An Event over it still counts for deduplication.
-
-Every Event's fate goes to ``on_outcome(reason, outcome)``: ``posted``, ``duplicate``, ``rate_limited``,
-``queue_full`` (over ``queue_size`` waiting) or ``failed`` (refused or unanswered; logged, with the
-missing permission for a 403). Nothing is retried.
-"""
+"""Kubernetes Events about Nodes, posted in the background so the main loop never waits or fails on them,
+deduplicated per (node, vendor, reason) and rate-limited per node as client-go's ``EventCorrelator``
+(docs/observability.md, "Events on the Node"). Each fate goes to ``on_outcome``; nothing is retried."""
 
 from __future__ import annotations
 
@@ -49,10 +37,7 @@ def _fields(body: Mapping[str, Any], vendor: str) -> dict[str, str]:
 
 
 class EventRecorder:
-    """Posts core/v1 Events about Nodes from a worker thread.
-
-    Call ``start()`` once and ``stop()`` at shutdown. ``record`` never blocks and never raises.
-    """
+    """Posts core/v1 Events from a worker thread (``start()``, ``stop()``); ``record`` never blocks."""
 
     def __init__(
         self,
@@ -112,8 +97,7 @@ class EventRecorder:
             self._buckets.pop(node, None)
 
     def record(self, node: str, uid: str, *, vendor: str, type: EventType, reason: str, message: str) -> bool:
-        """Queue an Event about ``vendor`` on ``node`` unless it is a duplicate or over the node's rate
-        limit. True if queued."""
+        """Queue an Event about ``vendor`` on ``node`` unless a duplicate or rate-limited; True if queued."""
         outcome = self._admit(node, vendor, reason)
         if outcome is not None:
             log.debug(
@@ -131,9 +115,8 @@ class EventRecorder:
     def record_about(
         self, involved: Mapping[str, str], *, type: EventType, reason: str, message: str
     ) -> bool:
-        """Queue an Event about a namespaced object (``involved``: its apiVersion, kind, namespace and
-        name), in that object's namespace. No deduplication or rate limit: the caller posts it once per
-        occurrence (HAMi's registrar seen to start). True if queued."""
+        """Queue an Event about a namespaced object, in its namespace, with no deduplication or rate limit
+        (the caller posts it once per occurrence). True if queued."""
         body = self._body(dict(involved), involved["namespace"], type=type, reason=reason, message=message)
         return self._enqueue("", body)
 

@@ -1,16 +1,6 @@
-"""The per-node reporter (spec section 7): every pass it asks each driver for the node's devices, reads
-its own Node, and sends one merge patch with what changed and the heartbeats.
-
-A pass is one GET of its own Node (to compare with what is there *now*) and at most one PATCH. Passes
-run every ``interval`` seconds, ``retry_interval`` after a pass with any failure (API server
-unreachable, Node not there yet, a probe that raised), waiting on the reporter's ``Clock``. Nothing
-raises out of :meth:`Reporter.run`.
-
-What an operator sees: log records carry ``node`` and ``vendor`` as fields (``hami_core.cli.logs``); a
-selected driver without a device source on this node is a warning once per pass; a refusal of the API
-server says which permission is missing; the metrics (``reporter/metrics.py``) count passes, failures
-and patches, and give the devices published per vendor and the time of the last good pass.
-"""
+"""The per-node reporter (spec section 7): every ``interval`` (``retry_interval`` after any failure) one
+GET of its own Node, the drivers' devices, and at most one merge patch with what changed and the
+heartbeats. Nothing raises out of :meth:`Reporter.run`."""
 
 from __future__ import annotations
 
@@ -38,8 +28,7 @@ log = logging.getLogger(__name__)
 #: cleanup`` knows them by the Node's managedFields) and its HTTP ``Server`` header. Not HAMi's.
 COMPONENT = "hami-core-reporter"
 
-#: ``(driver, node name) -> devices or None``: the drivers' discovery hook, as
-#: ``DriverManager.discover_devices`` calls it.
+#: ``(driver, node name) -> devices or None``: ``DriverManager.discover_devices``.
 Discover = Callable[[VendorDriver, str], "list[DeviceInfo] | None"]
 
 #: A pass running longer than this (probes, a GET and a PATCH, each bounded) means the loop is stuck:
@@ -78,8 +67,7 @@ class PassResult:
 
     @property
     def published(self) -> tuple[str, ...]:
-        """Drivers whose register value is on the Node as found after this pass (written by it or already
-        right); empty when nothing could be published (no device source, or the patch failed)."""
+        """Drivers whose register value is on the Node after this pass (empty: nothing published)."""
         if self.plan is None or (self.plan.patch and not self.sent):
             return ()
         return self.plan.current

@@ -1,7 +1,4 @@
-"""The reporter's metrics, in a registry of its own (``hami_core.serve.metrics``); the table of them is
-docs/observability.md's. Every ``vendor`` series (the vendor key) exists at 0 from the start for every
-selected driver.
-"""
+"""The reporter's metrics (the table is docs/observability.md's), each ``vendor`` series at 0 at start."""
 
 from __future__ import annotations
 
@@ -16,8 +13,6 @@ __all__ = ["ReporterMetrics"]
 
 
 class ReporterMetrics:
-    """The reporter's series, created when it starts: every ``vendor`` series at 0."""
-
     def __init__(self, drivers: Sequence[VendorDriver], registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else new_registry("reporter")
         r = self.registry

@@ -1,13 +1,6 @@
-"""The reporter's pure core (spec section 7): given what each driver found on the node, what the Node
-carries now and the node's clock, the one merge patch to send.
-
-* The register annotation, in the vendor's encoding, only when it differs from the value on the Node
-  now. Beyond HAMi: compared with the Node, not with a copy kept in memory, so a failed patch or an
-  annotation deleted by hand is repaired on the next pass.
-* ``Reported_<node's clock>`` in the handshake annotation of every vendor whose plugin writes it, on
-  every pass in which its probe worked: that is the heartbeat. A failed probe sends no heartbeat, so a
-  plugin that cannot see its devices ages out like a dead one.
-"""
+"""The reporter's pure core (spec section 7): the one merge patch of a pass: each register value that
+differs from the Node's now (beyond HAMi: so a failed patch or a hand deletion is repaired), and the
+``Reported_`` heartbeat of each vendor whose plugin writes one and whose probe worked."""
 
 from __future__ import annotations
 
@@ -50,13 +43,11 @@ class PassPlan:
     published: tuple[str, ...] = ()
     #: Drivers whose ``Reported_`` heartbeat is in the patch.
     heartbeats: tuple[str, ...] = ()
-    #: Drivers whose register value is on the Node as found once the patch is applied (changed by it or
-    #: already right): what this pass publishes.
+    #: Drivers whose register value is on the Node once the patch is applied: what this pass publishes.
     current: tuple[str, ...] = ()
     #: Drivers without a device source on this node (their probe had no way to look): nothing to publish.
     unsourced: tuple[str, ...] = ()
-    #: ``(driver, why)`` for each driver that failed this pass (probe or encoding), why on one line; the
-    #: pass is then retried sooner.
+    #: ``(driver, why)`` for each driver that failed this pass (probe or encoding), why on one line.
     failures: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -80,8 +71,7 @@ def register_value(driver: VendorDriver, devices: Sequence[DeviceInfo]) -> str:
 
 
 def plan_pass(annotations: Mapping[str, str], found: Sequence[Discovery], now: datetime) -> PassPlan:
-    """The merge patch for one pass. ``annotations`` are the Node's now; ``now`` is the node's clock, an
-    aware datetime in its zone (the heartbeat is written in it, as HAMi's plugins do)."""
+    """The merge patch for one pass over the Node's ``annotations`` now, at the node's aware clock ``now``."""
     patch: dict[str, str] = {}
     published: list[str] = []
     heartbeats: list[str] = []

@@ -1,24 +1,8 @@
-"""A small read-only HTTP endpoint server that both daemons put their routes on.
-
-The daemon gives a ``Routes`` function (path -> ``Response``); the server does the rest: ``GET`` and
-``HEAD`` (the same answer without the body), ``405`` with ``Allow: GET, HEAD`` for any other method, a
-``500`` (logged) for a route that raises, clients that go away in the middle (ignored, logged at debug),
-and IPv4 or IPv6 addresses (``::1``, ``::``). Request lines are logged at debug, through ``logging``.
-
-A connection costs no thread while it waits. One thread (an asyncio event loop) accepts connections,
-reads their requests and sends the answers, all at once; a fixed pool of ``workers`` threads computes
-the answers to the requests that have fully arrived (HTTP/1.0: one request per connection, then it is
-closed). So:
-
-* a connection that has not sent its whole request within ``idle_timeout`` seconds of its accept is
-  closed, and so is one whose answer does not leave within ``idle_timeout`` of its being ready;
-* at most ``max_connections`` are open at once. A new connection beyond that closes the one that has
-  waited longest without sending its request (a probe, which sends at once, is served); when every
-  open connection is being answered or queued for a worker, the new one gets ``503`` and is closed;
-* threads: the acceptor and the ``workers``, whatever the clients do.
-
-The ``Server`` header is the daemon's own component name (``name``), nothing more.
-"""
+"""A small read-only HTTP endpoint server for both daemons' ``Routes``: ``GET`` and ``HEAD``, ``405`` with
+``Allow: GET, HEAD`` for any other method, ``500`` (logged) for a route that raises, IPv4 or IPv6, the
+``Server`` header the component's name. One asyncio thread holds every connection, ``workers`` threads
+compute the answers; ``idle_timeout`` and ``max_connections`` bound what clients can hold (docs/
+operations.md, "The status endpoints under load")."""
 
 from __future__ import annotations
 
@@ -55,7 +39,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Seconds a connection may take to send its request from its accept, and each write of the answer.
-#: Probes and scrapes send theirs at once (Prometheus opens a new connection for a scrape after it).
 IDLE_TIMEOUT = 15.0
 #: Threads that answer requests.
 WORKERS = 4
@@ -100,11 +83,7 @@ def not_found(path: str) -> Response:
 
 
 class EndpointServer:
-    """Serves ``routes`` on ``host:port`` from background threads (port 0 picks a free one).
-
-    ``host`` may be an IPv6 address (``::1``, ``::``). Raises ``OSError`` when the address cannot be bound.
-    ``idle_timeout``, ``workers`` and ``max_connections`` bound what clients can hold (module docstring).
-    """
+    """Serves ``routes`` on ``host:port`` (port 0: a free one); ``OSError`` when it cannot be bound."""
 
     def __init__(
         self,
@@ -282,8 +261,6 @@ def _make_handler(routes: Routes, name: str) -> Callable[[bytes, Any], bytes]:
     """The answer to a request (its head as it arrived), as the bytes to send."""
 
     class Handler(BaseHTTPRequestHandler):
-        server_version = name
-
         def __init__(self, head: bytes, address: Any) -> None:
             self._head = head
             super().__init__(None, address, None)  # type: ignore[arg-type]  # no socket, no socketserver

@@ -1,9 +1,5 @@
 """Metrics plumbing both daemons share, on ``prometheus_client``: one registry per daemon (never the
-library's global one), with ``hami_build_info`` and the process metrics in it, and its text exposition.
-
-Every metric a daemon registers has HELP and TYPE, is safe to update from any thread, and exists from
-the start: a daemon creates each labelled series (say one per selected vendor) at 0 when it starts.
-"""
+library's global one) and its text exposition. A daemon creates each labelled series at 0 when it starts."""
 
 from __future__ import annotations
 
@@ -34,22 +30,11 @@ def build_version() -> str:
 
 
 def new_registry(component: str) -> CollectorRegistry:
-    """A registry of its own for one daemon (``scheduler``, ``reporter``) holding
-    ``hami_build_info{component, version, python_version}`` (always 1), the process metrics
-    (``process_cpu_seconds_total``, ``process_resident_memory_bytes``, open file descriptors, start
-    time, where the platform has them) and the Python runtime's (``python_info``, ``python_gc_*``)."""
+    """A registry for one daemon with ``hami_build_info``, the process and the Python runtime's metrics."""
     registry = CollectorRegistry(auto_describe=True)
-    Info(
-        "hami_build",
-        "The hami-core build this daemon runs: component, version and Python version.",
-        registry=registry,
-    ).info(
-        {
-            "component": component,
-            "version": build_version(),
-            "python_version": platform.python_version(),
-        }
-    )
+    help = "The hami-core build this daemon runs: component, version and Python version."
+    build = {"component": component, "version": build_version(), "python_version": platform.python_version()}
+    Info("hami_build", help, registry=registry).info(build)
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     GCCollector(registry=registry)
@@ -62,5 +47,4 @@ def exposition(registry: CollectorRegistry) -> bytes:
 
 
 def metrics_response(registry: CollectorRegistry) -> Response:
-    """The ``/metrics`` answer for ``registry``."""
     return HTTPStatus.OK, exposition(registry), CONTENT_TYPE
