@@ -1,13 +1,5 @@
-"""Durations as Kubernetes writes them, and the one rule for every timing hami-core takes.
-
-``parse_duration`` reads Go's ``time.ParseDuration`` form (what kube-scheduler's ``--leader-elect-*``
-flags and every ``metav1.Duration`` take: ``15s``, ``1m30s``, ``500ms``, ``1.5h``, ``2h45m``, units
-``ns``, ``us`` (or ``µs``), ``ms``, ``s``, ``m``, ``h``) as well as a plain number of seconds (``15``,
-``0.5``). ``check_seconds`` / ``seconds`` is the range every daemon timing must be in: more than 0 and at
-most ``MAX_SECONDS``. Errors are one line that names the value and what would have been right.
-
-This module is the bottom layer: it imports nothing of hami_core, so any layer may use it.
-"""
+"""Durations as Kubernetes writes them (Go's ``time.ParseDuration``, or plain seconds), and the one range
+every daemon timing must be in. The bottom layer: it imports nothing of hami_core."""
 
 from __future__ import annotations
 
@@ -50,11 +42,8 @@ def _show(text: str) -> str:
 
 
 def parse_duration(text: str) -> float:
-    """Seconds of a Go duration (``1m30s``) or a plain number of seconds (``90``); ``ValueError`` else.
-
-    The sign is read (``-1s`` is -1.0) and ``0`` is 0.0, as Go reads them; whether a value is allowed
-    where it is used is ``check_seconds``'s business. Surrounding whitespace is ignored.
-    """
+    """Seconds of a Go duration (``1m30s``, ``-1s``) or plain seconds (``90``), spaces around ignored;
+    whether the value is allowed is ``check_seconds``'s business."""
     value = text.strip()
     if _PLAIN.fullmatch(value):
         return float(value)
@@ -96,9 +85,8 @@ def format_duration(value: float) -> str:
 
 
 def span(value: float | timedelta) -> str:
-    """A duration in prose, the one style of every message, log line, Event and explanation: ``4.5 s``,
-    ``45 s``, ``3 min 5 s``, ``2 h 10 min``, ``3 d 4 h`` (its size: a negative one reads as positive; the
-    sentence says ago or ahead). ``format_duration`` is for settings: what a flag takes."""
+    """A duration's size in the one prose style of every message (``4.5 s``, ``3 min 5 s``, ``3 d 4 h``);
+    ``format_duration`` is for settings."""
     seconds = abs(value.total_seconds() if isinstance(value, timedelta) else value)
     if seconds < 10:
         text = f"{seconds:.1f}".rstrip("0").rstrip(".")

@@ -1,11 +1,5 @@
-"""The grammar of Kubernetes names, as the API server's validation reads them (apimachinery's
-``util/validation``): DNS labels and subdomains, qualified names (label keys, annotation keys, resource
-names) and label values.
-
-One module for every layer that checks a name (the in-memory cluster, the driver loader, the scheduler's
-flags, the simulation's scenario). It imports nothing of hami_core, so ``plugins`` and ``kube``, which
-must not import each other, can both use it; each caller words its own error.
-"""
+"""The grammar of Kubernetes names (apimachinery's ``util/validation``), for every layer that checks one:
+it imports nothing of hami_core, so ``plugins`` and ``kube`` can both use it."""
 
 from __future__ import annotations
 

@@ -14,9 +14,7 @@ from hami_core.cli.logs import report_error
 __all__ = ["main", "run"]
 
 
-#: Sub-commands in the order they appear in --help: name -> (module, attribute). Each module is imported
-#: only when its command runs (or --help lists them all), so ``hami codec ...`` does not load the
-#: kubernetes client and the scheduler, and a bad flag is reported before any of that is imported.
+#: Sub-commands in --help's order: name -> (module, attribute), each imported only when it runs.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "vendors": ("hami_core.cli.vendors", "vendors"),
     "codec": ("hami_core.cli.codec", "codec"),
@@ -54,8 +52,7 @@ def main() -> None:
 
 
 def _from_environment(exc: click.UsageError) -> str:
-    """``NAME=value: `` when the bad value came from an environment variable, so the message names it
-    (a flag on the command line is named by click already); else ``""``."""
+    """``NAME=value: `` when the bad value came from an environment variable, else ``""``."""
     ctx, param = exc.ctx, getattr(exc, "param", None)
     if ctx is None or not isinstance(param, click.Option) or param.name is None:
         return ""

@@ -1,11 +1,5 @@
-"""How the daemons reach Kubernetes: the shared ``--kubeconfig``/``--context`` options, the connection,
-and the first reads that tell an operator at once which permission is missing.
-
-A kubeconfig that cannot be used is one line naming the file and why (not found, not readable, not a
-kubeconfig, or what the loader said), exit 2. A 403 at start is one line naming the permission and
-pointing to the chart's RBAC, exit 1; so is a server certificate that cannot be verified (it would not
-be verified on the next try either).
-"""
+"""How the commands reach Kubernetes: ``--kubeconfig``/``--context``, the connection (a bad kubeconfig:
+one line, exit 2), and the first reads (a 403 or an untrusted certificate: one line, exit 1)."""
 
 from __future__ import annotations
 
@@ -65,8 +59,7 @@ def cluster_options(command: F) -> F:
 
 
 def read_mapping(path: str, what: str, *, syntax: str = "YAML", shape: str = "a mapping") -> dict[str, Any]:
-    """The mapping in the YAML file at ``path`` (``-``: standard input), or a ``ValueError`` saying why
-    not, in words that follow the path: ``not found``, ``not readable: ...``, ``not WHAT: ...``."""
+    """The mapping in the YAML file at ``path`` (``-``: stdin), or a ``ValueError`` that follows the path."""
     if path == "-":
         text = sys.stdin.read()
     else:
@@ -107,9 +100,8 @@ def _paths(value: str) -> list[str]:
 
 
 def kubeconfig_problem(value: str) -> str | None:
-    """Why ``value`` (a path, or several separated by ``os.pathsep`` as in ``KUBECONFIG``) cannot be
-    loaded, as ``"FILE: why"``; ``None`` when it can be tried. Of a list, files that do not exist are
-    skipped as kubectl does, unless none exists."""
+    """Why ``value`` (paths as in ``KUBECONFIG``; missing ones skipped as kubectl does, unless all are)
+    cannot be loaded, as ``"FILE: why"``; ``None`` when it can be tried."""
     paths = _paths(value)
     if not paths:
         return f"{value}: names no file"
@@ -139,8 +131,7 @@ def all_nodes(cluster: AdminCluster, limit: int = PAGE) -> Iterator[NodeSnapshot
 def connect(
     kubeconfig: str | None, context: str | None, *, request_timeout: float, pool_size: int = 32
 ) -> KubeCluster:
-    """The cluster from the options; a configuration that cannot be used is a ``ConfigError`` (exit 2)
-    naming the file and why. ``pool_size``: connections kept open (at least the requests sent at once)."""
+    """The cluster from the options, or a ``ConfigError`` naming the file and why."""
     from hami_core.kube.client import KubeCluster
 
     timeouts: dict[str, Any] = {
@@ -167,10 +158,7 @@ def connect(
 def check_access(
     reads: Sequence[Callable[[], object]], *, fatal: tuple[type[ClusterError], ...] = (Forbidden, Untrusted)
 ) -> None:
-    """Make the first reads a daemon will make; a refusal is a ``ClickException`` (exit 1) that names
-    the missing permission and the chart's RBAC, as is a server certificate that cannot be verified. A
-    read of an object not there yet is fine; any other
-    failure is left to the daemon, which retries (the API server may come up later)."""
+    """The daemon's first reads: a ``fatal`` error exits 1 in one line; the rest is the daemon's to retry."""
     for read in reads:
         try:
             read()

@@ -1,10 +1,5 @@
-"""Where the scheduler's leader Lease is: found by name in any namespace, or in the one given.
-
-The chart puts the Lease in the release namespace (``hami-system``, say), a plain ``hami scheduler run``
-in ``kube-system``: ``hami cleanup`` and ``hami doctor`` look for it by name everywhere unless told the
-namespace, and say plainly when there is none, so a guard against a running scheduler is never skipped
-without a word.
-"""
+"""Where the scheduler's leader Lease is: found by name in any namespace (the chart's release namespace,
+or ``kube-system``) or in the one given; none found is said plainly."""
 
 from __future__ import annotations
 
@@ -36,8 +31,7 @@ def _checked(
 
 
 def lease_options(command: F) -> F:
-    """``--lease-namespace`` and ``--lease-name`` of the scheduler's Lease to look for, each also from the
-    environment."""
+    """``--lease-namespace`` and ``--lease-name`` of the scheduler's Lease, each also from the environment."""
     command = click.option(
         "--lease-name",
         envvar="HAMI_LEASE_NAME",
@@ -80,8 +74,7 @@ class LeaseSearch:
 
 
 def find_scheduler_leases(cluster: AdminCluster, name: str, namespace: str | None) -> LeaseSearch:
-    """The Leases called ``name`` in ``namespace`` (``None``: in every namespace). A failure is a fact
-    to report (``error``), never raised: the caller decides whether it may go on without knowing."""
+    """The Leases called ``name`` in ``namespace`` (``None``: any); a failure is ``error``, not raised."""
     try:
         if namespace is not None:
             try:

@@ -1,8 +1,5 @@
-"""Options the commands share, in Kubernetes' idiom: durations, Go-style boolean flags, kube-scheduler's
-flag names as aliases, the listen address, the logging flags, and the defaults the options show, read
-from the config classes that own them (``SchedulerConfig``, ``ReporterConfig``, the elector's
-``ElectionConfig``), never retyped; and what the daemons do with them at start (the listen address's
-error, SIGTERM)."""
+"""Options the commands share, in Kubernetes' idiom (durations, Go-style booleans, aliases, the listen
+address, logging), their defaults read from the config classes that own them, never retyped."""
 
 from __future__ import annotations
 
@@ -47,8 +44,7 @@ else:
 
 
 class Duration(_FloatType):
-    """A daemon timing: a Go/Kubernetes duration (``15s``, ``1m30s``, ``500ms``) or plain seconds
-    (``15``, ``0.5``), more than 0 and at most a day; converted to seconds (a float)."""
+    """A daemon timing (``15s``, ``1m30s``, ``0.5``) in seconds, more than 0 and at most a day."""
 
     name = "duration"
 
@@ -89,8 +85,7 @@ def default_of(cls: type, name: str) -> Any:
 
 
 def parsed(parse: Callable[[str], T]) -> Callable[[click.Context, click.Parameter, str | None], T | None]:
-    """An option callback: ``parse`` of the value given (``None`` stays ``None``), its ``ValueError`` a
-    usage error naming the option."""
+    """An option callback: ``parse(value)`` (``None`` stays), its ``ValueError`` a usage error."""
 
     def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> T | None:
         try:
@@ -102,8 +97,7 @@ def parsed(parse: Callable[[str], T]) -> Callable[[click.Context, click.Paramete
 
 
 def go_bool_flag(flag: str, *, envvar: str, default: bool, help: str) -> Callable[[F], F]:
-    """A boolean option as Kubernetes' commands take one: ``--flag``, ``--flag=true|false`` (or
-    ``--flag false``) and ``--no-flag``; the last one given wins; also from ``envvar``."""
+    """``--flag``, ``--flag=true|false`` and ``--no-flag``, as Kubernetes takes them; the last wins."""
     name = flag.lstrip("-").replace("-", "_")
     negation = f"--no-{flag.lstrip('-')}"
     given_no = f"hami.{name}.negated"
@@ -142,8 +136,7 @@ def go_bool_flag(flag: str, *, envvar: str, default: bool, help: str) -> Callabl
 
 
 def aliases(names: Mapping[str, str], *, origin: str) -> Callable[[click.Command], click.Command]:
-    """Give options a second flag name (``names``: parameter name -> flag), said in their help as an
-    alias from ``origin``. Put it above the command's decorator: it changes the built command."""
+    """A second flag name per option (parameter name -> flag), said in its help; above the command."""
 
     def decorate(command: click.Command) -> click.Command:
         params = {p.name: p for p in command.params}
@@ -171,7 +164,7 @@ def listen_address(ctx: click.Context, param: click.Parameter, value: str | None
 
 
 def cannot_listen(host: str, port: int | None, exc: OSError) -> click.BadParameter:
-    """The usage error of a ``--http-listen`` address the daemon cannot bind (not local, in use, unknown)."""
+    """The usage error of a ``--http-listen`` address the daemon cannot bind."""
     return click.BadParameter(
         f"cannot listen on {host}:{port}: {exc.strerror or exc}", param_hint="'--http-listen'"
     )
@@ -228,8 +221,7 @@ def _klog_level(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 def klog_verbosity(command: F) -> F:
-    """klog's ``-v N`` / ``--v=N``, as HAMi's chart passes it (``-v=4``): ``--log-level debug`` from 4 on,
-    ``info`` below; given, it wins over ``--log-level``. Passed on as ``verbosity``."""
+    """klog's ``-v N`` / ``--v=N`` (HAMi's chart: ``-v=4``), passed on as ``verbosity``."""
     return click.option(
         "-v",
         "--v",
@@ -244,8 +236,7 @@ def klog_verbosity(command: F) -> F:
 def config_option(
     owner: type, field: str, help: str, *, envvar: str | None = None, type: click.ParamType[Any] = DURATION
 ) -> Callable[[F], F]:
-    """``--FIELD`` (from ``HAMI_FIELD`` in the environment, unless ``envvar`` says otherwise, which its help
-    names), whose default is ``owner``'s field ``field``, written once, there; a duration by default."""
+    """``--FIELD`` (env ``HAMI_FIELD`` or ``envvar``) with ``owner``'s default; a duration unless told."""
     envvar = envvar or f"HAMI_{field.upper()}"
     default = default_of(owner, field)
     return click.option(

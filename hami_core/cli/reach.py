@@ -1,9 +1,5 @@
-"""How ``hami doctor`` reads a running scheduler's view: at a URL, or through the API server's service
-proxy (``/api/v1/namespaces/NS/services/NAME:PORT/proxy/...``), which needs no port-forward: the
-operator's kubeconfig and ``get`` on ``services/proxy`` in the scheduler's namespace are enough.
-
-Every answer is JSON (``/status``, ``/cache``, ``/cache/<node>``) or one line saying why there is none.
-"""
+"""How ``hami doctor`` reads a running scheduler's JSON: at a URL, or through the API server's service
+proxy (no port-forward; ``get`` on ``services/proxy``); else one line saying why not."""
 
 from __future__ import annotations
 

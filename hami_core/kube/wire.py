@@ -1,8 +1,5 @@
-"""Raw Kubernetes JSON to and from the port's snapshots, shared by both cluster implementations.
-
-Both sides keep objects as the API server sends them (plain dicts from ``json.loads``) and reduce them here,
-so the in-memory cluster and the real one cannot disagree about what a Node or a Lease looks like.
-"""
+"""Raw Kubernetes JSON to and from the port's snapshots, shared by both cluster implementations so they
+cannot disagree about what a Node or a Lease looks like."""
 
 from __future__ import annotations
 
@@ -90,12 +87,8 @@ def _annotation_fields(entry: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def node_owners(obj: Mapping[str, Any]) -> NodeOwners:
-    """A raw Node with the field managers of each annotation, read from ``metadata.managedFields``.
-
-    A merge patch or an update records its manager per key, ``f:metadata.f:annotations.f:KEY`` (the
-    ``.`` entry is the map itself, owned by whoever created it, and is not an annotation). An entry of
-    another shape is skipped: ownership is a hint for ``hami cleanup``, never a reason to fail.
-    """
+    """A raw Node with each annotation's managers (``managedFields``' ``f:metadata.f:annotations.f:KEY``);
+    an entry of another shape is skipped: ownership is a hint for ``hami cleanup``, never a failure."""
     node = node_snapshot(obj)
     entries = _mapping(obj.get("metadata"), f"Node {node.name!r} metadata").get("managedFields")
     owners: dict[str, list[str]] = {key: [] for key in node.annotations}

@@ -1,9 +1,6 @@
-"""Runs a scenario: an in-memory cluster, simulated device plugins, one real scheduler replica, and an
-observer that records every registration change and checks the protocol's promises at the end.
-
-It runs on a fake clock in steps of 0.1 s: at each step the scenario's actions and the plugins' reports
-are applied, the replica is let settle (``simulate/settle.py``), and the observer looks. So a run takes a
-few seconds of wall time whatever the scenario's length, and prints the same lines every time."""
+"""Runs a scenario: an in-memory cluster, simulated plugins and one real scheduler replica on a fake clock
+in 0.1 s steps (the same lines every run, in seconds of wall time), observed for every registration
+change, and the protocol's promises checked at the end."""
 
 from __future__ import annotations
 
@@ -52,11 +49,8 @@ def run_scenario(
     *,
     say: Callable[[str], None] = print,
 ) -> SimulationResult:
-    """Run ``scenario`` in fake time with the given drivers (by name); ``say`` gets each timeline line.
-
-    ``ScenarioError`` (a ``ValueError``) when the scenario cannot be run (``validate_scenario``), a
-    ``ValueError`` when it needs a driver ``drivers`` does not have.
-    """
+    """Run ``scenario`` with ``drivers`` (by name); ``say`` gets each line. ``ValueError`` when it cannot
+    be run, or needs a driver not given."""
     validate_scenario(scenario)
     needed = {p.driver for n in scenario.nodes for p in n.plugins}
     if missing := sorted(needed - set(drivers)):

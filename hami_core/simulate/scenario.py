@@ -1,12 +1,5 @@
-"""A scenario: simulated nodes, their device plugins, and what happens to them when.
-
-The embedded default (``DEFAULT_SCENARIO``) is the seed note's example cluster plus the failures HAMi's
-users hit: a plugin that dies, a truncated register value, a node with no accelerator at all.
-
-In a scenario file, every timing (``duration``, ``handshake_window``, ``resync``, ``report_interval`` and
-each action's ``at``) is a number of seconds or a duration string as the flags take it (``"16s"``,
-``"1m30s"``, ``"500ms"``).
-"""
+"""A scenario: simulated nodes, their device plugins, and what happens to them when; in a file, each
+timing is seconds or a duration string as the flags take it (``"1m30s"``)."""
 
 from __future__ import annotations
 
@@ -117,8 +110,7 @@ DEFAULT_SCENARIO = Scenario(
 
 
 class ScenarioError(ValueError):
-    """A scenario value that cannot be run: ``field`` is its position (``nodes[2].name``), ``problem``
-    what is wrong with it. The message is one line: ``scenario [SOURCE: ]FIELD: PROBLEM``."""
+    """A scenario value that cannot be run, in one line: ``scenario [SOURCE: ]FIELD: PROBLEM``."""
 
     def __init__(self, field: str, problem: str, *, source: str = "") -> None:
         where = ": ".join(part for part in (source, field) if part)
@@ -127,9 +119,8 @@ class ScenarioError(ValueError):
 
 
 def load_scenario(path: Path) -> Scenario:
-    """Read a scenario from a JSON file with the same shape as ``DEFAULT_SCENARIO``, and check that it can
-    be run (``validate_scenario``). Every failure is a one-line ``ValueError`` (a ``ScenarioError`` when it
-    is about a value) naming the file and the field."""
+    """A validated scenario from a JSON file shaped as ``DEFAULT_SCENARIO``; each failure a one-line
+    ``ValueError`` naming the file and the field."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_duplicate_keys)
         scenario: Scenario = _structure("", data, Scenario, ("nodes",))
@@ -144,15 +135,7 @@ def load_scenario(path: Path) -> Scenario:
 
 
 def validate_scenario(scenario: Scenario) -> None:
-    """Raise ``ScenarioError`` for the first value of ``scenario`` that cannot be run as written.
-
-    Nodes: valid and unique Kubernetes node names (DNS subdomains), valid labels, at most one plugin per
-    driver, device counts from 0 to 2^63 - 1, register values that fit a Node's annotations. Timings
-    (``duration``, ``handshake_window``, ``resync``, ``report_interval``): finite, greater than 0 and at
-    most a day; the three periods at least 10 ms. Actions: ``at`` from 0 to before ``duration``, on a node
-    of the scenario that is not deleted by then; ``kill``, ``revive`` and ``set-register`` name a plugin
-    of that node, ``delete`` names none; only ``set-register`` carries a value.
-    """
+    """Raise ``ScenarioError`` for the first value of ``scenario`` that cannot be run as written."""
     _check_seconds("duration", scenario.duration, minimum=0.0)
     for name in ("handshake_window", "resync", "report_interval"):
         _check_seconds(name, getattr(scenario, name), minimum=_MIN_PERIOD)
@@ -259,7 +242,6 @@ _MAX_COUNT = 2**63 - 1
 
 
 def _check_seconds(field: str, value: float, *, minimum: float) -> None:
-    """A finite number of seconds, greater than 0 (at least ``minimum``), at most a day."""
     least = f"from {minimum:g}" if minimum > 0 else "greater than 0 and"
     if (
         isinstance(value, bool)
@@ -295,7 +277,6 @@ def _check_text(field: str, value: object) -> None:
 
 
 def _check_annotation_size(field: str, registers: Mapping[str, str]) -> None:
-    """The register values of one node together must fit the API server's limit on its annotations."""
     size = sum(len(value.encode("utf-8")) for value in registers.values())
     if size > MAX_ANNOTATION_BYTES:
         raise ScenarioError(
@@ -344,7 +325,6 @@ def _fields(field: str, data: object, cls: type, required: tuple[str, ...] = ())
 
 
 def _timing(field: str, value: object) -> float:
-    """A timing of the file: a number of seconds, or a duration string (``"16s"``, ``"1m30s"``, ``"3"``)."""
     if isinstance(value, str):
         try:
             return parse_duration(value)
@@ -370,8 +350,7 @@ _TIMINGS = ("duration", "handshake_window", "resync", "report_interval", "at")
 
 
 def _structure(field: str, data: object, cls: type, required: tuple[str, ...]) -> Any:
-    """``cls`` from a JSON object of its fields; the timings read, the arrays' items structured in turn.
-    The other values are checked by ``validate_scenario``, which checks a scenario built in code too."""
+    """``cls`` from a JSON object of its fields, timings read, arrays structured (values: validated later)."""
     values = _fields(field, data, cls, required)
     for name, value in values.items():
         where = member_path(field, name)

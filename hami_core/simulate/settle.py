@@ -1,10 +1,5 @@
-"""Waiting for a scheduler replica on a fake clock to finish what the cluster gave it.
-
-A driver of fake time (``hami simulate``, the daemon tests) moves the clock only once every replica has
-*settled*: it has seen every Node change the driver made (``NodeWrites``), and has nothing left to do
-until the clock moves (``Scheduler.settled``). The wait is in real time, for something that will happen;
-it never stands in for time passing.
-"""
+"""Before fake time moves, every replica must have *settled*: seen each Node write (``NodeWrites``) with
+nothing left to do until the clock moves. The real-time wait is for what will happen, never for time."""
 
 from __future__ import annotations
 
