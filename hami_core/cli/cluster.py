@@ -139,17 +139,14 @@ def connect(
         "connect_timeout": min(10.0, request_timeout),
         "pool_size": pool_size,
     }
-    if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        try:
-            return KubeCluster.in_cluster(**timeouts)
-        except ClusterError as exc:
-            raise ConfigError(str(exc)) from None
     path = kubeconfig or DEFAULT_KUBECONFIG
-    problem = kubeconfig_problem(path)
-    if problem is not None:
-        hint = "" if kubeconfig else " (no --kubeconfig given and not running in a Pod)"
-        raise ConfigError(f"kubeconfig {problem}{hint}")
     try:
+        if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            return KubeCluster.in_cluster(**timeouts)
+        problem = kubeconfig_problem(path)
+        if problem is not None:
+            hint = "" if kubeconfig else " (no --kubeconfig given and not running in a Pod)"
+            raise ConfigError(f"kubeconfig {problem}{hint}")
         return KubeCluster.from_kubeconfig(os.pathsep.join(_paths(path)), context=context, **timeouts)
     except ClusterError as exc:
         raise ConfigError(str(exc)) from None

@@ -252,11 +252,6 @@ class KubeCluster:
         self._timeout = (connect_timeout, request_timeout)
 
     @classmethod
-    def from_configuration(cls, configuration: k8s.Configuration, **kwargs: Any) -> Self:
-        """Over an already built client ``Configuration`` (its ``retries`` is set to ``False``)."""
-        return cls._build(configuration, "client configuration", kwargs)
-
-    @classmethod
     def from_kubeconfig(cls, path: str, *, context: str | None = None, **kwargs: Any) -> Self:
         """From a kubeconfig file (and optionally one of its contexts)."""
         source = f"kubeconfig {path}"
@@ -273,7 +268,7 @@ class KubeCluster:
             raise ClusterError(
                 f"{source}: not a valid kubeconfig: {type(exc).__name__}: {_flat(str(exc))}"
             ) from None
-        return cls._build(configuration, source, kwargs)
+        return cls.from_configuration(configuration, source, **kwargs)
 
     @classmethod
     def in_cluster(cls, **kwargs: Any) -> Self:
@@ -286,17 +281,24 @@ class KubeCluster:
             raise ClusterError(f"{source}: {_flat(str(exc), 1000)}") from None
         except Exception as exc:  # an unreadable token or CA file, ...
             raise ClusterError(f"{source}: {type(exc).__name__}: {_flat(str(exc))}") from None
-        return cls._build(configuration, source, kwargs)
+        return cls.from_configuration(configuration, source, **kwargs)
 
     @classmethod
-    def _build(cls, configuration: k8s.Configuration, source: str, kwargs: dict[str, Any]) -> Self:
+    def from_configuration(
+        cls,
+        configuration: k8s.Configuration,
+        source: str = "client configuration",
+        *,
+        pool_size: int = _POOL_SIZE,
+        **kwargs: Any,
+    ) -> Self:
         """The cluster over ``configuration``, refusing a server URL no request could go to; urllib3's
         retries off (they would stretch a call to 4 x ``request_timeout``: the callers retry)."""
         problem = _server_url_problem(configuration.host)
         if problem is not None:
             raise ClusterError(f"{source}: {problem}")
         configuration.retries = False
-        configuration.connection_pool_maxsize = kwargs.pop("pool_size", _POOL_SIZE)
+        configuration.connection_pool_maxsize = pool_size
         try:
             api_client = k8s.ApiClient(configuration)
         except Exception as exc:  # e.g. a proxy URL urllib3 cannot parse

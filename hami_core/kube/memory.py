@@ -146,15 +146,13 @@ def _parse_rv(value: str) -> int | None:
 
 
 class MemoryCluster:
-    """Thread-safe in-memory ``AdminCluster``. ``history``: Node changes a watch can replay (older, or
-    older than ``start_resource_version``: ``Gone``); ``bookmark_interval``: seconds between BOOKMARKs
-    on a quiet watch (``None``: on demand and before the timeout only); ``clock``: monotonic time."""
+    """Thread-safe in-memory ``AdminCluster``. ``history``: Node changes a watch can replay (older: ``Gone``);
+    ``bookmark_interval``: between BOOKMARKs on a quiet watch (``None``: on demand and before the timeout)."""
 
     def __init__(
         self,
         *,
         history: int = 1000,
-        start_resource_version: int = 1,
         bookmark_interval: float | None = 60.0,
         continue_snapshots: int = 16,
         clock: Callable[[], float] = SYSTEM.monotonic,
@@ -162,8 +160,7 @@ class MemoryCluster:
         if history < 1:
             raise ValueError(f"MemoryCluster: history must be >= 1, got {history}")
         self._cond = threading.Condition(threading.RLock())
-        self._rv = start_resource_version
-        self._oldest = start_resource_version  # the oldest RV a watch may start from
+        self._rv = self._oldest = 1  # _oldest: the oldest RV a watch may start from
         self._history: deque[_Change] = deque(maxlen=history)
         self._nodes: dict[str, Json] = {}
         self._snapshots: dict[str, NodeSnapshot] = {}

@@ -1,9 +1,4 @@
-"""The reporter's read-only HTTP endpoint, on the shared endpoint server (``hami_core.serve.http``).
-
-- ``GET /livez`` (and ``/healthz``): 200 while the pass loop runs and no pass is stuck.
-- ``GET /readyz``: 200 once a pass has succeeded.
-- ``GET /metrics``: the reporter's metrics (``reporter/metrics.py``), Prometheus text format.
-"""
+"""The reporter's read-only endpoint: ``/livez`` (``/healthz``), ``/readyz`` and ``/metrics``."""
 
 from __future__ import annotations
 
