@@ -57,9 +57,6 @@ F = TypeVar("F", bound=Callable[..., object])
 _WIDTH = 100
 
 
-# --- inputs ---------------------------------------------------------------------------------------------
-
-
 def parse_timezone(text: str) -> tzinfo:
     """``local``, ``UTC``, an offset (``+08:00``, ``-0530``) or an IANA zone name (``Asia/Shanghai``)."""
     value = text.strip()
@@ -149,9 +146,6 @@ def load_node_file(path: str, name: str | None = None) -> NodeSnapshot:
     return node
 
 
-# --- the Lease ------------------------------------------------------------------------------------------
-
-
 @attrs.frozen(kw_only=True)
 class LeaseFacts:
     """Who holds the scheduler's leader Lease, as far as one GET tells."""
@@ -223,9 +217,6 @@ def lease_facts(cluster: AdminCluster, namespace: str | None, name: str) -> Leas
         renewed_at=lease.renew_time or lease.acquire_time,
         duration=duration,
     )
-
-
-# --- a scheduler's view ---------------------------------------------------------------------------------
 
 
 @attrs.frozen(kw_only=True)
@@ -424,9 +415,6 @@ def compare_with_scheduler(
     )
 
 
-# --- output ---------------------------------------------------------------------------------------------
-
-
 def _clock(moment: datetime, now: datetime) -> str:
     """A moment in the doctor's zone, ``YYYY-MM-DD HH:MM:SS +HH:MM``."""
     return moment.astimezone(now.tzinfo).strftime("%Y-%m-%d %H:%M:%S %z").replace("+0000", "UTC")
@@ -587,9 +575,6 @@ def _agreement_text(agreement: SchedulerAgreement) -> list[str]:
             text = f"differs: scheduler {state}, next write {write}; doctor {doctor_state}, next write "
             lines += _wrapped(v.vendor_key, f"{text}{doctor_write}: {v.why}")
     return lines
-
-
-# --- the command ----------------------------------------------------------------------------------------
 
 
 @click.group("doctor")
@@ -772,9 +757,6 @@ def _get_node(cluster: Cluster, name: str) -> NodeSnapshot:
         raise click.ClickException(f"cannot reach the API server: {exc}") from None
     except ClusterError as exc:
         raise click.ClickException(describe_error(exc)) from None
-
-
-# --- the fleet ------------------------------------------------------------------------------------------
 
 
 def _states(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> frozenset[VendorState]:

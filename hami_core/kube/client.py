@@ -346,8 +346,6 @@ class KubeCluster:
         """A Node body as a snapshot: the kept fields only."""
         return _parsed(action, node_snapshot, _parse_json(action, data))
 
-    # -- nodes: read ----------------------------------------------------------------------------------
-
     def get_node(self, name: str) -> NodeSnapshot:
         """One Node (the reporter reads its own; the scheduler never GETs a single Node)."""
         action = f"get node {name!r}"
@@ -404,8 +402,6 @@ class KubeCluster:
             return KubeWatch(action, None, gone=gone)
         return KubeWatch(action, response)
 
-    # -- nodes: write ---------------------------------------------------------------------------------
-
     def merge_patch_node(
         self, name: str, patch: Mapping[str, Any], *, field_manager: str | None = None
     ) -> NodeSnapshot:
@@ -435,8 +431,6 @@ class KubeCluster:
         action = f"get node {name!r}"
         body = self._call(action, self._core.read_node, name)
         return _parsed(action, node_owners, body)
-
-    # -- leases ---------------------------------------------------------------------------------------
 
     def get_lease(self, namespace: str, name: str) -> Lease:
         action = f"get lease {namespace}/{name}"
@@ -477,8 +471,6 @@ class KubeCluster:
         action = f"delete lease {namespace}/{name}"
         self._call(action, self._coordination.delete_namespaced_lease, name, namespace)
 
-    # -- services -------------------------------------------------------------------------------------
-
     def proxy_get(
         self, namespace: str, service: str, path: str, query: Sequence[tuple[str, str]] = ()
     ) -> bytes:
@@ -494,8 +486,6 @@ class KubeCluster:
             auth_settings=["BearerToken"],
         )
         return self._call_data(action, self._raw(request))
-
-    # -- namespaces and events ------------------------------------------------------------------------
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         self._call(

@@ -76,8 +76,6 @@ class LeaderElector:
         #: Why this replica stands aside (``hold``): it neither takes nor keeps the Lease meanwhile.
         self._held: str | None = None
 
-    # -- queries (any thread) -------------------------------------------------------------------------
-
     @property
     def term(self) -> int:
         """How many times this process has become leader; the current term while leading."""
@@ -102,8 +100,6 @@ class LeaderElector:
         """The holder of the Lease as last observed (``None`` when unknown or released)."""
         with self._lock:
             return self._observed.holder_identity if self._observed else None
-
-    # -- the loop -------------------------------------------------------------------------------------
 
     def _wall(self) -> datetime:
         return self._clock.now().astimezone(UTC)
@@ -229,8 +225,6 @@ class LeaderElector:
             log.info("leader election: released %s/%s", self.config.namespace, self.config.name)
         except ClusterError as exc:
             log.warning("leader election: could not release the lease: %s", describe_error(exc))
-
-    # -- internals ------------------------------------------------------------------------------------
 
     def _standing_by(self, lease: Lease, held_for: float) -> None:
         """Say who holds the Lease and until when, once per holder (elector thread only)."""

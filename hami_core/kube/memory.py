@@ -176,8 +176,6 @@ class MemoryCluster:
         self._requests: Counter[tuple[str, str]] = Counter()
         self._names = itertools.count(1)
 
-    # -- namespaces and request counts ----------------------------------------------------------------
-
     def create_namespace(self, name: str) -> None:
         with self._cond:
             if not is_dns_label(name):
@@ -193,8 +191,6 @@ class MemoryCluster:
                 for (v, r), n in self._requests.items()
                 if (verb is None or v == verb) and (resource is None or r == resource)
             )
-
-    # -- plumbing -------------------------------------------------------------------------------------
 
     def _request(self, verb: str, resource: str) -> None:
         """Count a request (the harness's faults fail it here); lock held."""
@@ -229,8 +225,6 @@ class MemoryCluster:
         if raw is None:
             raise NotFound(f"{verb} node {name!r}: nodes {name!r} not found", status=404)
         return raw
-
-    # -- nodes: read ----------------------------------------------------------------------------------
 
     def get_node(self, name: str) -> NodeSnapshot:
         with self._cond:
@@ -311,8 +305,6 @@ class MemoryCluster:
             )
             self._watches.add(watch)
             return watch
-
-    # -- nodes: write ---------------------------------------------------------------------------------
 
     def create_node(
         self,
@@ -436,8 +428,6 @@ class MemoryCluster:
         updated["metadata"]["resourceVersion"] = str(self._next_rv())
         return self._store_node(updated, "MODIFIED")
 
-    # -- leases ---------------------------------------------------------------------------------------
-
     def get_lease(self, namespace: str, name: str) -> Lease:
         with self._cond:
             self._request("get", "leases")
@@ -496,8 +486,6 @@ class MemoryCluster:
             if self._leases.pop((namespace, name), None) is None:
                 raise NotFound(f"delete lease {namespace}/{name}: leases {name!r} not found", status=404)
 
-    # -- services -------------------------------------------------------------------------------------
-
     def proxy_get(
         self, namespace: str, service: str, path: str, query: Sequence[tuple[str, str]] = ()
     ) -> bytes:
@@ -508,8 +496,6 @@ class MemoryCluster:
                 f"{service.partition(':')[0]!r} not found",
                 status=404,
             )
-
-    # -- events ---------------------------------------------------------------------------------------
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         with self._cond:

@@ -101,8 +101,6 @@ class Reporter:
         self._running = False
         self._pass_started: float | None = None
 
-    # -- the loop -------------------------------------------------------------------------------------
-
     def run(self) -> None:
         """Pass after pass until :meth:`request_stop`."""
         log.info(
@@ -134,8 +132,6 @@ class Reporter:
         """End :meth:`run` after the pass in progress (safe from a signal handler or another thread)."""
         self._stop.set()
 
-    # -- health, for /livez and /readyz ---------------------------------------------------------------
-
     def alive(self) -> bool:
         """The loop runs and no pass has been going on for longer than ``STUCK_AFTER``."""
         with self._lock:
@@ -146,8 +142,6 @@ class Reporter:
         """A pass has succeeded (a failed one later does not take it back: the heartbeat goes on)."""
         with self._lock:
             return self._succeeded
-
-    # -- one pass --------------------------------------------------------------------------------------
 
     def run_once(self) -> PassResult:
         """One pass: probe every driver, read the Node, send the patch. Never raises a ClusterError."""

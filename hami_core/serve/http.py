@@ -158,8 +158,6 @@ class EndpointServer:
         for thread in self._threads:
             thread.join(max(0.0, deadline - SYSTEM.monotonic()))
 
-    # -- the acceptor: one event loop for every connection's request and answer --------------------------
-
     def _accept_loop(self) -> None:
         try:
             self._loop.run_until_complete(self._serve())
@@ -237,8 +235,6 @@ class EndpointServer:
         finally:
             with self._lock:
                 self._answering -= 1
-
-    # -- the workers ----------------------------------------------------------------------------------
 
     def _work(self) -> None:
         while (item := self._ready.get()) is not None:

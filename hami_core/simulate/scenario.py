@@ -286,9 +286,6 @@ def _check_annotation_size(field: str, registers: Mapping[str, str]) -> None:
         )
 
 
-# -- JSON -> Scenario, strictly: every field its own type, no unknown or repeated fields -----------------
-
-
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
