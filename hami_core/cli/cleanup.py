@@ -53,10 +53,6 @@ def annotation_keys(drivers: Iterable[VendorDriver]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(keys))
 
 
-def _owner_words(managers: Sequence[str]) -> str:
-    return f"owned by {', '.join(managers)}" if managers else "no field manager recorded"
-
-
 def _split(
     keys: Sequence[str],
     annotations: Mapping[str, str],
@@ -73,7 +69,8 @@ def _split(
         if foreign or (owners and set(owners) <= OUR_MANAGERS):
             remove.append(key)
         else:
-            kept.append(f"{key} ({_owner_words(owners)})")
+            words = f"owned by {', '.join(owners)}" if owners else "no field manager recorded"
+            kept.append(f"{key} ({words})")
     return remove, kept
 
 

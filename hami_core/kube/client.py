@@ -127,22 +127,16 @@ def api_error(action: str, status: int | None, message: str) -> ClusterError:
 _UNTRUSTED = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "Hostname mismatch")
 
 
-def _untrusted(action: str, text: str) -> Untrusted | None:
-    if not any(marker in text for marker in _UNTRUSTED):
-        return None
-    return Untrusted(
-        f"{action}: the API server's certificate cannot be verified ({_flat(text, 200)}): check the "
-        "kubeconfig's certificate-authority and server name (in a Pod: the service account's ca.crt)"
-    )
-
-
 def _translate(action: str, exc: BaseException) -> NoReturn:
-    untrusted = _untrusted(action, f"{getattr(exc, 'reason', '')} {exc}")
-    if untrusted is not None and (
+    text = f"{getattr(exc, 'reason', '')} {exc}"
+    if any(marker in text for marker in _UNTRUSTED) and (
         isinstance(exc, urllib3.exceptions.HTTPError | OSError)
         or (isinstance(exc, ApiException) and not _http_status(exc.status))
     ):
-        raise untrusted from None
+        raise Untrusted(
+            f"{action}: the API server's certificate cannot be verified ({_flat(text, 200)}): check the "
+            "kubeconfig's certificate-authority and server name (in a Pod: the service account's ca.crt)"
+        ) from None
     if isinstance(exc, ApiException):
         # status 0: the client never got an answer (it wraps a TLS failure so), which is no HTTP status
         raise api_error(action, _http_status(exc.status), _server_message(exc)) from None
@@ -170,16 +164,6 @@ def _parameters(method: Callable[..., Any]) -> tuple[str, ...]:
 def _bad_body(action: str, problem: str) -> Unavailable:
     """A body the server should never have sent (see the module's docstring)."""
     return Unavailable(f"{action}: the server answered with {problem}")
-
-
-def _read_data(action: str, response: Any) -> bytes:
-    try:
-        data: bytes = response.data
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        _translate(action, exc)
-    finally:
-        response.release_conn()
-    return data
 
 
 def _parse_json(action: str, data: bytes) -> dict[str, Any]:
@@ -314,7 +298,14 @@ class KubeCluster:
 
     def _call_data(self, action: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> bytes:
         """``_call``, the body as the server sent it."""
-        return _read_data(action, self._open(action, method, *args, **kwargs))
+        response = self._open(action, method, *args, **kwargs)
+        try:
+            data: bytes = response.data
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            _translate(action, exc)
+        finally:
+            response.release_conn()
+        return data
 
     def _open(self, action: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``_call``, the response still open (a watch streams it)."""
