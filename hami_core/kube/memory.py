@@ -624,20 +624,15 @@ class MemoryWatch:
             pre_timeout = (
                 self._deadline is not None and now >= self._deadline - 2.0 and not self._pre_timeout_bookmark
             )
-            # A watch from a resourceVersion the store has not reached gets no bookmark (the server
-            # sends only those newer than the watch's start).
-            if (
-                self._bookmarks
-                and self._cursor <= cluster._rv
-                and (
-                    pre_timeout
-                    or self.bookmark_due
-                    or (
-                        cluster._bookmark_interval is not None
-                        and now - self._last_sent >= cluster._bookmark_interval
-                    )
-                )
-            ):
+            interval = cluster._bookmark_interval
+            due = (
+                pre_timeout
+                or self.bookmark_due
+                or (interval is not None and now - self._last_sent >= interval)
+            )
+            # None for a watch from a resourceVersion the store has not reached (the server sends only
+            # those newer than the watch's start).
+            if self._bookmarks and self._cursor <= cluster._rv and due:
                 self._pre_timeout_bookmark = self._pre_timeout_bookmark or pre_timeout
                 self.bookmark_due = False
                 self._last_sent = now
@@ -648,8 +643,8 @@ class MemoryWatch:
                 waits.append(self._deadline - now)
                 if not self._pre_timeout_bookmark:
                     waits.append(self._deadline - 2.0 - now)
-            if self._bookmarks and cluster._bookmark_interval is not None:
-                waits.append(self._last_sent + cluster._bookmark_interval - now)
+            if self._bookmarks and interval is not None:
+                waits.append(self._last_sent + interval - now)
             cluster._cond.wait(max(0.0, min(waits)))
 
     def _silent_locked(self) -> None:
