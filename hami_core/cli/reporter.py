@@ -90,8 +90,8 @@ def run(
     configure_logging(log_format, verbosity or log_level)
     manager, drivers = drivers_from_options(vendors, count_resources, device_config)
     cluster = connect(kubeconfig, context, request_timeout=min(30.0, max(1.0, interval)))
-    # An untrusted server certificate stays untrusted: one line now, not a warning every pass. (A refusal
-    # is the pass's to report: the Node may not be the reporter's to read until its Pod is bound.)
+    # An untrusted certificate stays so: one line now. A refusal is the pass's to report (the Node may
+    # not be the reporter's to read until its Pod is bound).
     check_access([lambda: cluster.get_node(node_name)], fatal=(Untrusted,))
     daemon = Reporter(cluster, drivers, manager.discover_devices, config)
     if once:

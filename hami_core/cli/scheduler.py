@@ -54,8 +54,7 @@ KUBE_SCHEDULER_ALIASES = {
     "log_format": "--logging-format",
 }
 
-#: HAMi's scheduler's names (``cmd/scheduler``) of settings that mean the same here; docs/operations.md
-#: ("Migrating from HAMi's chart") lists the rest.
+#: HAMi's scheduler's names of the same settings (docs/operations.md, "Migrating from HAMi's chart").
 HAMI_SCHEDULER_ALIASES = {
     "qps": "--kube-qps",
     "burst": "--kube-burst",
@@ -183,9 +182,8 @@ def run(
         )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    # A write sent just before the lease is lost must land before another replica can take over:
-    # that is at least lease duration - renew deadline later, so no request may take longer.
-    # Without leader election there is no other replica to hand over to.
+    # A write sent just before the lease is lost must land before another replica can take over, at
+    # least lease duration - renew deadline later (without election there is none).
     timeout = min(30.0, max(1.0, lease_duration - renew_deadline)) if elects else 30.0
     from hami_core.scheduler.daemon import Scheduler  # here: a bad flag is reported before it loads
 

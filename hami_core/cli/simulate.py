@@ -63,8 +63,7 @@ def simulate(
     try:
         result = run_scenario(scenario, {d.name: d for d in drivers}, say=click.echo)
     except (ValueError, ClusterError) as exc:
-        # A driver the scenario needs but the flags leave out, or a write the in-memory cluster refuses
-        # (what loading cannot see, say a register value that with its annotation key is too long).
+        # A driver the scenario needs but the flags leave out, or a write the in-memory cluster refuses.
         raise click.ClickException(" ".join(str(exc).split())) from None
     click.echo("")
     click.echo(f"{'node':<10} {'vendor':<7} {'state':<11} {'devices':>7}  reason / error")
