@@ -6,9 +6,6 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "DNS_LABEL_MAX",
-    "DNS_SUBDOMAIN_MAX",
-    "NAME_MAX",
     "is_dns_label",
     "is_dns_subdomain",
     "is_label_value",

@@ -12,12 +12,10 @@ from hami_core.protocol.errors import shorten
 
 __all__ = [
     "annotations_patch",
-    "format_micro_time",
     "lease_body",
     "lease_from_json",
     "node_owners",
     "node_snapshot",
-    "parse_micro_time",
     "resource_version_of",
 ]
 
