@@ -147,11 +147,12 @@ class VendorMemory:
 
     #: The cached device list (``devicevendor`` set), ``None`` while the vendor is not registered.
     devices: tuple[DeviceInfo, ...] | None = None
-    #: The register value the cache state came from (also kept for a value that decoded to no devices).
+    #: The fingerprint (``protocol/marker.fingerprint``) of the register value the cache state came from
+    #: (also kept for a value that decoded to no devices): the value itself is the Node's, not memory's.
     register: str | None = None
     #: Why the current register value does not decode; the cache keeps the last good list meanwhile.
     degraded: str | None = None
-    #: The register value ``degraded`` is about.
+    #: The fingerprint of the register value ``degraded`` is about.
     degraded_value: str | None = None
     #: The allocatable count was above zero at some observation since the last cleanup.
     allocatable_seen: bool = False
@@ -293,9 +294,10 @@ def vendor_absent(obs: Observation, memory: VendorMemory) -> bool:
 def register_to_decode(obs: Observation, memory: VendorMemory) -> str | None:
     """The register value ``decide`` needs read by the codec: one it has not read before, or ``None``."""
     value = obs.register
-    if value is None or value == memory.register:
+    if value is None:
         return None
-    if value == memory.degraded_value and memory.degraded is not None:
+    seen = fingerprint(value)
+    if seen == memory.register or (seen == memory.degraded_value and memory.degraded is not None):
         return None
     return value
 
@@ -559,9 +561,10 @@ def _register(
             )
         gone = healthy if healthy.register is None else attrs.evolve(healthy, register=None)
         return gone, keep, Reason.NO_VENDOR, None, False
-    if value == memory.register:
+    seen = fingerprint(value)
+    if seen == memory.register:
         return healthy, keep, Reason.UNCHANGED if registered else Reason.UNREGISTERED_EMPTY, None, False
-    if value == memory.degraded_value and memory.degraded is not None:
+    if seen == memory.degraded_value and memory.degraded is not None:
         return memory, keep, Reason.DEGRADED, memory.degraded, False
     if decoded is None:
         raise ValueError(
@@ -569,14 +572,14 @@ def _register(
         )
     if isinstance(decoded, str):
         return (
-            attrs.evolve(memory, degraded=decoded, degraded_value=value),
+            attrs.evolve(memory, degraded=decoded, degraded_value=seen),
             keep,
             Reason.DEGRADED,
             decoded,
             True,
         )
     if not decoded:
-        empty = attrs.evolve(healthy, devices=None, register=value)
+        empty = attrs.evolve(healthy, devices=None, register=seen)
         return empty, CacheChange.DROP if registered else keep, Reason.UNREGISTERED_EMPTY, None, False
-    fresh = attrs.evolve(healthy, devices=decoded, register=value)
+    fresh = attrs.evolve(healthy, devices=decoded, register=seen)
     return fresh, CacheChange.SET, Reason.UPDATED if registered else Reason.REGISTERED, None, False

@@ -406,12 +406,13 @@ def _register_facts(case: _Case) -> RegisterFacts:
     if value is None:
         return RegisterFacts(annotation=annotation, present=False)
     size = len(value.encode("utf-8", "surrogatepass"))
+    seen = fingerprint(value)
     for known in (case.decision.memory, case.memory):
-        if known.register == value:
+        if known.register == seen:
             return RegisterFacts(
                 annotation=annotation, present=True, size=size, devices=len(known.devices or ())
             )
-        if known.degraded_value == value and known.degraded is not None:
+        if known.degraded_value == seen and known.degraded is not None:
             return RegisterFacts(annotation=annotation, present=True, size=size, error=known.degraded)
     # Not applied by the decision (not judged, or judged dead): read it as the scheduler would on readmission.
     decoded = _read(case, value)
@@ -688,9 +689,8 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
     if obs.register is not None:
         decoded = _read(case, obs.register)
         if not isinstance(decoded, str) and decoded:
-            pasts.append(
-                (f"has {case.vendor} registered here", VendorMemory(devices=decoded, register=obs.register))
-            )
+            registered = VendorMemory(devices=decoded, register=fingerprint(obs.register))
+            pasts.append((f"has {case.vendor} registered here", registered))
     report = obs.handshake if case.handshake.kind is HandshakeKind.REPORT else None
     pasts.append(
         (

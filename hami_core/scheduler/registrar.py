@@ -32,6 +32,7 @@ from hami_core.protocol.errors import DecodeError
 from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.protocol.liveness import reads_capacity
+from hami_core.protocol.marker import fingerprint
 from hami_core.protocol.nodesource import FromNode
 from hami_core.protocol.pairscores import decode_pair_scores, scores_for
 from hami_core.protocol.states import KEPT_STATES, VendorState, state_of
@@ -153,7 +154,8 @@ class Registrar:
         self._selector = selector or NodeSelector({})
         self._window = window
         self._memory: dict[tuple[str, str], VendorMemory] = {}
-        #: (node, vendor) -> the pair-score value, devices and scores last applied to the cache entry.
+        #: (node, vendor) -> the pair-score value's fingerprint, devices and scores last applied to the
+        #: cache entry (the value itself is the store's, kept compressed there).
         self._scores: dict[tuple[str, str], tuple[str | None, object, object]] = {}
         #: The uid of the Node object each name's memory is about.
         self._uids: dict[str, str] = {}
@@ -413,13 +415,8 @@ class Registrar:
         if value is None and not entry.pair_scores:
             self._scores.pop(key, None)  # nothing to keep: the common case costs no memory
             return None
-        last = self._scores.get(key)
-        if (
-            last is not None
-            and last[0] == value
-            and last[1] is entry.devices
-            and last[2] is entry.pair_scores
-        ):
+        last, seen = self._scores.get(key), fingerprint(value)
+        if last is not None and last[0] == seen and last[1] is entry.devices and last[2] is entry.pair_scores:
             return None
         warning = None
         scores: tuple[Mapping[str, int] | None, ...] = ()
@@ -427,7 +424,7 @@ class Registrar:
             try:
                 scores = scores_for(entry.devices, decode_pair_scores(value))
             except DecodeError as error:
-                if last is None or last[0] != value:
+                if last is None or last[0] != seen:
                     warning = VendorEvent(
                         node=name,
                         uid=node.uid,
@@ -441,7 +438,7 @@ class Registrar:
         if scores != entry.pair_scores:
             entry = attrs.evolve(entry, pair_scores=scores)
             self.cache.put(name, entry)
-        self._scores[key] = (value, entry.devices, entry.pair_scores)
+        self._scores[key] = (seen, entry.devices, entry.pair_scores)
         return warning
 
     def _apply_cache(

@@ -147,7 +147,7 @@ def devs(value: str, vendor: str = "MLU") -> tuple[DeviceInfo, ...]:
 
 
 def registered(value: str = "a;b", vendor: str = "MLU", **more: Any) -> VendorMemory:
-    return VendorMemory(devices=devs(value, vendor), register=value, **more)
+    return VendorMemory(devices=devs(value, vendor), register=fp(value), **more)
 
 
 def obs(**kw: Any) -> Observation:
@@ -696,14 +696,14 @@ def test_cache_entry_is_the_decoded_list_with_the_vendor_key() -> None:
         DeviceInfo(id="x", count=10, health=True, devicevendor="NVIDIA"),
         DeviceInfo(id="y", count=10, health=True, devicevendor="NVIDIA"),
     )
-    assert d.memory.register == "x;y"
+    assert d.memory.register == fp("x;y")  # its fingerprint: the value itself is the Node's
 
 
 def test_cleanup_resets_memory_and_remembers_what_it_saw() -> None:
     old = stamp(timedelta(hours=2))
     d = evaluate(
         obs(register="a;b", handshake=old),
-        registered(allocatable_seen=True, degraded="x", degraded_value="!"),
+        registered(allocatable_seen=True, degraded="x", degraded_value=fp("!")),
         now=NOW,
         rules=MLU,
     )
@@ -1137,7 +1137,7 @@ SEED_MLU = (
     ids=["seed's truncated MLU value", "[null] element", "broken JSON"],
 )
 def test_real_decode_errors_degrade_with_a_clear_message(rule: VendorRules, value: str, quoted: str) -> None:
-    memory = VendorMemory(devices=(attrs.evolve(A10, devicevendor=rule.vendor_key),), register=A10_JSON)
+    memory = VendorMemory(devices=(attrs.evolve(A10, devicevendor=rule.vendor_key),), register=fp(A10_JSON))
     d = evaluate(obs(register=value, handshake=stamp()), memory, now=NOW, rules=rule)
     assert (d.reason, d.cache, d.devices, d.error_is_new) == (R.DEGRADED, KEEP, memory.devices, True)
     assert d.error is not None and "\n" not in d.error

@@ -35,6 +35,7 @@ from hami_core.protocol.decide import (
 )
 from hami_core.protocol.evaluate import evaluate
 from hami_core.protocol.handshake import format_stamp
+from hami_core.protocol.marker import fingerprint
 
 VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors" / "hami-unit-test-cases.json"
 if not VECTORS.is_file():
@@ -161,7 +162,7 @@ def test_generic_check_health(case: dict[str, Any]) -> None:
     # The vendor is registered and its register annotation unchanged, so only liveness can move the cache;
     # rule 6 needs the vendor on the node, which HAMi's cases leave implicit.
     memory = cached([{"id": "DEV-0", "count": 1, "health": True}], "VENDOR")
-    assert memory.register == register
+    assert memory.register == fingerprint(register)
     observation = Observation(
         node=given.get("node_name") or "node",
         register=register,
@@ -207,7 +208,9 @@ def nvidia_memory(state: dict[str, Any], first: str | None) -> VendorMemory:
     devices = None
     if register is not None:
         devices = tuple(attrs.evolve(d, devicevendor="NVIDIA") for d in CODEC.decode(register))
-    return VendorMemory(devices=devices, register=register, allocatable_seen=state["ReportedGPUNum"] > 0)
+    return VendorMemory(
+        devices=devices, register=fingerprint(register), allocatable_seen=state["ReportedGPUNum"] > 0
+    )
 
 
 @pytest.mark.parametrize("case", cases("NvidiaGPUDevices.CheckHealth"))
@@ -251,7 +254,9 @@ def test_nvidia_steady_state_of_an_expired_stamp_is_healthy_forever() -> None:
 def test_nvidia_node_deleted(case: dict[str, Any]) -> None:
     before = case["input"]["state_before"]
     memories = {
-        node: VendorMemory(allocatable_seen=count > 0, register=before["ReportedRegisterAnnos"][node])
+        node: VendorMemory(
+            allocatable_seen=count > 0, register=fingerprint(before["ReportedRegisterAnnos"][node])
+        )
         for node, count in before["ReportedGPUNum"].items()
     }
     gone = case["input"]["node"]
@@ -261,7 +266,9 @@ def test_nvidia_node_deleted(case: dict[str, Any]) -> None:
     assert (d.reason, d.memory, d.write) == (Reason.NODE_DELETED, VendorMemory(), None)
     memories.pop(gone, None)
     after = case["expect"]["state_after"]
-    assert {n: m.register for n, m in memories.items()} == after["ReportedRegisterAnnos"]
+    assert {n: m.register for n, m in memories.items()} == {
+        n: fingerprint(v) for n, v in after["ReportedRegisterAnnos"].items()
+    }
 
 
 # --- Scheduler.register: cleanups and the cache ------------------------------------------------------------
@@ -300,7 +307,8 @@ def vendor_rules(vendor: str) -> VendorRules:
 def cached(devices: list[dict[str, Any]], vendor: str) -> VendorMemory:
     listed = [device(d) for d in devices]
     return VendorMemory(
-        devices=tuple(attrs.evolve(d, devicevendor=vendor) for d in listed), register=CODEC.encode(listed)
+        devices=tuple(attrs.evolve(d, devicevendor=vendor) for d in listed),
+        register=fingerprint(CODEC.encode(listed)),
     )
 
 

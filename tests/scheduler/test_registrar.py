@@ -3,6 +3,7 @@ protocol asks of a Node as shown (what was sent and not yet seen back is the vie
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 
@@ -13,7 +14,7 @@ from hami_core.kube.port import NodeSnapshot
 from hami_core.plugins.manager import load_drivers
 from hami_core.protocol.codecs import LEGACY_CODEC
 from hami_core.protocol.decide import VendorRules
-from hami_core.protocol.marker import parse_marker
+from hami_core.protocol.marker import fingerprint, parse_marker
 from hami_core.scheduler.cache import DeviceCache
 from hami_core.scheduler.registrar import Registrar
 from hami_core.scheduler.selector import NodeSelector, parse_node_selector
@@ -377,3 +378,29 @@ def test_capacity_is_read_as_hami_reads_it_an_int64_integer_or_nothing() -> None
     assert "n1" not in registrar.cache.nodes()
     registrar.evaluate("n2", NodeSnapshot(name="n2", uid="v", capacity={"x.example/g": "500m"}), now=T0)
     assert [dict(v.capacity) for v in seen[-1:]] == [{}] and "n2" not in registrar.cache.nodes()
+
+
+def test_the_registrar_remembers_register_values_by_fingerprint_never_the_value() -> None:
+    """The Node's register value is the store's (kept compressed there): memory keeps its fingerprint,
+    and still tells an unchanged value (no decode), a changed one, and a degraded one from each other."""
+    codec = CountingCodec()
+    registrar = Registrar([rules(codec)], DeviceCache())
+    long_value = ";".join(VALUE.replace("A-1,", f"A-{i},") for i in range(40))
+    broken = long_value + ";not a device"
+    stamp = "Requesting_2026-11-29 18:00:00"
+
+    def remembered(value: str, at: int) -> tuple[str, object]:
+        shown = node({"hami.io/node-acme-register": value, "hami.io/node-handshake-acme": stamp})
+        reason = registrar.evaluate("n1", shown, now=T0 + timedelta(seconds=at)).decisions["ACME"].reason
+        memory = registrar.memory("n1", "ACME")
+        kept = [v for v in attrs.asdict(memory, recurse=False).values() if isinstance(v, str)]
+        fingerprints = [v for v in kept if v != memory.degraded]  # the one-line error is no value
+        assert value not in kept and all(re.fullmatch(r"sha256:[0-9a-f]{64}", v) for v in fingerprints)
+        return reason.value, memory.register
+
+    assert remembered(long_value, 0) == ("registered", fingerprint(long_value)) and codec.decodes == 1
+    assert remembered(long_value, 1) == ("unchanged", fingerprint(long_value)) and codec.decodes == 1
+    assert remembered(broken, 2) == ("degraded", fingerprint(long_value)) and codec.decodes == 2
+    assert registrar.memory("n1", "ACME").degraded_value == fingerprint(broken)
+    assert remembered(broken, 3) == ("degraded", fingerprint(long_value)) and codec.decodes == 2
+    assert remembered(VALUE, 4) == ("updated", fingerprint(VALUE)) and codec.decodes == 3
