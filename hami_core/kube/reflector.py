@@ -45,13 +45,14 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import attrs
 
 from hami_core.clock import SYSTEM, Clock
 from hami_core.kube.backoff import DEFAULT_BASE, DEFAULT_MAX, ONE, ExponentialBackoff
+from hami_core.kube.packed import PackedStrings
 from hami_core.kube.port import (
     WATCH_READ_SLACK,
     Cluster,
@@ -570,24 +571,27 @@ def _relisted(old: NodeSnapshot | None, new: NodeSnapshot) -> NodeSnapshot:
     """What the store keeps of a listed Node it held as ``old``: ``old`` itself when the list shows it
     the same, else ``new`` sharing ``old``'s unchanged strings (:func:`_sharing`). A relist (a term's
     start, a gap) then holds one copy of the store's Nodes, not two: the list's copy is let go page by
-    page, and a consumer that kept ``old``'s values (the registrar keeps each register value it read)
-    keeps no second copy alive once the store moves on."""
+    page, and a consumer that kept ``old``'s values keeps no second copy alive once the store moves on."""
     if old is None:
         return new
     return old if old == new else _sharing(old, new)
 
 
 def _sharing(old: NodeSnapshot, new: NodeSnapshot) -> NodeSnapshot:
-    """``new``, holding the very string objects of ``old``'s name, uid and annotations that did not
-    change: every watch event parses a Node afresh, and a consumer that keeps a value (the scheduler keeps
-    each register value it read, and the name and uid as keys) would otherwise keep a second copy of it
-    alive once the store moves on."""
+    """``new``, holding the very objects of ``old``'s name, uid and annotation values that did not change
+    (for ``PackedStrings``, the compressed ones): every watch event parses a Node afresh, and a consumer
+    that keeps a value (the scheduler keeps the name and uid as keys) would otherwise keep a second copy of
+    it alive once the store moves on."""
     before, after = old.annotations, new.annotations
-    annotations = (
-        {key: before[key] if before.get(key) == value else value for key, value in after.items()}
-        if before and after
-        else after
-    )
+    annotations: Mapping[str, str]
+    if not before or not after:
+        annotations = after
+    elif isinstance(after, PackedStrings):  # the compressed values compared, and shared, as they are kept
+        annotations = after.sharing(before)
+    else:
+        annotations = {
+            key: before[key] if before.get(key) == value else value for key, value in after.items()
+        }
     return attrs.evolve(
         new, annotations=annotations, name=old.name, uid=old.uid if old.uid == new.uid else new.uid
     )

@@ -14,6 +14,7 @@ from harness.poll import wait_for
 
 from hami_core.clock import FakeClock
 from hami_core.kube.backoff import ExponentialBackoff
+from hami_core.kube.packed import PackedStrings
 from hami_core.kube.port import Lease, NodeSnapshot, TooLarge, WatchEvent
 from hami_core.kube.reflector import Reflector, ReflectorConfig
 
@@ -534,6 +535,52 @@ def test_a_relist_keeps_the_objects_of_unchanged_nodes_and_the_unchanged_values_
         assert after["b"].resource_version == b1.resource_version and after["b"].annotations["other"] == "2"
         assert after["b"].annotations["register"] is before["b"].annotations["register"]
         assert after["b"].name is before["b"].name
+    finally:
+        reflector.stop()
+
+
+def _packed(node: NodeSnapshot) -> NodeSnapshot:
+    """``node`` with its annotations kept compressed, as the scheduler's trim keeps them."""
+    return attrs.evolve(node, annotations=PackedStrings(node.annotations))
+
+
+def test_packed_annotations_compare_and_share_as_they_are_kept() -> None:
+    """A relist keeps the object of a Node it shows unchanged (equal compressed values), and a changed
+    Node, by a list or a watch event, holds the store's compressed objects of the values that did not
+    change."""
+    cluster = MemoryCluster()
+    value = '[{"id":"GPU-0","count":10,"devmem":81920,"type":"NVIDIA-A100","health":true}]' * 4
+    for name in ("a", "b"):
+        cluster.create_node(name, annotations={"register": value, "other": "1"})
+    log = Log()
+    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True), keep=_packed)
+    reflector.start()
+
+    def held(node: str, key: str) -> object:
+        annotations = reflector.items()[node].annotations
+        assert isinstance(annotations, PackedStrings)
+        return annotations._items[key]
+
+    try:
+        log.wait_for(("synced", False))
+        before = reflector.items()
+        register = held("b", "register")
+        assert isinstance(register, bytes)  # kept compressed
+        with cluster._cond:  # the change and the request land together: the relist shows the change
+            cluster.patch_node_annotations("b", {"other": "2"})
+            reflector.relist()
+        log.wait_for(("synced", True))
+        after = reflector.items()
+        assert after["a"] is before["a"]
+        assert after["b"].annotations["other"] == "2" and after["b"].annotations["register"] == value
+        assert held("b", "register") is register
+        b = cluster.patch_node_annotations("b", {"other": "3"})  # a watch event
+        _until(lambda: reflector.items()["b"].resource_version == b.resource_version)
+        assert held("b", "register") is register and reflector.items()["b"].annotations["other"] == "3"
+        changed = cluster.patch_node_annotations("b", {"register": value + " "})
+        _until(lambda: reflector.items()["b"].resource_version == changed.resource_version)
+        assert held("b", "register") is not register
+        assert reflector.items()["b"].annotations["register"] == value + " "
     finally:
         reflector.stop()
 

@@ -1,0 +1,103 @@
+"""A read-only ``Mapping[str, str]`` that keeps its long values zlib-compressed: ``PackedStrings``.
+
+A register annotation value is long (an NVIDIA value with 8 GPUs is about 1.4 KiB of JSON), differs per
+Node, and a store holds one per Node and vendor; compressed it takes a sixth of that (zlib level 1). Every
+reader still sees ``str`` values, byte for byte what was put in (lone surrogates included: the text is
+encoded with ``surrogatepass``); a value is decompressed on each read, so a reader that keeps one keeps
+a copy of its own (the scheduler keeps fingerprints instead).
+
+A value is packed when it is longer than ``PACK_OVER`` characters, by its length alone: two mappings
+holding the same items hold the same representations (zlib is deterministic), so equality compares the
+compressed bytes, and :meth:`PackedStrings.sharing` lets a new mapping hold an older one's very objects
+for the values that did not change (``kube/reflector.py`` does it between watch events).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Mapping
+from typing import TypeVar, overload
+
+__all__ = ["PACK_OVER", "PackedStrings"]
+
+#: Values longer than this (in characters) are kept compressed; shorter ones as they are.
+PACK_OVER = 64
+#: zlib's fastest level: about a seventh of a register value's size, a few microseconds each way.
+_LEVEL = 1
+
+_Stored = str | bytes
+_T = TypeVar("_T")
+
+
+def _pack(value: str) -> _Stored:
+    if len(value) <= PACK_OVER:
+        return value
+    return zlib.compress(value.encode("utf-8", "surrogatepass"), _LEVEL)
+
+
+def _unpack(stored: _Stored) -> str:
+    if isinstance(stored, str):
+        return stored
+    return zlib.decompress(stored).decode("utf-8", "surrogatepass")
+
+
+class PackedStrings(Mapping[str, str]):
+    """``PackedStrings(values)``: the items of ``values``, read-only, the long values kept compressed."""
+
+    __slots__ = ("_items",)
+    _items: dict[str, _Stored]
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._items = {key: _pack(value) for key, value in values.items()}
+
+    @classmethod
+    def _holding(cls, items: dict[str, _Stored]) -> PackedStrings:
+        packed = cls.__new__(cls)
+        packed._items = items
+        return packed
+
+    def __getitem__(self, key: str) -> str:
+        return _unpack(self._items[key])
+
+    @overload
+    def get(self, key: str, /) -> str | None: ...
+    @overload
+    def get(self, key: str, /, default: str | _T) -> str | _T: ...
+
+    def get(self, key: str, /, default: object = None) -> object:
+        stored = self._items.get(key)
+        return default if stored is None else _unpack(stored)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedStrings):
+            return self._items == other._items  # the same items have the same representations
+        return super().__eq__(other)
+
+    def __repr__(self) -> str:
+        return f"PackedStrings({dict(self.items())!r})"
+
+    def held_bytes(self) -> int:
+        """The bytes its values take as kept: compressed, or as UTF-8 (for tests and measurements)."""
+        return sum(
+            len(v) if isinstance(v, bytes) else len(v.encode("utf-8", "surrogatepass"))
+            for v in self._items.values()
+        )
+
+    def sharing(self, before: Mapping[str, str]) -> PackedStrings:
+        """This mapping, holding ``before``'s very objects for the values that did not change (``before``
+        a ``PackedStrings``; anything else shares nothing)."""
+        if not isinstance(before, PackedStrings):
+            return self
+        old = before._items
+        return PackedStrings._holding(
+            {key: kept if (kept := old.get(key)) == value else value for key, value in self._items.items()}
+        )
