@@ -10,7 +10,7 @@ Each node carries 8 NVIDIA GPUs (JSON) and 4 DCUs (legacy), as a large cluster's
 - churn: register changes at a fixed rate while the daemon runs (real clock, in memory, resync every
   second so that changes also land while a resync runs): latency from the change to the cache, p50/p99
   (target: p99 under 50 ms at 10,000 nodes and 100 changes/s);
-- memory held per node (cache + scheduler memory), with tracemalloc;
+- memory held per node (cache + scheduler memory), and what the store holds per Node, with tracemalloc;
 - cleanup: DCU plugins of N registered nodes die one a second (a last answer, then allocatable 0); for
   each, the latency from its cleanup becoming allowed (the fake clock passes its stamp's window) to its
   DCUs leaving the cache (the issue's "within 5 ms", to keep);
@@ -31,6 +31,8 @@ import tracemalloc
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
+import attrs
+
 from hami_core import VendorRules
 from hami_core.clock import FakeClock
 from hami_core.kube.memory import MemoryCluster
@@ -41,6 +43,8 @@ from hami_core.scheduler.cache import DeviceCache, VendorEntry
 from hami_core.scheduler.config import SchedulerConfig
 from hami_core.scheduler.daemon import Scheduler
 from hami_core.scheduler.registrar import Registrar
+from hami_core.scheduler.selector import NodeSelector
+from hami_core.scheduler.trim import NodeTrim
 from hami_core.simulate.settle import NodeWrites, wait_settled
 
 GPU = (
@@ -127,7 +131,28 @@ def bench_registrar(n: int) -> list[tuple[str, str]]:
             f"{full * 1e6 / n:.0f} µs/node ({full:.2f} s CPU)",
         ),
         (f"memory held per node ({n} nodes, 12 devices each)", f"{held / n / 1024:.1f} KiB"),
+        _store_per_node(rules, snapshots),
     ]
+
+
+def _store_per_node(rules: list[VendorRules], snapshots: list[NodeSnapshot]) -> tuple[str, str]:
+    """What the scheduler's store holds per Node: each Node trimmed from strings of its own, as a Node
+    read off the wire has them (the register values the registrar keeps only fingerprints of)."""
+    trim = NodeTrim.of(rules, NodeSelector({}))
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    store = {}
+    for s in snapshots:
+        parsed = attrs.evolve(s, annotations={k: (v + " ")[:-1] for k, v in s.annotations.items()})
+        store[s.name] = trim(parsed)
+    held = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    n = len(snapshots)
+    return (
+        f"the store per node ({n} trimmed Nodes, 8 GPUs + 4 DCUs each)",
+        f"{held / n / 1024:.2f} KiB",
+    )
 
 
 def _populated(n: int) -> tuple[MemoryCluster, NodeWrites]:

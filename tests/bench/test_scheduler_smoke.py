@@ -24,6 +24,7 @@ def test_the_scheduler_benchmark_runs_and_prints_its_table() -> None:
         "| registrar cold pass",
         "| registrar full pass",
         "| memory held per node",
+        "| the store per node",
         "| resync of 200 unchanged nodes",
         "| churn: 100 register changes/s",
         "| cleanup: 5 of 200 nodes",
