@@ -1,7 +1,7 @@
 """A read-only ``Mapping[str, str]`` that keeps its long values zlib-compressed: ``PackedStrings``.
 
 A register annotation value is long (an NVIDIA value with 8 GPUs is about 1.4 KiB of JSON), differs per
-Node, and a store holds one per Node and vendor; compressed it takes a sixth of that (zlib level 1). Every
+Node, and a store holds one per Node and vendor; compressed it takes a seventh of that (zlib level 1). Every
 reader still sees ``str`` values, byte for byte what was put in (lone surrogates included: the text is
 encoded with ``surrogatepass``); a value is decompressed on each read, so a reader that keeps one keeps
 a copy of its own (the scheduler keeps fingerprints instead).

@@ -6,7 +6,7 @@ declare (spec 1b), and the labels the node selector names: all that the decision
 ``hami doctor`` and read-only mode read. The key strings are the vendors' own (one object for every Node),
 and short values that repeat across Nodes (a count, a label value, a stamp) are interned. The kept
 annotations are a ``PackedStrings`` (``kube/packed.py``): a long value (a register value, about 1.4 KiB
-for 8 NVIDIA GPUs) is held zlib-compressed, a sixth of its size, and every reader still gets the
+for 8 NVIDIA GPUs) is held zlib-compressed, a seventh of its size, and every reader still gets the
 ``str`` it was, byte for byte.
 """
 
