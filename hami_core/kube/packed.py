@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from typing import TypeVar, overload
 
-__all__ = ["PACK_OVER", "PackedStrings"]
+__all__ = ["PACK_OVER", "PackedStrings", "kept_form"]
 
 #: Values longer than this (in characters) are kept compressed; shorter ones as they are.
 PACK_OVER = 64
@@ -101,3 +101,11 @@ class PackedStrings(Mapping[str, str]):
         return PackedStrings._holding(
             {key: kept if (kept := old.get(key)) == value else value for key, value in self._items.items()}
         )
+
+
+def kept_form(values: Mapping[str, str], key: str) -> object:
+    """``values[key]`` (``None``: absent) as kept, for equality only: a ``PackedStrings``' compressed
+    bytes, not decompressed (equal values of two of them are equal bytes); any other mapping's value."""
+    if isinstance(values, PackedStrings):
+        return values._items.get(key)
+    return values.get(key)

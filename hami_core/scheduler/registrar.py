@@ -18,6 +18,7 @@ from typing import Literal
 
 import attrs
 
+from hami_core.kube.packed import kept_form
 from hami_core.kube.port import NodeSnapshot
 from hami_core.protocol.decide import (
     CacheChange,
@@ -189,7 +190,7 @@ class Registrar:
         ann = node.annotations
         return (
             self._selector.matches(node.labels),
-            tuple(ann.get(key) if key else None for key in self._annotations),
+            tuple(kept_form(ann, key) if key else None for key in self._annotations),
             tuple(node.allocatable.get(v.count_resource) for v in self._vendors),
             tuple(source_key(node, s) if s is not None else None for s in self._sources),
             tuple(node.capacity.get(c) for c in self._capacities),

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hami_core.kube.packed import PACK_OVER, PackedStrings
+from hami_core.kube.packed import PACK_OVER, PackedStrings, kept_form
 
 #: What the cold-start benchmark's nodes carry: 8 NVIDIA GPUs in JSON (about 1.4 KiB).
 NVIDIA = json.dumps(
@@ -99,3 +99,16 @@ def test_read_only() -> None:
     with pytest.raises(KeyError):
         packed["absent"]
     assert repr(PackedStrings({"k": "v"})) == "PackedStrings({'k': 'v'})"
+
+
+def test_kept_form_tells_values_apart_without_reading_them_back() -> None:
+    long_value, other = "x" * (PACK_OVER + 1), "y" * (PACK_OVER + 1)
+    first, again = PackedStrings({"a": long_value}), PackedStrings({"a": long_value})
+    changed = PackedStrings({"a": other})
+    assert isinstance(kept_form(first, "a"), bytes)  # the compressed form, not the text
+    assert kept_form(first, "a") == kept_form(again, "a")
+    assert kept_form(first, "a") != kept_form(changed, "a")
+    assert kept_form(first, "b") is None
+    assert kept_form({"a": long_value}, "a") == long_value  # any other mapping: the value itself
+    # A plain mapping's value never equals a packed one's form: the caller decides again (safe side).
+    assert kept_form({"a": long_value}, "a") != kept_form(first, "a")
