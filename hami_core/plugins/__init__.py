@@ -13,8 +13,6 @@ from hami_core.plugins.errors import (
     NoDriversError,
     PluginError,
 )
-from hami_core.plugins.fakesource import FAKE_DEVICES_ENV, fake_devices
-from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, VendorSpec, hookimpl
 from hami_core.plugins.manager import (
     DriverManager,
     LoadFailure,
@@ -22,13 +20,10 @@ from hami_core.plugins.manager import (
     load_drivers,
     parse_count_resources,
     parse_vendor_names,
-    require_drivers,
 )
 from hami_core.plugins.settings import DeviceConfig, DeviceConfigError
 
 __all__ = [
-    "ENTRY_POINT_GROUP",
-    "FAKE_DEVICES_ENV",
     "DeviceConfig",
     "DeviceConfigError",
     "DriverConflictError",
@@ -40,11 +35,7 @@ __all__ = [
     "NoDriversError",
     "PluginError",
     "VendorDriver",
-    "VendorSpec",
-    "fake_devices",
-    "hookimpl",
     "load_drivers",
     "parse_count_resources",
     "parse_vendor_names",
-    "require_drivers",
 ]

@@ -1,9 +1,7 @@
 """Finds, loads, checks and selects vendor drivers, and calls their hooks.
 
-Each entry point of the ``hami.vendors`` group is loaded on its own: a driver that fails to import, to
-register or to describe itself becomes a ``LoadFailure`` in the report and is skipped; the others load.
-Conflicts (two drivers claiming one name, vendor key or annotation key) and a bad operator selection are
-start-up errors, raised by ``select``.
+A driver that fails to load is a ``LoadFailure`` and skipped; conflicts and a bad selection are raised by
+``select``.
 """
 
 from __future__ import annotations
@@ -40,7 +38,6 @@ __all__ = [
     "load_drivers",
     "parse_count_resources",
     "parse_vendor_names",
-    "require_drivers",
 ]
 
 log = logging.getLogger(__name__)
@@ -95,12 +92,7 @@ def parse_count_resources(items: Iterable[str]) -> dict[str, str]:
 
 
 class DriverManager:
-    """Owns one pluggy plugin manager and the drivers loaded into it.
-
-    Build one per process (or per test); load with ``load_entry_points`` and/or ``register``, then
-    ``select`` the drivers to run. The hook-calling methods route each call to the plugin that provides
-    the driver and to no other.
-    """
+    """One pluggy plugin manager and its drivers: load, ``select``, then call each driver's own hooks."""
 
     def __init__(
         self, codecs: Mapping[str, Codec] = CODECS, *, device_config: DeviceConfig | None = None
@@ -123,9 +115,7 @@ class DriverManager:
         return LoadReport(tuple(drivers), tuple(self._failures))
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> LoadReport:
-        """Load every installed driver of ``group``, each on its own; failures are recorded, not raised.
-
-        Entry points already loaded by an earlier call are skipped."""
+        """Load every installed driver of ``group`` not loaded yet, each on its own; failures are recorded."""
         for entry_point in sorted(importlib.metadata.entry_points(group=group), key=lambda ep: ep.name):
             dist = entry_point.dist
             package = dist.name if dist is not None else ""
@@ -149,10 +139,8 @@ class DriverManager:
     ) -> list[VendorDriver]:
         """Register one plugin object (a module or any object with hook implementations) under ``name``.
 
-        Returns its drivers. Raises ``DriverError`` and leaves nothing registered when the plugin provides
-        no ``hami_vendor_drivers``, describes itself badly,
-        uses an unknown hook (a typo), or implements a hook with arguments its specification lacks.
-        """
+        Returns its drivers; a plugin that cannot be used raises ``DriverError`` (the guide's section 7)
+        and leaves nothing registered."""
         origin = origin_of(name, package, version)
         refuse = functools.partial(DriverError, name, origin, kind="plugin")
         if (name, origin) in self._plugins:
@@ -226,12 +214,8 @@ class DriverManager:
     def select(
         self, names: Sequence[str] | None = None, count_resources: Mapping[str, str] | None = None
     ) -> tuple[VendorDriver, ...]:
-        """The drivers to run: those named (a driver name, or a plugin name for all its drivers), or every
-        loaded one when ``names`` is ``None``; with the operator's count resource overrides applied.
-
-        Raises ``DriverSelectionError`` for a name that matches nothing and ``DriverConflictError`` when the
-        selected drivers claim a name, vendor key or annotation key twice.
-        """
+        """The drivers named (a driver or a plugin name), or every one for ``None``, with the count
+        resource overrides applied; ``DriverSelectionError`` or ``DriverConflictError`` otherwise."""
         loaded = self.report.drivers
         if names is None:
             chosen = list(loaded)
@@ -273,9 +257,8 @@ class DriverManager:
         return entry[0]
 
     def _call(self, driver: VendorDriver, hook: str, **kwargs: object) -> object:
-        """Call ``hook`` of the plugin providing ``driver`` and of no other; ``None`` when it has none.
-
-        Like pluggy, pass the implementation only the arguments it names."""
+        """Call ``hook`` of the plugin providing ``driver`` only, with the arguments it names; ``None``
+        when it has none."""
         plugin = self.plugin_of(driver)
         caller: pluggy.HookCaller = getattr(self._pm.hook, hook)
         for impl in caller.get_hookimpls():
@@ -284,11 +267,8 @@ class DriverManager:
         return None
 
     def discover_devices(self, driver: VendorDriver, node_name: str) -> list[DeviceInfo] | None:
-        """Ask the driver for its devices on ``node_name`` (reporter side).
-
-        ``None`` when the driver cannot look. A driver error propagates; a result of the wrong type raises
-        ``PluginError`` naming the driver.
-        """
+        """The driver's devices on ``node_name`` (``None``: it cannot look); a result of the wrong type
+        raises ``PluginError`` naming the driver."""
         devices = self._call(driver, "hami_discover_devices", driver_name=driver.name, node_name=node_name)
         if devices is None:
             return None
@@ -337,19 +317,6 @@ def check_conflicts(drivers: Sequence[VendorDriver]) -> None:
         )
 
 
-def require_drivers(drivers: Sequence[VendorDriver], report: LoadReport) -> None:
-    """Raise ``NoDriversError`` when ``drivers`` is empty, saying what is installed and what failed."""
-    if drivers:
-        return
-    if report.failures:
-        failed = "; ".join(str(f) for f in report.failures)
-        raise NoDriversError(f"no vendor driver could be loaded: {failed}")
-    raise NoDriversError(
-        "no vendor driver is installed: install one (for example hami-vendor-nvidia) "
-        f"so that it registers in the {ENTRY_POINT_GROUP!r} entry-point group"
-    )
-
-
 def load_drivers(
     vendors: Sequence[str] | None = None,
     count_resources: Mapping[str, str] | None = None,
@@ -357,13 +324,8 @@ def load_drivers(
     group: str = ENTRY_POINT_GROUP,
     device_config: DeviceConfig | None = None,
 ) -> tuple[DriverManager, tuple[VendorDriver, ...]]:
-    """What the daemons call at start-up: load the installed drivers (their settings from HAMi's
-    ``device_config``), select, and insist on at least one.
-
-    Each driver that failed to load is logged as a warning, and so is each key of the device config
-    that no driver reads.
-    Raises ``DriverSelectionError``, ``DriverConflictError``, ``NoDriversError`` or ``DeviceConfigError``.
-    """
+    """What the daemons call at start-up: load (warning of each failure and unknown device config key),
+    select, and insist on at least one (``NoDriversError`` saying what is installed and what failed)."""
     manager = DriverManager(device_config=device_config)
     report = manager.load_entry_points(group)
     for failure in report.failures:
@@ -372,8 +334,15 @@ def load_drivers(
         for unknown in device_config.unknown():
             log.warning("%s: unknown key %s, ignored", device_config.source, unknown)
     drivers = manager.select(vendors, count_resources)
-    require_drivers(drivers, report)
-    return manager, drivers
+    if drivers:
+        return manager, drivers
+    if report.failures:
+        failed = "; ".join(str(f) for f in report.failures)
+        raise NoDriversError(f"no vendor driver could be loaded: {failed}")
+    raise NoDriversError(
+        "no vendor driver is installed: install one (for example hami-vendor-nvidia) "
+        f"so that it registers in the {ENTRY_POINT_GROUP!r} entry-point group"
+    )
 
 
 def _describe(error: BaseException) -> str:
