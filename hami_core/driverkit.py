@@ -1,16 +1,5 @@
 """What several vendor drivers need and no vendor owns: the device cap, numbered devices, the memory
-shared out per device, fixed fields.
-
-HAMi's capacity-derived vendors (spec 1b) build one device per unit (or per so many units) of a
-resource in the Node's ``status.capacity``. HAMi builds as many as the Node says: a capacity of ``8Ei``
-would exhaust the scheduler's memory. ``capacity_count`` is that count, refused with one line above
-``MAX_DEVICES``; ``numbered_devices`` builds them as HAMi names them, ``<node>-<name>-<i>``, healthy.
-``memory_per_device`` is the memory HAMi's MLU and Moore Threads give each of them, an error where HAMi
-wraps it to int32 (spec 1b: computed quantities stay in range). HAMi's Biren
-and Vastai set ``devcore`` to 100 on every device they read, whatever the wire says: ``fixed_fields``
-is a codec that reads as another one and then sets such fields.
-
-Drivers take these names from ``hami_core``, as every other public name.
+shared out per device, fixed fields (the guide's sections 2 and 2b say each in full).
 """
 
 from __future__ import annotations
@@ -41,9 +30,8 @@ MAX_DEVICES = 1024
 
 
 def capacity_count(node: NodeView, resource: str, *, per_device: int = 1, noun: str = "devices") -> int:
-    """How many devices ``status.capacity`` of ``resource`` makes, ``per_device`` units each (a part of
-    one is one device, as HAMi's loops count); 0 where the capacity is absent or not above 0. Above
-    ``MAX_DEVICES``, ``DecodeError`` naming the resource, its value and the ``noun`` of the devices."""
+    """How many devices ``status.capacity`` of ``resource`` makes, ``per_device`` units each (a part
+    counts as one); ``DecodeError`` above ``MAX_DEVICES``."""
     if per_device < 1:
         raise ValueError(f"per_device must be at least 1, got {per_device}")
     value = node.capacity.get(resource, 0)
@@ -54,20 +42,15 @@ def capacity_count(node: NodeView, resource: str, *, per_device: int = 1, noun: 
 
 
 def numbered_devices(node: NodeView, name: str, number: int, /, **fields: Any) -> list[DeviceInfo]:
-    """``number`` devices ``<node>-<name>-<i>`` with index ``i``, every other field as ``fields`` gives it
-    (``count`` among them: the arguments before it are positional only); ``health`` is ``True`` unless
-    given, as HAMi marks every device it computes from a Node."""
+    """``number`` devices ``<node>-<name>-<i>`` with index ``i`` and ``fields`` (healthy unless given), as
+    HAMi builds them from a Node."""
     fields.setdefault("health", True)
     return [DeviceInfo(id=f"{node.name}-{name}-{i}", index=i, **fields) for i in range(number)]
 
 
 def memory_per_device(node: NodeView, memory: str, cores: str, *, factor: int, per_device: int) -> int:
-    """HAMi's ``int32(memoryTotal * factor * per_device / cores)``: the MiB of each device when the Node's
-    capacity of ``memory`` (``factor`` MiB a unit) is shared out over its capacity of ``cores``,
-    ``per_device`` cores a device (MLU: 256 and 100, Moore Threads: 512 and 16). Go's int64 arithmetic,
-    its division truncating toward zero; 0 where ``cores`` is absent or not above 0 (there are no devices
-    then). Where HAMi wraps, past int64 on the way or beyond int32 at the end, ``DecodeError`` naming
-    ``memory``."""
+    """HAMi's ``int32(memoryTotal * factor * per_device / cores)`` in Go's int64 arithmetic (truncating
+    toward zero), 0 without cores; ``DecodeError`` where HAMi wraps."""
     total, units = node.capacity.get(cores, 0), node.capacity.get(memory, 0)
     if total <= 0:
         return 0
@@ -83,8 +66,8 @@ def memory_per_device(node: NodeView, memory: str, cores: str, *, factor: int, p
 
 @attrs.frozen
 class FixedFields:
-    """A codec: reads as ``codec`` reads (a built-in encoding reads both, spec 3.4, as the core reads it
-    for any driver), then sets ``fields`` on every device; writes as ``codec`` writes."""
+    """A codec: reads as ``codec`` reads (a built-in encoding reads both, spec 3.4), then sets ``fields`` on
+    every device; writes as ``codec`` writes."""
 
     codec: Codec
     fields: tuple[tuple[str, Any], ...]
@@ -95,8 +78,7 @@ class FixedFields:
 
     @property
     def fixed_values(self) -> Mapping[str, Any]:
-        """The fields set on every device read, with their values (the driver test kit's round trip
-        expects them so)."""
+        """The fields set on every device read (the driver test kit's round trip expects them)."""
         return MappingProxyType(dict(self.fields))
 
     def decode(self, value: str) -> list[DeviceInfo]:

@@ -21,10 +21,7 @@ def origin_of(plugin: str, package: str, version: str) -> str:
 
 @attrs.frozen(kw_only=True)
 class VendorDriver:
-    """One loaded, checked driver. Built only by the manager, from a driver's ``VendorSpec``.
-
-    The vendor's values live once, in ``rules()`` (what the scheduler's decision core uses); the
-    properties below read them from there."""
+    """One loaded, checked driver, built by the manager; the vendor's values live once, in ``rules()``."""
 
     #: Driver name (``--vendors`` selects by it).
     name: str
@@ -44,7 +41,6 @@ class VendorDriver:
 
     @property
     def vendor_key(self) -> str:
-        """HAMi's CommonWord, the key of the scheduler's device cache."""
         return self.vendor.vendor_key
 
     @property
@@ -53,7 +49,6 @@ class VendorDriver:
 
     @property
     def handshake_annotation(self) -> str | None:
-        """``None`` for a vendor without a handshake."""
         return self.vendor.handshake_annotation
 
     @property
@@ -62,7 +57,6 @@ class VendorDriver:
 
     @property
     def codec(self) -> Codec | None:
-        """The register annotation's codec (``None`` for a vendor whose devices come only from the Node)."""
         return self.vendor.codec
 
     @property
@@ -86,8 +80,7 @@ class VendorDriver:
 
     @property
     def annotation_keys(self) -> tuple[str, ...]:
-        """The node annotations this driver's vendor writes (its plugin or the scheduler): register, then
-        handshake when it has one. A node source's annotations are read, never written."""
+        """The register and handshake annotations (a node source's annotations are read, never written)."""
         keys = (self.register_annotation, self.handshake_annotation)
         return tuple(key for key in keys if key is not None)
 

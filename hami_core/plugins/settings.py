@@ -1,20 +1,10 @@
-"""Per-vendor settings, read from HAMi's own device config (the chart's ``device-config.yaml``).
-
-HAMi's scheduler reads one YAML file (``--device-config-file``; ``LoadConfig`` in
-``pkg/scheduler/config/config.go``) with a section per vendor family: ``nvidia``, ``cambricon``,
-``hygon``, ``kunlun``, ... (a mapping each), ``iluvatars`` and ``vnpus.configs`` (lists, one entry per
-chip). A driver asks for its section in ``hami_vendor_drivers(device_config)``, naming each setting it
-knows with its default: the default is written once, there, and the operator's file overrides it. So a
-cluster moving from HAMi keeps its resource names.
-
-A value of the wrong type is a ``DeviceConfigError`` (one line naming the file, section and key; the
-daemons exit 2). A key no driver asked for, or a section no installed driver reads, is reported by
-``DeviceConfig.unknown`` (the daemons log it as a warning: HAMi's file carries every family's section).
+"""Per-vendor settings from HAMi's own device config (``LoadConfig`` in ``pkg/scheduler/config/config.go``;
+the guide's section 2c): a wrong type is a one-line ``DeviceConfigError``, an unread key a warning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, overload
@@ -33,28 +23,22 @@ class DeviceConfigError(PluginError):
     """The device config cannot be read, or a value in it has the wrong type."""
 
 
-def _kind(value: object) -> str:
-    kinds = {bool: "true or false", int: "an integer", float: "a number", str: "a string", tuple: "a list"}
-    return kinds[type(value)]
+#: A setting's type (its default's) -> whether a file's value is of it, the value as taken, its name.
+_KINDS: dict[type, tuple[Callable[[object], bool], Callable[[Any], Setting], str]] = {
+    bool: (lambda v: isinstance(v, bool), bool, "true or false"),
+    int: (lambda v: isinstance(v, int) and not isinstance(v, bool), int, "an integer"),
+    float: (lambda v: isinstance(v, int | float) and not isinstance(v, bool), float, "a number"),
+    str: (lambda v: isinstance(v, str), str, "a string"),
+    tuple: (lambda v: isinstance(v, list), tuple, "a list"),
+}
 
 
 def _checked(value: object, default: Setting, where: str) -> Setting:
     """``value`` if it has the default's type (an integer is a number too), else ``DeviceConfigError``."""
-    if isinstance(default, tuple):
-        ok = isinstance(value, list)
-        value = tuple(value) if ok else value  # type: ignore[arg-type]
-    elif isinstance(default, bool):
-        ok = isinstance(value, bool)
-    elif isinstance(default, int):
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif isinstance(default, float):
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        value = float(value) if ok else value  # type: ignore[arg-type]
-    else:
-        ok = isinstance(value, str)
-    if not ok:
-        raise DeviceConfigError(f"{where}: expected {_kind(default)}, got {value!r:.60}")
-    return value  # type: ignore[return-value]
+    accepts, take, kind = _KINDS[type(default)]
+    if not accepts(value):
+        raise DeviceConfigError(f"{where}: expected {kind}, got {value!r:.60}")
+    return take(value)
 
 
 def _values(found: Mapping[str, Any], defaults: Mapping[str, Setting], where: str) -> dict[str, Setting]:
@@ -107,9 +91,8 @@ class DeviceConfig:
     @overload
     def section(self, name: str, **defaults: Setting) -> Mapping[str, Setting]: ...
     def section(self, name: str, **defaults: Setting) -> Mapping[str, Setting]:
-        """The settings of section ``name`` (a dotted path for a nested one), each the file's value or
-        the default given here, in the order given; ``DeviceConfigError`` for a value of another type
-        than its default's. So a section of strings (resource names) is strings."""
+        """Section ``name`` (dotted when nested): each setting the file's value or its default, in order;
+        ``DeviceConfigError`` for a value of another type than its default's."""
         self._claimed.setdefault(name, set()).update(defaults)
         found = self._part(name)
         if found is None:
@@ -123,9 +106,8 @@ class DeviceConfig:
     def entries(
         self, name: str, default: Sequence[Mapping[str, Setting]], **fields: Setting
     ) -> list[Mapping[str, Setting]]:
-        """The entries of the list section ``name`` (``iluvatars``, ``vnpus.configs``): the file's list,
-        or ``default`` when the file has none; each entry's ``fields`` with their defaults checked as in
-        ``section``."""
+        """The list section ``name`` (the file's, else ``default``), each entry's ``fields`` as ``section``
+        reads them."""
         self._claimed.setdefault(name, set()).update(fields)
         found = self._part(name)
         from_file = found is not None

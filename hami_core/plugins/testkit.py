@@ -1,15 +1,5 @@
-"""The driver test kit: a contract every vendor driver package runs in its own tests.
-
-Use it from ``hami_core.testing``::
-
-    from hami_core.testing import DriverContract
-
-    class TestContract(DriverContract):
-        driver_name = "nvidia"
-        package = "hami-vendor-nvidia"
-
-pytest collects the subclass and runs every check below against the driver as installed, loaded through
-its real entry point. Needs pytest (a test dependency, not a runtime one).
+"""The driver test kit, ``hami_core.testing.DriverContract``: a contract every vendor driver package runs
+in its own tests (the guide's section 3 says what it checks). Needs pytest.
 """
 
 from __future__ import annotations
@@ -21,7 +11,7 @@ import json
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
 import attrs
 import pytest
@@ -77,14 +67,6 @@ SAMPLE_DEVICE_LISTS: tuple[tuple[DeviceInfo, ...], ...] = (
 )
 
 
-@runtime_checkable
-class _FixesFields(Protocol):
-    """A codec that sets fields on every device it reads, whatever the wire says (``fixed_fields``)."""
-
-    @property
-    def fixed_values(self) -> Mapping[str, Any]: ...
-
-
 #: Values no register annotation encoding should accept.
 GARBAGE_VALUES = ("this is not a device list", "[{", "a,b:")
 
@@ -100,17 +82,12 @@ _FACTS = tuple(
 
 
 class DriverContract:
-    """The framework's contract for one driver. Subclass it and set ``driver_name``.
-
-    ``package``: the distribution the driver must come from (checked when set). ``uses_fake_source``:
-    the driver's ``hami_discover_devices`` reads ``HAMI_FAKE_DEVICES`` (set ``False`` for a driver that
-    probes real hardware only, or whose devices come only from the Node). ``node_views``: Node views
-    a node source is run on. A check that does not apply to the driver's kind of source is skipped,
-    saying why.
-    """
+    """The framework's contract for one driver. Subclass it and set ``driver_name``."""
 
     driver_name: ClassVar[str]
+    #: The distribution the driver must come from (checked when set).
     package: ClassVar[str | None] = None
+    #: ``False`` for a driver whose ``hami_discover_devices`` does not read ``HAMI_FAKE_DEVICES``.
     uses_fake_source: ClassVar[bool] = True
     #: Views of Nodes the driver's node source is run on (each twice: it must be pure).
     node_views: ClassVar[tuple[NodeView, ...]] = ()
@@ -170,13 +147,12 @@ class DriverContract:
 
     @pytest.mark.parametrize("devices", SAMPLE_DEVICE_LISTS, ids=["full", "zero-valued", "two-devices"])
     def test_codec_round_trips(self, driver: VendorDriver, devices: tuple[DeviceInfo, ...]) -> None:
-        """Decoding gives back the devices encoded, but for the fields a codec sets on every device it
-        reads (its ``fixed_values``, as ``fixed_fields`` makes them); a list so read round-trips exactly,
-        byte-stable."""
+        """Decoding gives back the devices encoded, the codec's ``fixed_values`` set; a list so read
+        round-trips exactly, byte-stable."""
         codec = self._codec(driver)
         if codec is None:
             return
-        fixed = codec.fixed_values if isinstance(codec, _FixesFields) else {}
+        fixed: Mapping[str, Any] = getattr(codec, "fixed_values", {})
         read = [attrs.evolve(device, **fixed) for device in devices]
         assert codec.decode(codec.encode(devices)) == read
         encoded = codec.encode(read)

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from hami_core.cli import main
 from hami_core.plugins import DeviceConfig, DeviceConfigError, load_drivers
+from hami_core.plugins.settings import Setting
 
 #: HAMi's chart's own device config (``charts/hami`` ConfigMap), as shipped with HAMi v2.10.
 HAMI_CHART = Path(__file__).resolve().parents[2] / ".." / "shared" / "hami" / "device-config.yaml"
@@ -78,3 +79,18 @@ def test_a_missing_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["vendors", "--device-config", str(tmp_path / "nope.yaml")])
     assert result.exit_code == 2
     assert "nope.yaml" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_each_settings_type_takes_its_own_values_and_refuses_others() -> None:
+    config = DeviceConfig({"acme": {"ratio": 2, "chips": ["a", "b"], "on": True, "n": 3}}, source="f")
+    read = config.section("acme", ratio=0.5, chips=(), on=False, n=1, label="x")
+    assert dict(read) == {"ratio": 2.0, "chips": ("a", "b"), "on": True, "n": 3, "label": "x"}
+    assert isinstance(read["ratio"], float)
+    cases: list[tuple[object, Setting, str]] = [
+        (True, 0.5, "expected a number, got True"),
+        (True, 1, "expected an integer, got True"),
+        ("a", (), "expected a list, got 'a'"),
+    ]
+    for value, default, expected in cases:
+        with pytest.raises(DeviceConfigError, match=f"^f: acme.k: {expected}$"):
+            DeviceConfig({"acme": {"k": value}}, source="f").section("acme", k=default)
