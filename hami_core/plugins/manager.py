@@ -28,7 +28,6 @@ from hami_core.plugins.errors import (
 from hami_core.plugins.hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME
 from hami_core.plugins.settings import DeviceConfig, DeviceConfigError
 from hami_core.plugins.validate import driver_from_spec, resource_name_problem
-from hami_core.protocol.codecs import CODECS, Codec
 from hami_core.protocol.model import DeviceInfo
 
 __all__ = [
@@ -94,10 +93,7 @@ def parse_count_resources(items: Iterable[str]) -> dict[str, str]:
 class DriverManager:
     """One pluggy plugin manager and its drivers: load, ``select``, then call each driver's own hooks."""
 
-    def __init__(
-        self, codecs: Mapping[str, Codec] = CODECS, *, device_config: DeviceConfig | None = None
-    ) -> None:
-        self._codecs = codecs
+    def __init__(self, *, device_config: DeviceConfig | None = None) -> None:
         #: HAMi's device config, which the drivers read their settings from.
         self.device_config = device_config if device_config is not None else DeviceConfig()
         self._pm = pluggy.PluginManager(PROJECT_NAME)
@@ -197,7 +193,7 @@ class DriverManager:
         settings: tuple[tuple[str, str, object, bool], ...] = tuple(config.reads[start:])
         drivers = [
             attrs.evolve(
-                driver_from_spec(spec, plugin=name, package=package, version=version, codecs=self._codecs),
+                driver_from_spec(spec, plugin=name, package=package, version=version),
                 settings=settings,
             )
             for spec in specs

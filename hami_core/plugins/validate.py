@@ -5,8 +5,6 @@ Each refusal is a ``DriverError`` whose one-line message names the driver, its p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import attrs
 
 from hami_core.k8snames import is_dns_label, is_label_value, qualified_name_problem
@@ -28,11 +26,8 @@ __all__ = [
 
 
 def annotation_key_problem(key: object) -> str | None:
-    """Why Kubernetes would reject ``key`` as an annotation key, or ``None`` when it is well formed.
-
-    A qualified name with an optional DNS-subdomain prefix. Kubernetes lower-cases an annotation key
-    before checking it, so upper case is allowed anywhere.
-    """
+    """Why Kubernetes would reject ``key`` as an annotation key (a qualified name it lower-cases before
+    checking), or ``None``."""
     if not isinstance(key, str):
         return f"it must be a string, got {type(key).__name__}"
     return qualified_name_problem(key.lower(), prefix_required=False)
@@ -63,13 +58,13 @@ def vendor_key_problem(key: object) -> str | None:
     return None
 
 
-def _codec(encoding: object, codecs: Mapping[str, Codec]) -> Codec | str:
+def _codec(encoding: object) -> Codec | str:
     """The codec for ``encoding``, or why there is none."""
     if isinstance(encoding, str):
-        if encoding not in codecs:
-            known = ", ".join(sorted(codecs))
+        if encoding not in CODECS:
+            known = ", ".join(sorted(CODECS))
             return f"encoding {encoding!r} is unknown (known: {known}; or pass a codec object)"
-        return codecs[encoding]
+        return CODECS[encoding]
     not_callable = [attr for attr in ("encode", "decode") if not callable(getattr(encoding, attr, None))]
     if not_callable:
         return f"encoding {encoding!r} is not a codec: {' and '.join(not_callable)} not callable"
@@ -157,14 +152,7 @@ def _qualified_problem(name: object) -> str | None:
     return qualified_name_problem(name, prefix_required=False)
 
 
-def driver_from_spec(
-    spec: object,
-    *,
-    plugin: str,
-    package: str,
-    version: str,
-    codecs: Mapping[str, Codec] = CODECS,
-) -> VendorDriver:
+def driver_from_spec(spec: object, *, plugin: str, package: str, version: str) -> VendorDriver:
     """Check one ``VendorSpec`` and build the ``VendorDriver``; raise ``DriverError`` naming the bad field."""
     origin = origin_of(plugin, package, version)
     if not isinstance(spec, VendorSpec):
@@ -179,7 +167,7 @@ def driver_from_spec(
     if isinstance(liveness, str):
         raise DriverError(spec.name, origin, liveness)
     if spec.register_annotation is not None:
-        found = _codec(spec.encoding, codecs)
+        found = _codec(spec.encoding)
         if isinstance(found, str):
             raise DriverError(spec.name, origin, found)
         codec = found
