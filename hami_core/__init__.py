@@ -1,11 +1,7 @@
 """hami-core: HAMi's device registration protocol as a small core plus pip-installable vendor drivers.
 
-Vendor drivers import only the names exported here (``__all__``, the one list of them), never inner
-modules.
-
-Each name is loaded from its module when it is first used (PEP 562), so importing one layer, the
-protocol for instance, does not load the others (the plugin manager and pluggy). ``_MODULES`` says where
-the names live, lowest layer first; type checkers read the same modules' exports below.
+Vendor drivers import only the names of ``__all__``, each loaded from its module (``_MODULES``) on first
+use (PEP 562), so importing one layer, the protocol for instance, does not load the others.
 """
 
 # ruff: noqa: F405  (the names of __all__ come from the star imports type checkers read)
@@ -92,8 +88,7 @@ _MODULES = (
 
 
 def home_of(name: str) -> str:
-    """The module a public name is loaded from: the first of ``_MODULES`` that has it (lowest layer first,
-    so its own, not one that imports it)."""
+    """The module a public name is loaded from: the first (lowest) of ``_MODULES`` that has it."""
     for module in _MODULES:
         if hasattr(importlib.import_module(module), name):
             return module
@@ -101,7 +96,6 @@ def home_of(name: str) -> str:
 
 
 def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first use, and keep it here for the next one."""
     if name not in __all__ or name == "__version__":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(home_of(name)), name)
