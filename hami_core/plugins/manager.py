@@ -121,12 +121,13 @@ class DriverManager:
             try:
                 plugin = entry_point.load()
             except (Exception, SystemExit) as error:
-                self._fail(entry_point.name, package, version, f"import failed: {_describe(error)}")
+                message = f"import failed: {_describe(error)}"
+                self._failures.append(LoadFailure(entry_point.name, package, version, message))
                 continue
             try:
                 self.register(plugin, entry_point.name, package=package, version=version)
             except DriverError as error:
-                self._fail(error.name, package, version, error.detail)
+                self._failures.append(LoadFailure(error.name, package, version, error.detail))
         self._pm.check_pending()
         return self.report
 
@@ -203,9 +204,6 @@ class DriverManager:
             duplicates = sorted({n for n in names if names.count(n) > 1})
             raise refuse(f"describes driver {duplicates[0]!r} twice")
         return drivers
-
-    def _fail(self, name: str, package: str, version: str, message: str) -> None:
-        self._failures.append(LoadFailure(name, package, version, message))
 
     def select(
         self, names: Sequence[str] | None = None, count_resources: Mapping[str, str] | None = None
