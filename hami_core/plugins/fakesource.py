@@ -1,15 +1,11 @@
-"""A device source for simulations and tests: devices read from a JSON file named by ``HAMI_FAKE_DEVICES``.
-
-Drivers without real hardware probing use it in their ``hami_discover_devices``. The file holds one
-object whose keys are driver names and whose values are device lists in the JSON register encoding
-(spec 3.2), for example ``{"nvidia": [{"id": "GPU-0", "count": 10, "devmem": 24576, "health": true}]}``.
+"""A device source for simulations and tests: the JSON file named by ``HAMI_FAKE_DEVICES`` (the guide's
+section 1), driver name -> device list in the JSON register encoding.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 
 from hami_core.protocol.codecs import JSON_CODEC
 from hami_core.protocol.errors import DecodeError
@@ -21,15 +17,14 @@ __all__ = ["FAKE_DEVICES_ENV", "fake_devices"]
 FAKE_DEVICES_ENV = "HAMI_FAKE_DEVICES"
 
 
-def fake_devices(driver_name: str, environ: Mapping[str, str] | None = None) -> list[DeviceInfo] | None:
+def fake_devices(driver_name: str) -> list[DeviceInfo] | None:
     """The devices the fake device file lists for ``driver_name``.
 
     ``None`` when ``HAMI_FAKE_DEVICES`` is unset or empty, or the file has no entry for the driver (no
     source, not "no devices"). A file that cannot be read or does not parse raises ``ValueError`` naming
     the file and what is wrong.
     """
-    env = os.environ if environ is None else environ
-    path = env.get(FAKE_DEVICES_ENV, "")
+    path = os.environ.get(FAKE_DEVICES_ENV, "")
     if not path:
         return None
     where = f"{FAKE_DEVICES_ENV}={path}"

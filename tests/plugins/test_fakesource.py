@@ -1,8 +1,9 @@
-"""The simulation device source behind ``HAMI_FAKE_DEVICES``."""
+"""The simulation device source behind ``HAMI_FAKE_DEVICES``, read from the environment."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,24 +11,30 @@ import pytest
 from hami_core import FAKE_DEVICES_ENV, DeviceInfo, fake_devices
 
 
-def write(tmp_path: Path, content: str) -> dict[str, str]:
-    path = tmp_path / "devices.json"
-    path.write_text(content)
-    return {FAKE_DEVICES_ENV: str(path)}
+@pytest.fixture
+def write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """Writes the fake device file and names it in the environment."""
+
+    def write(content: str) -> None:
+        path = tmp_path / "devices.json"
+        path.write_text(content)
+        monkeypatch.setenv(FAKE_DEVICES_ENV, str(path))
+
+    return write
 
 
-def test_no_variable_or_empty_variable_means_no_source() -> None:
-    assert fake_devices("nvidia", {}) is None
-    assert fake_devices("nvidia", {FAKE_DEVICES_ENV: ""}) is None
+def test_no_variable_or_empty_variable_means_no_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(FAKE_DEVICES_ENV, raising=False)
+    assert fake_devices("nvidia") is None
+    monkeypatch.setenv(FAKE_DEVICES_ENV, "")
+    assert fake_devices("nvidia") is None
 
 
-def test_devices_are_read_in_the_json_register_encoding(tmp_path: Path) -> None:
-    env = write(
-        tmp_path, json.dumps({"nvidia": [{"id": "GPU-0", "count": 10, "health": True}, {}], "mlu": []})
-    )
-    assert fake_devices("nvidia", env) == [DeviceInfo(id="GPU-0", count=10, health=True), DeviceInfo()]
-    assert fake_devices("mlu", env) == []
-    assert fake_devices("dcu", env) is None
+def test_devices_are_read_in_the_json_register_encoding(write: Callable[[str], None]) -> None:
+    write(json.dumps({"nvidia": [{"id": "GPU-0", "count": 10, "health": True}, {}], "mlu": []}))
+    assert fake_devices("nvidia") == [DeviceInfo(id="GPU-0", count=10, health=True), DeviceInfo()]
+    assert fake_devices("mlu") == []
+    assert fake_devices("dcu") is None
 
 
 @pytest.mark.parametrize(
@@ -39,21 +46,18 @@ def test_devices_are_read_in_the_json_register_encoding(tmp_path: Path) -> None:
         ('{"nvidia": [{"count": 1e2}]}', "entry 'nvidia': "),
     ],
 )
-def test_a_bad_file_is_an_error_naming_the_file(tmp_path: Path, content: str, message: str) -> None:
-    env = write(tmp_path, content)
+def test_a_bad_file_is_an_error_naming_the_file(
+    write: Callable[[str], None], tmp_path: Path, content: str, message: str
+) -> None:
+    write(content)
     with pytest.raises(ValueError, match="^" + FAKE_DEVICES_ENV) as caught:
-        fake_devices("nvidia", env)
+        fake_devices("nvidia")
     assert str(tmp_path / "devices.json") in str(caught.value)
     assert message in str(caught.value)
 
 
-def test_a_missing_file_is_an_error_naming_it(tmp_path: Path) -> None:
+def test_a_missing_file_is_an_error_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     missing = tmp_path / "nope.json"
+    monkeypatch.setenv(FAKE_DEVICES_ENV, str(missing))
     with pytest.raises(ValueError, match=f"^{FAKE_DEVICES_ENV}={missing}: cannot read it: No such file"):
-        fake_devices("nvidia", {FAKE_DEVICES_ENV: str(missing)})
-
-
-def test_the_environment_is_read_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    env = write(tmp_path, json.dumps({"kunlun": [{"id": "XPU-0"}]}))
-    monkeypatch.setenv(FAKE_DEVICES_ENV, env[FAKE_DEVICES_ENV])
-    assert fake_devices("kunlun") == [DeviceInfo(id="XPU-0")]
+        fake_devices("nvidia")
