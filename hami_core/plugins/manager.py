@@ -200,9 +200,8 @@ class DriverManager:
             for spec in specs
         ]
         names = [d.name for d in drivers]
-        if len(set(names)) != len(names):
-            duplicates = sorted({n for n in names if names.count(n) > 1})
-            raise refuse(f"describes driver {duplicates[0]!r} twice")
+        if twice := sorted(n for n in set(names) if names.count(n) > 1):
+            raise refuse(f"describes driver {twice[0]!r} twice")
         return drivers
 
     def select(
