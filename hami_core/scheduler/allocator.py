@@ -1,21 +1,7 @@
-"""The C allocator's arenas and mmap threshold, set where the scheduler daemon starts.
-
-glibc's malloc gives each thread that allocates its own arena, up to 8 per core, and keeps what an
-arena once held: the scheduler's 16 patch threads, its worker and its reflector each grow one, and a
-value over 512 bytes (a register annotation) is a C allocation, not Python's small-object allocator.
-Two arenas are enough for threads that mostly wait on the network and the GIL, and cost no measurable
-time; at 10,000 nodes they take about 4 MiB off the peak resident set (docs/performance.md). ``ARENAS``
-is the one place the number is written: the image sets ``MALLOC_ARENA_MAX`` to it as well (glibc reads
-it at process start; a test holds the Dockerfile to ``ARENAS``), and a value the operator sets is left
-as it is. Elsewhere than glibc this does nothing.
-
-glibc also serves a block of 128 KiB or more from a mapping of its own, returned to the system when
-freed, but raises that threshold to the size of each such block freed (up to 32 MiB): once a page of
-the node list was freed, the later pages' large blocks come from the heap instead, between the register
-values parsed meanwhile, which outlive them and keep that heap from shrinking. Pinning the
-threshold (``MMAP_THRESHOLD``, and the trim threshold with it, which glibc otherwise moves too) keeps
-every such body mapped; at 10,000 nodes it takes about 3 MiB off the peak resident set. A threshold the
-operator sets (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``) is left as it is.
+"""glibc's malloc arenas and mmap threshold, set where the scheduler daemon starts (why, and what each
+saves: docs/performance.md). A value the operator sets in the environment is left as it is; ``ARENAS`` is
+the one place the number is written (the image's ``MALLOC_ARENA_MAX`` is held to it). Elsewhere than
+glibc this does nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +11,7 @@ import logging
 import os
 from typing import Any
 
-__all__ = ["ARENAS", "MMAP_THRESHOLD", "limit_malloc_arenas", "pin_mmap_threshold"]
+__all__ = ["ARENAS", "limit_malloc_arenas", "pin_mmap_threshold"]
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +52,9 @@ def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
 
 
 def pin_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
-    """Keep glibc's mmap and trim thresholds at ``threshold`` bytes (see the module's note); True when
-    set. False when either is in the environment (the operator's choice) or the C library is not glibc."""
+    """Keep glibc's mmap and trim thresholds at ``threshold`` bytes, so a large block (a page of the node
+    list) is always mapped and returned when freed, never left on the heap between register values that
+    outlive it; True when set. False when either is in the environment or the C library is not glibc."""
     chosen = {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"} & os.environ.keys()
     mallopt = None if chosen else _mallopt()
     if mallopt is None:

@@ -6,12 +6,13 @@ import math
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from hami_core.durations import MAX_SECONDS, seconds
+from hami_core.durations import seconds
 from hami_core.k8snames import is_dns_label, is_dns_subdomain
 from hami_core.kube.elector import ElectionConfig
 from hami_core.protocol.handshake import DEFAULT_WINDOW
@@ -23,9 +24,7 @@ __all__ = [
     "DEFAULT_HTTP_PORT",
     "DEFAULT_LEASE_NAME",
     "DEFAULT_LEASE_NAMESPACE",
-    "MAX_SECONDS",
     "SchedulerConfig",
-    "default_identity",
     "default_lease_namespace",
 ]
 
@@ -69,16 +68,16 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -
         raise ValueError(f"{attribute.name.replace('_', '-')} must be a finite number > 0, got {value!r}")
 
 
-def _namespace(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not is_dns_label(value):
-        name = attribute.name.replace("_", "-")
-        raise ValueError(f"{name} {value!r} is not a valid namespace name (a lower-case DNS label)")
+def _valid(check: Callable[[str], bool], what: str) -> Callable[[object, attrs.Attribute[str], str], None]:
+    def validate(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+        if not check(value):
+            raise ValueError(f"{attribute.name.replace('_', '-')} {value!r} is not a valid {what}")
+
+    return validate
 
 
-def _object_name(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not is_dns_subdomain(value):
-        name = attribute.name.replace("_", "-")
-        raise ValueError(f"{name} {value!r} is not a valid object name (a lower-case DNS subdomain)")
+_namespace = _valid(is_dns_label, "namespace name (a lower-case DNS label)")
+_object_name = _valid(is_dns_subdomain, "object name (a lower-case DNS subdomain)")
 
 
 @attrs.frozen(kw_only=True)

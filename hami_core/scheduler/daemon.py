@@ -1,11 +1,7 @@
 """The scheduler daemon: wires the reflector, the elector, the registrar, the view, the writer and HTTP.
 
-Threads: the node reflector (list+watch), the elector (Lease), one worker (the only writer of cache and
-memory), the patch pool, the Event poster and the HTTP server. Everything the worker does comes off one
-work queue: node names (watch events, expiry timers, retries after a failed patch), the resync tick, the
-peer check and the start of a leadership term. How a term starts on a fresh view, and what a view not
-known current withholds (spec 5b), is docs/architecture.md's "Leadership"; all waiting is on the
-injected ``Clock``.
+One worker (the only writer of cache and memory) takes everything off one work queue: node names, the
+resync tick, the peer check and the start of a term (docs/architecture.md, "Leadership").
 """
 
 from __future__ import annotations

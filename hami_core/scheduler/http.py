@@ -1,19 +1,5 @@
-"""The scheduler's read-only HTTP endpoint: health, leadership, the device cache, metrics.
-
-- ``GET /livez`` (and ``/healthz``): 200 while the worker loop is alive.
-- ``GET /readyz``: 200 only while this replica leads and its cache is synced *for the current term*.
-- ``GET /status``: leadership, term, sync state, counts (JSON).
-- ``GET /cache``: every node's vendors and devices, with each vendor's state and reason (JSON).
-- ``GET /cache?state=awaiting-sign-of-life,degraded``: every node where a vendor is in one of these states
-  (``protocol/states.py``), in the device cache or not; an unknown state is a 400 naming the known ones.
-- ``GET /cache/<node>``: one Node the scheduler watches: each selected vendor's state, the facts it rests
-  on, the write a leader would send now and why (``scheduler/explain.py``); 404 only for a Node it does
-  not watch (a CPU-only node, a node outside the selector, one waiting for a sign of life all answer).
-- ``GET /metrics``: Prometheus text format.
-
-The routes sit on the shared endpoint server (``hami_core.serve.http``): ``HEAD`` answers as ``GET``
-without the body, any other method is 405, IPv6 addresses work.
-"""
+"""The scheduler's read-only HTTP routes (listed in docs/observability.md, "The scheduler's endpoint"),
+on the shared endpoint server (``hami_core.serve.http``)."""
 
 from __future__ import annotations
 
@@ -46,15 +32,12 @@ class SchedulerView(Protocol):
 
     def cache_json(self, states: frozenset[VendorState] | None = None) -> dict[str, Any]: ...
 
-    def node_json(self, node: str) -> dict[str, Any] | None:
-        """One Node's view; ``None`` when this scheduler does not watch a Node of that name."""
-        ...
+    def node_json(self, node: str) -> dict[str, Any] | None: ...
 
     def metrics_text(self) -> str: ...
 
 
 def _respond(view: SchedulerView, path: str, query: Query) -> Response:
-    """The response to a GET of ``path``."""
     if path in ("/livez", "/healthz"):
         return health_response(view.alive())
     if path == "/readyz":
@@ -82,10 +65,7 @@ def _respond(view: SchedulerView, path: str, query: Query) -> Response:
 
 
 class StatusServer(EndpointServer):
-    """Serves a ``SchedulerView`` on ``host:port`` from a background thread (port 0 picks a free one).
-
-    ``host`` may be an IPv6 address (``::1``, ``::``). Raises ``OSError`` when the address cannot be bound.
-    """
+    """Serves a ``SchedulerView`` on ``host:port`` (port 0 picks a free one; ``OSError`` if unbound)."""
 
     def __init__(self, view: SchedulerView, host: str, port: int) -> None:
         super().__init__(lambda path, query: _respond(view, path, query), host, port, name=COMPONENT)

@@ -1,8 +1,6 @@
-"""The cluster port with every request counted and timed: ``hami_scheduler_api_requests_total{verb,
-resource, result}`` (the HTTP status class; ``error``: no answer) and
-``hami_scheduler_api_request_duration_seconds{verb, resource}``, on the process's performance counter (a
-measurement of real requests, never a wait, so not on the daemon's ``Clock``). Every node patch goes out
-with the scheduler's field manager, so ``hami cleanup`` knows its annotations by the Node's managedFields.
+"""The cluster port with every request counted and timed (``hami_scheduler_api_requests_total``,
+``..._api_request_duration_seconds``, on the performance counter: a measurement, never a wait), and
+every node patch sent with the scheduler's field manager.
 """
 
 from __future__ import annotations

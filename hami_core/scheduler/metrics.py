@@ -1,12 +1,6 @@
-"""The scheduler's metrics, in a registry of its own (``hami_core.serve.metrics``); the table of every
-family, its labels and meaning is docs/observability.md (``tests/scheduler/test_metrics_doc.py`` keeps it
-whole).
-
-Every labelled series the daemon can produce exists at 0 from the start: one per selected vendor (and
-state), per API call the daemon makes, per Event reason. No label holds a node name. Counters are
-``prometheus_client`` objects, safe to add to from any thread while a scrape runs. The gauges of the
-daemon's state (``LiveState``) are read once per scrape by a collector, from the one function the daemon
-gives, so they are never stale and never need updating.
+"""The scheduler's metrics, in a registry of its own; every family, its labels and meaning is
+docs/observability.md (``tests/scheduler/test_metrics_doc.py`` keeps it whole). The gauges of the
+daemon's state are read once per scrape from ``LiveState``, so they are never stale.
 """
 
 from __future__ import annotations
@@ -25,8 +19,6 @@ from hami_core.serve.metrics import exposition, new_registry
 __all__ = [
     "API_CALLS",
     "EVENT_DROP_CAUSES",
-    "LATENCY_BUCKETS",
-    "NODE_STATES",
     "PATCH_RESULTS",
     "LiveState",
     "SchedulerMetrics",

@@ -1,11 +1,5 @@
-"""Is HAMi's own scheduler running in this cluster? Checked at start and on every resync.
-
-HAMi's scheduler and hami-core write the same node annotations, and nothing stops both from running (their
-Leases and ports differ): this check makes it visible (a log line and a Warning Event when it starts, the
-``hami_scheduler_peer_registrar_active`` gauge) and, with ``--refuse-beside-hami``, makes this scheduler
-give up leadership while HAMi's is active. HAMi's registers only while the kube-scheduler beside it holds
-the Lease ``kube-system/hami-scheduler``: it "seems active" when that Lease has a holder and was renewed
-within its own duration.
+"""Is HAMi's own scheduler running in this cluster (its Lease held and fresh)? Checked at start and on
+every resync; what follows from it: docs/architecture.md, "Leadership" (Beside HAMi).
 """
 
 from __future__ import annotations
@@ -22,7 +16,6 @@ __all__ = [
     "HAMI_LEASE",
     "PEER_ACTIVE_REASON",
     "PeerCheck",
-    "PeerState",
     "lease_in_use",
     "parse_lease_ref",
     "peer_event_message",

@@ -1,10 +1,5 @@
-"""Terms without a Lease: ``--leader-elect=false`` (one replica that always leads) and ``--read-only``
-(one that never does, but runs one term of evaluation as a leader would, and writes nothing).
-
-It has the elector's shape (``is_leader``, ``term``, ``holder``, ``run``, ``abandon``, ``idle``,
-``hold``), so the daemon runs the same way with or without election. Running two leading ones against
-one cluster means two registrars writing at once: the operator's choice, for a one-node cluster or a
-test.
+"""Terms without a Lease, in the elector's shape: ``--leader-elect=false`` (always leads) and
+``--read-only`` (never leads, evaluates one term as a leader would, writes nothing).
 """
 
 from __future__ import annotations

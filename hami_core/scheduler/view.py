@@ -1,14 +1,6 @@
-"""The read-your-writes view of Nodes: the watched Node with this replica's own writes laid over it.
-
-The one place that knows about writes this replica has sent and not yet seen back (client-go's
-``MutationCache``): every evaluation reads a Node through :meth:`NodeView.get`, so none can decide on a
-value this replica has already replaced. A write is shown from ``expect`` (decided), through ``applied``
-(the PATCH reply, shown until the watch catches up) to ``observed`` (the watch shows the Node at least as
-new as the reply: confirmed, dropped), or dropped at once by ``failed`` (failed or never sent; the caller
-decides the node again). What ``get`` shows keeps the resourceVersion of the server's Node under the
-overlay, never one of the overlay, so a conditional write's precondition vouches only for what the
-server holds. A Node deleted or re-created (another uid) drops its writes. The whole story, with
-leadership changes and conditional deletes: docs/architecture.md, "The write path, with one owner".
+"""The read-your-writes view of Nodes (client-go's ``MutationCache``): the watched Node with this
+replica's writes not yet seen back laid over it, keeping the server's resourceVersion; the write's life
+and why: docs/architecture.md, "The write path, with one owner".
 """
 
 from __future__ import annotations

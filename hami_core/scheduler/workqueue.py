@@ -1,15 +1,6 @@
-"""The scheduler's work queue, in client-go's shape (``workqueue.TypedRateLimitingInterface``).
-
-* Deduplicating: a key added while it waits is queued once.
-* One worker per key at a time: a key added while it is being processed is queued again only when the
-  worker calls :meth:`WorkQueue.done`, so two evaluations of one node never overlap.
-* Delayed adds (``add_after``): the earliest pending time of a key wins; used for stamp expiry timers and
-  the resync tick.
-* Per-item rate-limited retries: ``add_rate_limited`` waits what the backoff policy says
-  (``hami_core.kube.backoff``: ``base * 2**failures``, capped), ``forget`` resets the count after a
-  success.
-
-All waiting is on the injected :class:`~hami_core.clock.Clock`.
+"""The scheduler's work queue, in client-go's shape (``workqueue.TypedRateLimitingInterface``):
+deduplicating, one worker per key, delayed adds, per-item retries on ``hami_core.kube.backoff``; all
+waiting is on the injected :class:`~hami_core.clock.Clock`.
 """
 
 from __future__ import annotations

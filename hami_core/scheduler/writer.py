@@ -1,9 +1,6 @@
-"""The patch writer: sends the scheduler's annotation patches, bounded, rate-limited, leader-gated.
-
-One request at a time per node, in order: writes queued meanwhile go together in its next request, up to
-one precondition per request. At most ``max_in_flight`` nodes at once; leadership is checked right before
-each send (what is not sent is failed and counted, ``hami_scheduler_dropped_not_leader_total``). Every
-outcome goes to ``on_applied(write, reply)`` or ``on_failed(write, error)``; nothing is kept afterwards.
+"""The patch writer: per-node order, queued writes merged (one precondition per request), at most
+``max_in_flight`` nodes at once, rate-limited, leadership checked right before each send; every outcome
+goes to ``on_applied`` or ``on_failed`` (docs/architecture.md, "One node event, end to end").
 """
 
 from __future__ import annotations
