@@ -55,45 +55,18 @@ class MeteredCluster:
     def get_node(self, name: str) -> NodeSnapshot:
         return self._measure("get", "nodes", self._inner.get_node, name)
 
-    def list_nodes(
-        self, *, label_selector: str = "", limit: int = 500, continue_token: str | None = None
-    ) -> NodeList:
-        inner = self._inner.list_nodes
-        return self._measure(
-            "list", "nodes", inner, label_selector=label_selector, limit=limit, continue_token=continue_token
-        )
+    # keyword arguments are passed on as given: their defaults are the inner cluster's
+    def list_nodes(self, **options: Any) -> NodeList:
+        return self._measure("list", "nodes", self._inner.list_nodes, **options)
 
-    def watch_nodes(
-        self,
-        *,
-        resource_version: str,
-        label_selector: str = "",
-        timeout_seconds: int = 300,
-        allow_bookmarks: bool = True,
-    ) -> WatchStream:
-        return self._measure(
-            "watch",
-            "nodes",
-            self._inner.watch_nodes,
-            resource_version=resource_version,
-            label_selector=label_selector,
-            timeout_seconds=timeout_seconds,
-            allow_bookmarks=allow_bookmarks,
-        )
+    def watch_nodes(self, **options: Any) -> WatchStream:
+        return self._measure("watch", "nodes", self._inner.watch_nodes, **options)
 
     def patch_node_annotations(
-        self,
-        name: str,
-        changes: Mapping[str, str | None],
-        *,
-        resource_version: str | None = None,
-        field_manager: str | None = None,
+        self, name: str, changes: Mapping[str, str | None], **options: Any
     ) -> NodeSnapshot:
-        manager = field_manager or self._field_manager
-        inner = self._inner.patch_node_annotations
-        return self._measure(
-            "patch", "nodes", inner, name, changes, resource_version=resource_version, field_manager=manager
-        )
+        options["field_manager"] = options.get("field_manager") or self._field_manager
+        return self._measure("patch", "nodes", self._inner.patch_node_annotations, name, changes, **options)
 
     # -- leases -----------------------------------------------------------------------------------------
 
