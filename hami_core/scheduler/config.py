@@ -38,10 +38,8 @@ DEFAULT_HTTP_PORT = 9396
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 _ELECTION = attrs.fields(ElectionConfig)
 
-#: The scheduler's name towards the cluster: its Events' source and reporting component, the field
-#: manager of every annotation it writes (so ``hami cleanup`` knows them by the Node's managedFields), and
-#: its HTTP ``Server`` header. Never HAMi's own (``hami-scheduler``): ``kubectl describe node`` tells the
-#: two apart.
+#: The scheduler's name towards the cluster (its Events' source, the field manager of what it writes, its
+#: HTTP ``Server`` header); never HAMi's own ``hami-scheduler``.
 COMPONENT = "hami-core-scheduler"
 
 
@@ -106,11 +104,8 @@ class SchedulerConfig:
     http_host: str = "0.0.0.0"
     #: 0 picks a free port; ``None`` serves no HTTP.
     http_port: int | None = DEFAULT_HTTP_PORT
-    #: Once the cache is first synced, move every object alive into Python's permanent generation
-    #: (``gc.freeze``): the nodes' state built at start is then no longer rescanned by each full garbage
-    #: collection, which at 10,000 nodes paused the worker for ~0.2 s (docs/performance.md). It is still
-    #: freed by reference counting when replaced. For a daemon process (``hami scheduler run`` sets it);
-    #: off for a Scheduler embedded in a larger process.
+    #: ``gc.freeze`` once the cache is first synced (docs/operations.md says why): for a daemon process
+    #: (``hami scheduler run`` sets it), not for a Scheduler embedded in a larger process.
     freeze_gc_after_sync: bool = False
     #: Namespace of the Warning Events about Nodes: the API server requires ``default`` for events about
     #: cluster-scoped objects.

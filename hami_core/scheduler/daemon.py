@@ -76,12 +76,11 @@ class Scheduler:
         on_node_deleted: Callable[[str], object] = lambda node: None,
         wire_clock: Callable[[], float] = SYSTEM.monotonic,
     ) -> None:
-        """``wire_clock`` times the watch's progress (``kube/reflector.py``): the clock the API server's
-        bookmarks and timeouts run on, the monotonic clock, whatever ``clock`` the decisions use."""
+        """``wire_clock`` times the watch's progress (docs/architecture.md, "Time")."""
         if not vendors:
             raise ValueError("the scheduler needs at least one vendor driver")
         self.config = cfg = config or SchedulerConfig()
-        self._cluster = cluster
+        self.cluster = cluster
         self.clock = clock
         self._on_node_deleted = on_node_deleted
         self.cache = DeviceCache()
@@ -182,10 +181,6 @@ class Scheduler:
     # -- lifecycle ------------------------------------------------------------------------------------
 
     @property
-    def cluster(self) -> Cluster:
-        return self._cluster
-
-    @property
     def http_address(self) -> tuple[str, int] | None:
         return self._http.address if self._http else None
 
@@ -242,9 +237,8 @@ class Scheduler:
             pass
 
     def settled(self) -> bool:
-        """Nothing left to do until the clock moves or the cluster changes: no node queued or being
-        evaluated, no write unsent or unconfirmed by the watch, no Event unposted, the elector waiting.
-        For tests and the simulation, which advance a fake clock only once a replica has settled."""
+        """Nothing left to do until the clock moves or the cluster changes (for tests and the simulation,
+        which advance a fake clock only once every replica has settled)."""
         reflector = self.reflector
         confirmed = self.view.pending() == 0 or reflector.backing_off()  # else the watch shows them
         listed = not reflector.listing_due() or reflector.backing_off()
@@ -274,18 +268,14 @@ class Scheduler:
         self.queue.add(last.name)
 
     def on_synced(self, *, relisted: bool) -> None:
-        # Every node the list showed new or changed is queued already (on_upsert); the term may start now,
-        # ahead of them: a leader then decides each node once, with its writes, instead of a first pass
-        # without them and a second one when the term's key comes out of the queue behind every node.
+        # ahead of the nodes the list queued: a leader then decides each node once, with its writes
         log.info("node cache %s: %d nodes", "relisted" if relisted else "synced", len(self.reflector.names()))
         self.queue.add_first(_TERM)
 
     # -- elector callbacks (elector thread) -------------------------------------------------------------
 
     def _leadership_changed(self, term: int | None) -> None:
-        """The one place a leadership change enters: the worker takes it in from the queue. Until then
-        nothing is sent (see ``_may_write``); writes not yet sent are refused by the writer and come
-        back through ``_patch_failed``."""
+        """The one place a leadership change enters; nothing is sent until the worker takes it in."""
         self.metrics.leadership_changes.inc()
         if term is not None:
             ticket = self.reflector.relist()  # the term starts on a list made after this moment
@@ -326,9 +316,8 @@ class Scheduler:
             log.exception("scheduler worker: unexpected error in its tick; carrying on")
 
     def _view_current(self) -> bool:
-        """The view can be vouched for: the reflector's view is current and, while in a term, was listed
-        afresh after the term began. A watch past its progress deadline is dropped here (a list follows,
-        and its end decides the withheld nodes again), so a view becomes current again only by a list."""
+        """The view can be vouched for (spec 5b): the reflector's is current and, in a term, was listed
+        afresh after the term began (a watch past its progress deadline is dropped here)."""
         self.reflector.check_progress()
         ticket = 0
         if self._in_term():
@@ -374,9 +363,7 @@ class Scheduler:
         self._note_evaluated(None)
 
     def _check_peer(self) -> None:
-        """Is HAMi's registrar active? At start and every resync: the gauge, a Warning Event when it
-        starts (every replica that sees it start posts one, on this scheduler's Lease, in its namespace),
-        and with ``refuse_beside_hami`` this replica stands aside while it is active."""
+        """Is HAMi's registrar active? (docs/architecture.md, "Leadership": Beside HAMi)."""
         self.queue.add_after(_PEER, self.config.resync)
         state = self.peer.check(self.clock.now())
         self._peer_active = state.active
@@ -398,8 +385,7 @@ class Scheduler:
             self.elector.hold(f"HAMi's scheduler is active ({state.reason})" if state.active else None)
 
     def _look_at_the_clocks(self, now: datetime, mono: float) -> None:
-        """A step of the wall clock (spec 5b): logged once, counted, and every node decided again, so
-        the stamps whose wall-clock age it falsified are written again (never cleaned: ``decide``)."""
+        """A step of the wall clock (spec 5b): logged once, counted, every node decided again."""
         step = self._wall.check(now, mono)
         if step is None:
             return
@@ -451,10 +437,9 @@ class Scheduler:
         self._note_evaluated(name)
 
     def _send(self, node: NodeSnapshot, evaluation: Evaluation) -> bool:
-        """Hand the evaluation's patch to the writer. A cleanup's patch is conditional on ``node``'s
-        resourceVersion: the version of the server's Node the decision read (the view's overlay of this
-        replica's own unconfirmed writes keeps it; see ``scheduler/view.py``). Its cleaned-up Events
-        are held until the patch lands (a conflict means the cleanup did not happen): True when so."""
+        """Hand the evaluation's patch to the writer; a cleanup's is conditional on ``node``'s
+        resourceVersion and its Events are held until it lands (True when so; docs/architecture.md,
+        "Conditional deletes")."""
         for vendor, decision in evaluation.decisions.items():
             if decision.write is not None:
                 stamp = decision.write.value is not None
@@ -475,13 +460,8 @@ class Scheduler:
             else:
                 self._would_write.pop(name, None)
 
-    def would_write(self, name: str) -> dict[str, str | None]:
-        """Read-only: the merge patch a leader would send to ``name`` now (empty: nothing)."""
-        with self._lock:
-            return dict(self._would_write.get(name, {}))
-
     def would_writes(self) -> dict[str, dict[str, str | None]]:
-        """Read-only: every node a leader would write to now, and what."""
+        """Read-only: every node a leader would write to now, and the merge patch it would send."""
         with self._lock:
             return {name: dict(patch) for name, patch in self._would_write.items()}
 
@@ -497,11 +477,8 @@ class Scheduler:
             log.exception("node-deleted hook failed", extra={"node": name})
 
     def _report(self, evaluation: Evaluation, *, held: bool = False) -> None:
-        """Log what the evaluation decided (the node named once, as a field) and post its Events.
-
-        Every replica logs and counts alike; only the one that writes posts Events. A bad value seen
-        while following is posted on becoming leader, if still current (``_post_unposted``); the other
-        Events (cleaned up, registered, back) are the leader's at the time."""
+        """Log what the evaluation decided and, on the replica that writes, post its Events (a bad value
+        seen while following is posted on becoming leader, if still current: ``_post_unposted``)."""
         node = evaluation.node
         for warning in evaluation.warnings:
             detail = _about(node, warning.message)
@@ -585,9 +562,7 @@ class Scheduler:
             log.debug("%d objects moved to the permanent generation", gc.get_freeze_count())
 
     def _resync(self) -> None:
-        """The safety net (the seed's 15 s loop), costing next to nothing when nothing changed: queue
-        every node whose watched state is not the one it was last evaluated at, and every node evaluated
-        but no longer watched. Stamp expiry needs no resync: it is on timers."""
+        """Queue every node watched at another version than it was evaluated at, or no longer watched."""
         self.queue.add_after(_RESYNC, self.config.resync)
         self._look_at_the_clocks(self.clock.now(), self.clock.monotonic())
         evaluated = self._evaluated
@@ -615,12 +590,8 @@ class Scheduler:
             self.queue.add(write.node)
 
     def _patch_failed(self, write: PendingWrite, error: Exception) -> None:
-        """Decided again on what the Node really holds, after the node's backoff (a Node gone, 404, is
-        decided as the watch shows it then: deleted, or re-created).
-
-        A conditional patch refused with a conflict is decided again once the watch shows the Node past
-        the version it was conditional on: deciding on the version that conflicted would only decide
-        the same patch again (the resync, too, waits for the watch to move)."""
+        """Decided again on what the Node holds, after the node's backoff; after a conflict, once the
+        watch shows the Node past the version the patch was conditional on (docs/architecture.md)."""
         self.view.failed(write)
         for event in self._take_held(write):
             log.debug(
@@ -715,9 +686,7 @@ class Scheduler:
         }
 
     def cache_json(self, states: frozenset[VendorState] | None = None) -> dict[str, Any]:
-        """``/cache``: every node's vendors in the device cache; with ``states`` (``/cache?state=...``),
-        every node where a vendor is in one of them, in the cache or not (awaiting a sign of life, no
-        devices, not present), each vendor with its state and the reason of its last decision."""
+        """``/cache``, and ``/cache?state=...``: every node where a vendor is in one of ``states``."""
         if states is None:
             return {"nodes": self.cache.to_json()}
         nodes: dict[str, Any] = {}
@@ -735,12 +704,8 @@ class Scheduler:
         return {"nodes": nodes, "states": sorted(state.value for state in states)}
 
     def node_json(self, node: str) -> dict[str, Any] | None:
-        """``/cache/<node>``: each vendor's state on a Node this replica watches, why, and the write a
-        leader would send now (``scheduler/explain.py``); ``None`` for a Node it does not watch.
-
-        Any thread: the Node comes from the read-your-writes view; the registrar's memory is read one
-        immutable entry at a time (only the worker replaces entries); the cache returns copies.
-        """
+        """``/cache/<node>`` (``scheduler/explain.py``); ``None`` for a Node this replica does not watch.
+        Any thread: the view and the cache return copies, the memory's entries are immutable."""
         snapshot = self.view.get(node)
         if snapshot is None:
             return None
@@ -813,10 +778,10 @@ class Scheduler:
             cache_synced=listed and (not leader or synced_term == self.elector.term),
             nodes_watched=len(self.reflector.names()),
             view_current=self._view_current(),
-            watch_progress_age=view.progress_age,
+            watch_progress_age_seconds=view.progress_age,
             times_stale=view.stale_count,
-            queue_depth=len(self.queue),
-            queue_delayed=self.queue.delayed(),
+            work_queue_depth=len(self.queue),
+            work_queue_delayed=self.queue.delayed(),
             vendors=vendors,
             would_write=would,
         )

@@ -94,7 +94,7 @@ _COUNTERS: Mapping[str, tuple[tuple[str, ...], str]] = {
 _NOT_IN_TOTALS = ("api_requests", "events_dropped")
 
 #: The unlabelled gauges of ``LiveState``, as ``hami_scheduler_<name>`` and help; each reads the attribute of
-#: its name (``_READS`` names the others).
+#: its name.
 _LIVE_GAUGES = (
     ("leader", "1 while this replica leads (holds the Lease, renewed in time)."),
     ("ready", "1 while this replica leads and its cache is synced for the current term (/readyz)."),
@@ -116,11 +116,6 @@ _LIVE_GAUGES = (
     ("work_queue_depth", "Node keys ready for the worker."),
     ("work_queue_delayed", "Work queue keys waiting for a later time (stamp expiries, retries, the resync)."),
 )
-_READS = {
-    "watch_progress_age_seconds": "watch_progress_age",
-    "work_queue_depth": "queue_depth",
-    "work_queue_delayed": "queue_delayed",
-}
 
 
 def status_class(status: int | None) -> str:
@@ -148,15 +143,15 @@ class LiveState:
     cache_synced: bool
     term: int
     nodes_watched: int
-    queue_depth: int
-    queue_delayed: int
+    work_queue_depth: int
+    work_queue_delayed: int
     #: vendor key -> counts; a selected vendor missing here counts 0.
     vendors: Mapping[str, VendorCounts] = attrs.field(factory=dict)
     #: Read-only mode: (vendor key, "stamp" or "delete") -> nodes a leader would write that to now.
     would_write: Mapping[tuple[str, str], int] | None = None
     #: The node view is current (spec 5b), seconds since the watch's last progress, times it went stale.
     view_current: bool = True
-    watch_progress_age: float = 0.0
+    watch_progress_age_seconds: float = 0.0
     times_stale: int = 0
 
 
@@ -177,7 +172,7 @@ class _LiveCollector(Collector):
         for name, doc in _LIVE_GAUGES:
             family = GaugeMetricFamily(f"hami_scheduler_{name}", doc)
             if s is not None:
-                family.add_metric([], getattr(s, _READS.get(name, name)))
+                family.add_metric([], getattr(s, name))
             yield family
         stale = CounterMetricFamily(
             "hami_scheduler_view_stale",

@@ -92,7 +92,7 @@ class PeerCheck:
 
     def __init__(self, cluster: Cluster, where: tuple[str, str] | None, own: tuple[str, str]) -> None:
         self._cluster = cluster
-        self._where = where
+        self.where = where
         self._own = own
         self._active = False
         self._checked = False
@@ -100,19 +100,15 @@ class PeerCheck:
 
     @property
     def enabled(self) -> bool:
-        return self._where is not None and self._where != self._own
-
-    @property
-    def where(self) -> tuple[str, str] | None:
-        return self._where
+        return self.where is not None and self.where != self._own
 
     def check(self, now: datetime) -> PeerState:
         """Read HAMi's Lease once and say whether its registrar is active; ``now`` must be aware."""
         first, self._checked = not self._checked, True
-        if self._where is None:
+        if self.where is None:
             return PeerState(active=False)
-        namespace, name = self._where
-        if self._where == self._own:
+        namespace, name = self.where
+        if self.where == self._own:
             if first:
                 log.warning(
                     "this scheduler's Lease %s/%s is the one HAMi's scheduler uses: cannot check whether "

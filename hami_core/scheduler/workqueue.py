@@ -88,9 +88,6 @@ class WorkQueue(Generic[K]):
         """``key`` succeeded: its next ``add_rate_limited`` starts from the base delay again."""
         self._backoff.forget(key)
 
-    def num_requeues(self, key: K) -> int:
-        return self._backoff.num_requeues(key)
-
     # -- taking -----------------------------------------------------------------------------------------
 
     def get(self, timeout: float | None = None) -> K | None:

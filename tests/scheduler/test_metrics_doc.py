@@ -16,7 +16,13 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
 
 def scheduler_families() -> set[str]:
     idle = LiveState(
-        leader=False, ready=False, cache_synced=False, term=0, nodes_watched=0, queue_depth=0, queue_delayed=0
+        leader=False,
+        ready=False,
+        cache_synced=False,
+        term=0,
+        nodes_watched=0,
+        work_queue_depth=0,
+        work_queue_delayed=0,
     )
     metrics = SchedulerMetrics(["NVIDIA"], event_reasons=EVENT_REASONS, live=lambda: idle)
     names = set()

@@ -116,7 +116,7 @@ def test_read_only_decides_as_a_leader_would_and_writes_nothing(
     observer = world.scheduler("mlu", "dcu", "nvidia", cluster=cluster, read_only=True, identity="observer")
     world.run_until("ready once synced", observer.ready)
     assert observer.status()["read_only"] is True and not observer.elector.is_leader()
-    would = {name: observer.would_write(name) for name in cluster_state.values()}
+    would = {name: observer.would_writes().get(name, {}) for name in cluster_state.values()}
 
     # What a leader decides on the same Nodes at the same moment.
     leader_registrar = Registrar(
@@ -192,7 +192,7 @@ def test_read_only_decides_as_a_leader_would_and_writes_nothing(
     expected = {
         name: kinds(patch)
         for name in cluster_state.values()
-        if (patch := observer.would_write(name)) and not remembered(name)
+        if (patch := observer.would_writes().get(name, {})) and not remembered(name)
     }
     leader = world.scheduler(
         "mlu", "dcu", "nvidia", cluster=Recording(world._make_cluster(None)), identity="leader"
