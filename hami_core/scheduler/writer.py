@@ -63,13 +63,8 @@ class PatchWriter:
         """A snapshot of the writer's metrics (for tests and benchmarks): ``patches`` answered 2xx,
         ``patch_errors`` every other result, ``dropped_not_leader``."""
         results = self.metrics.patch_requests()
-        return Counter(
-            {
-                "patches": int(results["2xx"]),
-                "patch_errors": int(sum(v for k, v in results.items() if k != "2xx")),
-                "dropped_not_leader": int(self.metrics.totals()["dropped_not_leader"]),
-            }
-        )
+        patches, dropped = int(results.pop("2xx")), int(self.metrics.totals()["dropped_not_leader"])
+        return Counter(patches=patches, patch_errors=int(sum(results.values())), dropped_not_leader=dropped)
 
     def submit(self, write: PendingWrite) -> None:
         with self._lock:
