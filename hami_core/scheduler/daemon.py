@@ -695,11 +695,7 @@ class Scheduler:
             shown = nodes[node] = {}
             for key, (state, reason) in vendors.items():
                 entry = cached.get(key)
-                body = (
-                    entry.to_json()
-                    if entry is not None
-                    else {"error": None, "updated_at": None, "devices": []}
-                )
+                body = entry.to_json() if entry else {"error": None, "updated_at": None, "devices": []}
                 shown[key] = {**body, "vendor": key, "state": state.value, "reason": reason.value}
         return {"nodes": nodes, "states": sorted(state.value for state in states)}
 
@@ -725,11 +721,7 @@ class Scheduler:
         cached = self.cache.node(node)
         for key, vendor in body["vendors"].items():
             entry = cached.get(key)
-            shown = (
-                entry.to_json()
-                if entry is not None
-                else {"devices": [], "updated_at": None, "pair_scores": {}}
-            )
+            shown = entry.to_json() if entry else {"devices": [], "updated_at": None, "pair_scores": {}}
             vendor["in_cache"] = entry is not None
             vendor.update({field: shown[field] for field in ("devices", "updated_at", "pair_scores")})
         body["identity"] = self.config.identity
