@@ -63,8 +63,3 @@ class ExponentialBackoff(Generic[K]):
         """``item`` succeeded: its next failure waits ``base`` again."""
         with self._lock:
             self._failures.pop(item, None)
-
-    def num_requeues(self, item: K) -> int:
-        """The failures of ``item`` counted since it was last forgotten."""
-        with self._lock:
-            return self._failures.get(item, 0)
