@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from hami_core.protocol import legacy
 from hami_core.protocol.errors import DecodeError, EncodeError
 from hami_core.protocol.legacy import decode_legacy, encode_legacy
 from hami_core.protocol.model import DeviceInfo, MigProfile
@@ -225,6 +228,72 @@ def test_false_spellings(text: str) -> None:
 def test_other_booleans_are_rejected(text: str) -> None:
     with pytest.raises(DecodeError, match="invalid health field"):
         decode_legacy(record(health=text))
+
+
+# ---- the reader of values as HAMi writes them, and the reading by record -------------------------------
+
+_ASCII_TEXT = st.text(st.characters(max_codepoint=127, exclude_characters=",:"), max_size=6)
+#: Records as HAMi writes them (mostly), and records of every other kind.
+_PLAIN = {
+    "health": st.sampled_from(["true", "false", "1", "F", "True"]),
+    **{name: st.integers(0, 99999).map(str) for name in ("count", "devmem", "devcore", "numa", "index")},
+    **{name: _ASCII_TEXT for name in ("id", "type", "mode")},
+}
+_ODD_INT = st.one_of(
+    st.integers(-(2**64), 2**64).map(str),
+    st.sampled_from(["007", "+5", "-0", " 1", "1_0", "", "١", "9" * 19, "0" * 18 + "1", "0" * 19]),
+)
+_ODD = {
+    "health": st.sampled_from(["true", "t", "yes", ""]),
+    **{name: _ODD_INT for name in ("count", "devmem", "devcore", "numa", "index")},
+    **{name: st.text(st.characters(exclude_characters=",:"), max_size=3) for name in ("id", "type", "mode")},
+}
+
+
+def _records(fields: dict[str, st.SearchStrategy[str]]) -> st.SearchStrategy[str]:
+    return st.fixed_dictionaries(fields).map(lambda texts: record(**texts)[:-1])
+
+
+_SEGMENT = st.one_of(
+    *[_records(_PLAIN)] * 3,
+    _records({name: st.one_of(_PLAIN[name], _ODD[name]) for name in _PLAIN}),
+    _records(_PLAIN).map(lambda text: text.rsplit(",", 2)[0]),  # 7 fields
+    st.just(""),
+)
+
+
+def _by_record(value: str) -> list[DeviceInfo] | None:
+    try:
+        return [legacy._decode_record(segment) for segment in value.split(":") if segment]
+    except ValueError:
+        return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_SEGMENT, min_size=1, max_size=4).map(lambda segments: ":".join(segments) + ":"))
+@example(record(count="١"))
+@example(record(count="1_0") + record())
+@example(record(index=str(2**63)))
+@example(record(index="0" * 19))
+def test_a_value_decodes_as_its_records_read_one_by_one(value: str) -> None:
+    """Whether the table-written reader takes a value or the reading by record does, the devices are the
+    same, and a value is refused exactly when one of its records is."""
+    try:
+        decoded: list[DeviceInfo] | None = decode_legacy(value)
+    except DecodeError:
+        decoded = None
+    assert decoded == _by_record(value)
+
+
+def test_values_as_hami_writes_them_take_the_table_written_reader() -> None:
+    devices = [
+        DeviceInfo(id=f"GPU-{i}", index=i, count=10, devmem=32768, devcore=100, health=i % 2 == 0)
+        for i in range(3)
+    ]
+    assert legacy._READ_PLAIN(encode_legacy(devices)) == devices
+    for odd in (record(count="+5"), record(numa="-1"), record(index=str(2**63)), V100 + ":"):
+        with pytest.raises(ValueError):
+            legacy._READ_PLAIN(odd)
 
 
 # ---- encoder ---------------------------------------------------------------------------------------------
