@@ -81,12 +81,9 @@ class WireField:
 
     @property
     def go_type(self) -> str:
-        kind = self.kind
-        if isinstance(kind, IntRange):
+        if isinstance(kind := self.kind, IntRange):
             return kind.go_type
-        if kind is str or kind is bool:
-            return "string" if kind is str else "bool"
-        return "map[string]any" if kind is dict else f"[]{kind.__name__}"
+        return {str: "string", bool: "bool", dict: "map[string]any"}.get(kind, f"[]{kind.__name__}")
 
 
 def _items(name: str, value: tuple[Any, ...] | None, record: type) -> tuple[Any, ...] | None:
@@ -110,17 +107,14 @@ def _row(
     key: str, kind: Kind, *, legacy: int | None = None, omitempty: bool = True, written: bool = True
 ) -> dict[str, Any]:
     """A field's row of the table, as attrs metadata."""
-    row = {"key": key, "kind": kind, "legacy": legacy, "omitempty": omitempty, "written": written}
-    return {"wire": row}
+    return {"wire": {"key": key, "kind": kind, "legacy": legacy, "omitempty": omitempty, "written": written}}
 
 
 def _wire(key: str, kind: Kind, **row: Any) -> Any:
     """A scalar or map field declared with its row of the table (list fields are declared with
     ``attrs.field`` in the class, so that type checkers see their converters)."""
     if isinstance(kind, IntRange) or kind is str or kind is bool:
-        return attrs.field(
-            default=0 if isinstance(kind, IntRange) else kind(), metadata=_row(key, kind, **row)
-        )
+        return attrs.field(default=kind() if isinstance(kind, type) else 0, metadata=_row(key, kind, **row))
     return attrs.field(default=None, hash=False, metadata=_row(key, kind, **row))
 
 
@@ -162,13 +156,12 @@ def _checked_init(cls: type) -> None:
     scope: dict[str, Any] = {"_type": type, "_plain": _plain, "_items": _items, "_scalars": scalars}
     lines = [f"def __init__(self, {', '.join(f'{f.name}=_default_{f.name}' for f in fields)}):"]
     for f in fields:
-        scope.update({f"_default_{f.name}": f.default, f"_set_{f.name}": cls.__dict__[f.name].__set__})
+        n = f.name
+        scope.update({f"_default_{n}": f.default, f"_set_{n}": cls.__dict__[n].__set__})
         if f.converter is not None:  # a list field
-            scope.update({f"_convert_{f.name}": f.converter, f"_record_{f.name}": kinds[f.name]})
-            lines.append(f"    if _type({f.name}) is not tuple or {f.name}:")
-            lines.append(
-                f"        {f.name} = _items({f.name!r}, _convert_{f.name}({f.name}), _record_{f.name})"
-            )
+            scope.update({f"_convert_{n}": f.converter, f"_record_{n}": kinds[n]})
+            lines.append(f"    if _type({n}) is not tuple or {n}:")
+            lines.append(f"        {n} = _items({n!r}, _convert_{n}({n}), _record_{n})")
     test = []
     for name, kind in scalars:
         test.append(f"_type({name}) is {'int' if isinstance(kind, IntRange) else kind.__name__}")
