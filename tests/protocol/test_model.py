@@ -152,3 +152,14 @@ def test_a_device_pickles_copies_and_evolves_as_a_device() -> None:
     assert copy.deepcopy(device) == device
     assert type(attrs.evolve(device, id="b")) is DeviceInfo
     assert weakref.ref(device)() is device
+
+
+def test_a_device_takes_its_fields_by_keyword_or_in_declaration_order() -> None:
+    assert DeviceInfo("a", 1, 2) == DeviceInfo(id="a", index=1, count=2)
+    with pytest.raises(TypeError):
+        DeviceInfo(*range(13))
+    with pytest.raises(ValueError, match=r"^index=-1 is out of range for uint64"):
+        DeviceInfo("a", -1)
+    assert MigProfile("1g.5gb", 4864, placements=[MigPlacement(0, 1)]).placements == (
+        MigPlacement(start=0, size=1),
+    )
