@@ -76,8 +76,8 @@ def _plain_reader() -> Callable[[str], list[DeviceInfo]]:
     """A reader, written from the table, of values as HAMi writes them: 9 fields a record, the integers
     ASCII digits, at most 18 in all (so each fits Go's int64). It raises ``ValueError`` or ``KeyError`` for
     any other value (the model's refusals included), which is then read record by record to decode it by
-    HAMi's rules or say what is wrong. The model is called with positional arguments: keywords cost
-    0.3 µs more a device (docs/performance.md)."""
+    HAMi's rules or say what is wrong. The model is called with positional arguments: keywords cost up
+    to 0.4 µs more a device (docs/performance.md)."""
     text = {f.name: f"c{f.legacy}" for f in _COLUMNS}
     reads = {f.name: f"_GO_BOOL[{text[f.name]}]" for f in _COLUMNS if f.kind is bool}
     reads.update({name: f"int({text[name]})" for name in _RANGES})
