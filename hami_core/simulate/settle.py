@@ -58,12 +58,15 @@ def _settled(replica: Scheduler, writes: NodeWrites) -> bool:
 _THREADS = {
     "synced": "hami-node-reflector",
     "caught_up": "hami-node-reflector",
+    "listing_due": "hami-node-reflector",
     "queue_idle": "hami-worker",
     "writer_idle": "hami-patch",
     "pending_writes": "hami-node-reflector",
     "events_idle": "hami-events",
     "elector_idle": "hami-elector",
 }
+#: The parts that keep a replica busy while true (a count: above 0); the others while false.
+_BUSY_WHILE_TRUE = {"listing_due", "pending_writes"}
 
 
 def _busy_stacks(states: list[dict[str, object]]) -> str:
@@ -72,7 +75,7 @@ def _busy_stacks(states: list[dict[str, object]]) -> str:
         _THREADS[part]
         for state in states
         for part, value in state.items()
-        if part in _THREADS and (value if part == "pending_writes" else value is False)
+        if part in _THREADS and (bool(value) if part in _BUSY_WHILE_TRUE else value is False)
     }
     frames = sys._current_frames()
     blocks = [
@@ -99,6 +102,7 @@ def wait_settled(replicas: Iterable[Scheduler], writes: NodeWrites, *, timeout: 
                     backing_off=r.reflector.backing_off(),
                     synced=r.reflector.has_synced,
                     caught_up=writes.caught_up(r),
+                    listing_due=r.reflector.listing_due(),
                     queue_idle=r.queue.idle(),
                     writer_idle=r.writer.idle(),
                     pending_writes=r.view.pending(),
