@@ -65,6 +65,8 @@ class LeaderElector:
         #: When the loop steps next (monotonic); it is idle until then unless a step is running.
         self._next_step_at: float | None = None
         self._lock = threading.Lock()
+        #: The wait between steps, on ``_lock``: ``idle`` never sees the step due before the wait began.
+        self._between_steps = clock.condition(self._lock)
         self._observed: Lease | None = None
         self._observed_at = 0.0
         self._renewed_at: float | None = None
@@ -111,21 +113,34 @@ class LeaderElector:
         return due is not None and self._monotonic() < due
 
     def run(self, stop: ClockEvent) -> None:
-        """Acquire, renew, and on ``stop`` release. Never raises; returns after releasing."""
+        """Acquire, renew, and on ``stop`` release (``wake`` after setting it ends the wait between steps
+        at once). Never raises; returns after releasing."""
         try:
             while not stop.is_set():
                 with self._lock:
                     self._next_step_at = None
                 self.step()
-                with self._lock:
-                    self._next_step_at = self._monotonic() + self.config.retry_period
-                stop.wait(self.config.retry_period)
+                self._wait_for_next_step(stop)
         finally:
             if self._release_on_stop:
                 self.release()
             else:
                 with self._lock:
                     self._leading = False
+
+    def _wait_for_next_step(self, stop: ClockEvent) -> None:
+        # When the step is due and how long to wait for it, from the clock read under the lock ``idle``
+        # takes: a fake clock, moved only while the elector is idle, then cannot move in between and
+        # make the wait end after the moment ``idle`` says the step is due (no one would move it there).
+        with self._lock:
+            due = self._next_step_at = self._monotonic() + self.config.retry_period
+            while not stop.is_set() and (left := due - self._monotonic()) > 0:
+                self._between_steps.wait(left)
+
+    def wake(self) -> None:
+        """End the wait between steps now: ``run`` looks at its ``stop`` again. Any thread."""
+        with self._lock:
+            self._between_steps.notify_all()
 
     def abandon(self) -> None:
         """Make ``run`` stop without releasing the Lease, as a crashed process would (for tests)."""

@@ -159,7 +159,10 @@ class Reflector:
         self._handler = handler
         self._config = config or ReflectorConfig()
         self._stop = clock.event()
-        self._sleep = self._stop.wait
+        #: The backoff's wait, on a lock ``backing_off`` takes (re-entrant: ``stop`` may come from the
+        #: reflector's own thread, a handler's or a clock's callback).
+        self._pause_lock = threading.RLock()
+        self._paused = clock.condition(self._pause_lock)
         self._rand = rand
         self._clock = clock.monotonic
         self._backoff: ExponentialBackoff[str] = ExponentialBackoff(
@@ -305,6 +308,8 @@ class Reflector:
     def stop(self, timeout: float | None = 5.0) -> None:
         """Stop the loop: closes the open watch and wakes a backoff sleep; joins the thread if started."""
         self._stop.set()
+        with self._pause_lock:
+            self._paused.notify_all()
         with self._lock:
             watch = self._watch
         if watch is not None:
@@ -375,15 +380,20 @@ class Reflector:
     def _pause(self, why: str) -> None:
         delay = self._backoff.when(ONE)
         log.debug("node reflector backs off %.2fs: %s", delay, why)
-        self._resume_at = self._clock() + delay
-        try:
-            self._sleep(delay)
-        finally:
-            self._resume_at = None
+        # The end said and the wait from one reading of the clock, under the lock ``backing_off`` takes
+        # (as the elector's wait between steps): a fake clock moved meanwhile would strand the wait.
+        with self._pause_lock:
+            resume_at = self._resume_at = self._clock() + delay
+            try:
+                while not self._stop.is_set() and (left := resume_at - self._clock()) > 0:
+                    self._paused.wait(left)
+            finally:
+                self._resume_at = None
 
     def backing_off(self) -> bool:
         """Waiting out a backoff after a failure, until the clock reaches its end."""
-        resume_at = self._resume_at
+        with self._pause_lock:
+            resume_at = self._resume_at
         return resume_at is not None and self._clock() < resume_at
 
     # -- list -------------------------------------------------------------------------------------------

@@ -217,6 +217,7 @@ class Scheduler:
         if not release:
             self.elector.abandon()
         self._stop.set()
+        self.elector.wake()
         self.queue.shutdown()
         self.reflector.stop(timeout)
         for thread in self._threads:

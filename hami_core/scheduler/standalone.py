@@ -60,6 +60,9 @@ class Standalone:
     def abandon(self) -> None:
         """Nothing to abandon: there is no Lease."""
 
+    def wake(self) -> None:
+        """Nothing to wake: ``run`` waits on its ``stop`` itself."""
+
     def run(self, stop: ClockEvent) -> None:
         """Run the one term from now until ``stop``."""
         with self._lock:

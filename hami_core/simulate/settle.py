@@ -3,6 +3,9 @@ nothing left to do until the clock moves. The real-time wait is for what will ha
 
 from __future__ import annotations
 
+import sys
+import threading
+import traceback
 from collections.abc import Iterable
 
 from hami_core.clock import SYSTEM
@@ -51,6 +54,38 @@ def _settled(replica: Scheduler, writes: NodeWrites) -> bool:
     return watching and replica.settled()
 
 
+#: The threads behind each part of a replica that can keep it from settling, by name prefix.
+_THREADS = {
+    "synced": "hami-node-reflector",
+    "caught_up": "hami-node-reflector",
+    "listing_due": "hami-node-reflector",
+    "queue_idle": "hami-worker",
+    "writer_idle": "hami-patch",
+    "pending_writes": "hami-node-reflector",
+    "events_idle": "hami-events",
+    "elector_idle": "hami-elector",
+}
+#: The parts that keep a replica busy while true (a count: above 0); the others while false.
+_BUSY_WHILE_TRUE = {"listing_due", "pending_writes"}
+
+
+def _busy_stacks(states: list[dict[str, object]]) -> str:
+    """The stack of every thread behind a part not idle (each replica names its threads alike)."""
+    prefixes = {
+        _THREADS[part]
+        for state in states
+        for part, value in state.items()
+        if part in _THREADS and (bool(value) if part in _BUSY_WHILE_TRUE else value is False)
+    }
+    frames = sys._current_frames()
+    blocks = [
+        f"--- thread {thread.name} ({thread.ident}):\n{''.join(traceback.format_stack(frames[thread.ident]))}"
+        for thread in sorted(threading.enumerate(), key=lambda t: t.name)
+        if thread.ident in frames and any(thread.name.startswith(p) for p in prefixes)
+    ]
+    return "\n".join(blocks) if blocks else "(no thread of theirs is alive)"
+
+
 def wait_settled(replicas: Iterable[Scheduler], writes: NodeWrites, *, timeout: float = 30.0) -> None:
     """Block until every replica has settled; ``SettleTimeout`` after ``timeout`` real seconds."""
     pending = list(replicas)
@@ -67,6 +102,7 @@ def wait_settled(replicas: Iterable[Scheduler], writes: NodeWrites, *, timeout: 
                     backing_off=r.reflector.backing_off(),
                     synced=r.reflector.has_synced,
                     caught_up=writes.caught_up(r),
+                    listing_due=r.reflector.listing_due(),
                     queue_idle=r.queue.idle(),
                     writer_idle=r.writer.idle(),
                     pending_writes=r.view.pending(),
@@ -75,6 +111,9 @@ def wait_settled(replicas: Iterable[Scheduler], writes: NodeWrites, *, timeout: 
                 )
                 for r in pending
             ]
-            raise SettleTimeout(f"the replicas did not settle in {timeout:g}s: {states}")
+            raise SettleTimeout(
+                f"the replicas did not settle in {timeout:g}s: {states}\n"
+                f"the stacks of the threads not idle:\n{_busy_stacks(states)}"
+            )
         SYSTEM.sleep(delay)
         delay = min(0.005, delay * 2)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
+
+from harness.busy_clock import BusyClock
+from harness.poll import wait_for
 
 from hami_core.clock import FakeClock
 from hami_core.kube.elector import ElectionConfig, LeaderElector
@@ -137,3 +141,44 @@ def test_a_fractional_lease_duration_is_recorded_rounded_up() -> None:
         b.step()
         assert not (a.is_leader() and b.is_leader()), f"two leaders at t={clock.seconds:.2f}"
     assert b.is_leader()
+
+
+class Steps(MemoryCluster):
+    """The in-memory cluster, noting the monotonic time of each step (each begins by reading the Lease)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.steps: list[float] = []
+
+    def get_lease(self, namespace: str, name: str) -> Lease:
+        self.steps.append(self.clock.monotonic())
+        return super().get_lease(namespace, name)
+
+
+def test_a_driver_moving_the_clock_while_the_elector_is_idle_never_strands_its_step() -> None:
+    # The harness and ``hami simulate`` move a fake clock only while every loop is idle. If the elector
+    # could say when its step is due and then begin a wait measured from a later reading, the time
+    # would stop at the moment it said, its wait would end later, and no one would move the clock again.
+    clock = BusyClock("hami-elector")
+    cluster = Steps(clock)
+    config = ElectionConfig(namespace="kube-system", name="hami-scheduler", identity="a")
+    a = LeaderElector(cluster, config, clock=clock)
+    stop = clock.event()
+    thread = threading.Thread(target=a.run, args=(stop,), name="hami-elector", daemon=True)
+    thread.start()
+
+    def drive() -> bool:
+        if a.idle():
+            clock.advance(1.0)
+        return len(cluster.steps) >= 6
+
+    try:
+        wait_for("six steps, the clock moved only while the elector is idle", drive, interval=0)
+        assert [at - cluster.steps[0] for at in cluster.steps[:6]] == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+        assert a.is_leader()
+    finally:
+        stop.set()
+        a.wake()
+        thread.join(20)
+    assert not thread.is_alive()

@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 import pytest
 from harness.admin import MemoryCluster
+from harness.busy_clock import BusyClock
 from harness.poll import wait_for
 
 from hami_core.clock import FakeClock
@@ -614,3 +615,26 @@ def test_a_list_starts_over_for_a_fresh_list_asked_for_during_it_at_most_once() 
     assert log.calls.count(("synced", False)) == 1 and len(log.calls) == 4  # 3 upserts, then synced
     assert reflector.lists == 1 and reflector.listing_due()
     assert reflector.current(1) and not reflector.current(2)
+
+
+def test_a_driver_moving_the_clock_while_the_reflector_backs_off_never_strands_its_backoff() -> None:
+    # As the harness and ``hami simulate`` do: move the fake clock only while the reflector says it backs
+    # off. Its backoff's end and its wait come from one reading of the clock, so the wait ends when said.
+    clock = BusyClock("hami-node-reflector")
+    cluster = MemoryCluster()
+    cluster.create_node("n1")
+    cluster.fail_next(5, verb="list")
+    reflector = Reflector(cluster, Log(), FAST, clock=clock, rand=lambda: 1.0)
+    started = clock.monotonic()
+    reflector.start()
+
+    def drive() -> bool:
+        if reflector.backing_off():
+            clock.advance(0.25)
+        return reflector.has_synced
+
+    try:
+        wait_for("the list after five backoffs, the clock moved only while backing off", drive, interval=0)
+    finally:
+        reflector.stop(timeout=10)
+    assert clock.monotonic() - started == 0.5 + 1 + 2 + 4 + 8  # each backoff ended when it said
