@@ -94,14 +94,19 @@ def run_scenario(
     try:
         for step in range(steps + 1):
             elapsed = round(step * _TICK, 6)
+            # The scheduler has done with each write of the scenario (and with what the time step set off)
+            # before the next one: else a plugin's write races the scheduler's, a conditional patch of
+            # the scheduler's meets a newer Node, and the run's requests differ from run to run.
             while actions and actions[0].at <= elapsed + 1e-9:
                 _apply(actions.pop(0), cluster, writes, plugins, deleted, elapsed, say)
+                wait_settled([scheduler], writes)
             if step and step % report_every == 0:
                 _report(cluster, writes, plugins, format_report(clock.now()))
             wait_settled([scheduler], writes)
             observer.observe(elapsed)
             if step < steps:
                 clock.advance(_TICK)
+                wait_settled([scheduler], writes)
     finally:
         scheduler.stop(5)
     # Counted before the checks, whose own reads are not the scheduler's or the plugins'.
