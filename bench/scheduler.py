@@ -22,10 +22,12 @@ Prints a Markdown table. Figures vary with machine load: compare rows of one run
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import gc
 import logging
 import random
 import statistics
+import sys
 import time
 import tracemalloc
 from collections.abc import Mapping
@@ -327,6 +329,18 @@ def bench_cleanup(n: int, dead: int) -> tuple[str, str]:
     )
 
 
+def _stalled(scheduler: Scheduler, n: int) -> None:
+    """What a daemon that did not finish was at, and every thread's stack, on stderr."""
+    print(
+        f"daemon stalled: {len(scheduler.cache.nodes())} of {n} nodes cached, writer "
+        f"{dict(scheduler.writer.counters)}, leader {scheduler.elector.is_leader()}, queue idle "
+        f"{scheduler.queue.idle()}, writer idle {scheduler.writer.idle()}, writes pending "
+        f"{scheduler.view.pending()}, list due {scheduler.reflector.listing_due()}",
+        file=sys.stderr,
+    )
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+
+
 def bench_daemon(n: int, qps: float, burst: int) -> tuple[str, str]:
     cluster, _ = _populated(n)
     config = SchedulerConfig(
@@ -346,6 +360,7 @@ def bench_daemon(n: int, qps: float, burst: int) -> tuple[str, str]:
             if len(scheduler.cache.nodes()) == n and scheduler.writer.counters["patches"] >= n:
                 break
             if time.perf_counter() - start > 600:
+                _stalled(scheduler, n)
                 raise SystemExit("daemon benchmark did not finish in 10 minutes")
             time.sleep(0.05)
         took = time.perf_counter() - start
