@@ -8,6 +8,7 @@ import urllib.request
 from typing import Any
 
 from harness.admin import MemoryCluster
+from harness.poll import wait_for
 from harness.scheduler_world import WINDOW, CountingCluster, World
 from harness.tcpproxy import TcpProxy
 
@@ -154,6 +155,10 @@ def test_no_cleanup_is_decided_while_the_view_has_a_gap(memory_world: World) -> 
     memory.fail_next(8, verb="list")  # the lists after the gap fail for a minute and more (backoff)
     memory.drop_watches()
     memory.patch_node_annotations(node, {MLU_HANDSHAKE: REPORT})  # the plugin answers meanwhile
+    # No fake time passes before the replica has seen its watch break: a busy machine can delay that,
+    # and the clock, moved meanwhile, would expire the stamp on a view that still counts as current.
+    reflector = replica.reflector
+    wait_for("the watch seen broken", lambda: reflector.listing_due() or reflector.backing_off())
     world.run_until("stale", lambda: not replica.ready())
     view = replica.status()["view"]
     assert not view["current"] and "failed" in view["stale_because"], view
