@@ -511,19 +511,26 @@ def test_a_probe_that_finds_nothing_written_since_is_progress_one_that_finds_mor
 # -- what a list keeps ----------------------------------------------------------------------------------
 
 
+def _two_nodes(
+    value: str, keep: Callable[[NodeSnapshot], NodeSnapshot]
+) -> tuple[MemoryCluster, Log, Reflector]:
+    """Nodes ``a``, ``b`` holding ``value`` and ``other=1``; a started reflector keeping them by ``keep``."""
+    cluster = MemoryCluster()
+    for name in ("a", "b"):
+        cluster.create_node(name, annotations={"register": value, "other": "1"})
+    log = Log()
+    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True), keep=keep)
+    reflector.start()
+    return cluster, log, reflector
+
+
 def _parsed_afresh(node: NodeSnapshot) -> NodeSnapshot:
     """``node`` with new string objects, as every read off the wire has (the memory cluster's share)."""
     return attrs.evolve(node, annotations={k: "".join(list(v)) for k, v in node.annotations.items()})
 
 
 def test_a_relist_keeps_the_objects_of_unchanged_nodes_and_the_unchanged_values_of_changed_ones() -> None:
-    cluster = MemoryCluster()
-    value = "x" * 100
-    for name in ("a", "b"):
-        cluster.create_node(name, annotations={"register": value, "other": "1"})
-    log = Log()
-    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True), keep=_parsed_afresh)
-    reflector.start()
+    cluster, log, reflector = _two_nodes("x" * 100, _parsed_afresh)
     try:
         log.wait_for(("synced", False))
         before = reflector.items()
@@ -549,13 +556,8 @@ def test_packed_annotations_compare_and_share_as_they_are_kept() -> None:
     """A relist keeps the object of a Node it shows unchanged (equal compressed values), and a changed
     Node, by a list or a watch event, holds the store's compressed objects of the values that did not
     change."""
-    cluster = MemoryCluster()
     value = '[{"id":"GPU-0","count":10,"devmem":81920,"type":"NVIDIA-A100","health":true}]' * 4
-    for name in ("a", "b"):
-        cluster.create_node(name, annotations={"register": value, "other": "1"})
-    log = Log()
-    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True), keep=_packed)
-    reflector.start()
+    cluster, log, reflector = _two_nodes(value, _packed)
 
     def held(node: str, key: str) -> object:
         annotations = reflector.items()[node].annotations
