@@ -6,6 +6,7 @@ the cleanup's wall time, for operators only (never judged: wall clocks step).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -25,8 +26,10 @@ def marker_annotation(vendor_key: str) -> str:
     return sys.intern(MARKER_PREFIX + vendor_key)
 
 
+@functools.lru_cache(maxsize=64)
 def fingerprint(value: str | None) -> str | None:
-    """``sha256:<hex>`` of a value as it is on the wire (UTF-8), or ``None`` for an absent one."""
+    """``sha256:<hex>`` of a value as it is on the wire (UTF-8), or ``None`` for an absent one. Memoized:
+    one evaluation asks it for the same register value in ``register_to_decode`` and in ``decide``."""
     if value is None:
         return None
     return "sha256:" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
