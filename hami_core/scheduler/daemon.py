@@ -43,7 +43,7 @@ from hami_core.scheduler.standalone import Standalone
 from hami_core.scheduler.trim import NodeTrim
 from hami_core.scheduler.view import NodeView, PendingWrite, newer
 from hami_core.scheduler.workqueue import WorkQueue
-from hami_core.scheduler.writer import PatchWriter
+from hami_core.scheduler.writer import NotLeader, PatchWriter
 
 __all__ = ["Scheduler"]
 
@@ -151,6 +151,9 @@ class Scheduler:
         self._lock = threading.Lock()
         #: The term the worker has started (its full pass queued); writes are sent only in it.
         self._term_started = 0
+        #: The elector says this replica holds a term (set on its thread): a write that cannot go now is
+        #: a renewal running late, not a lost Lease.
+        self._holds_term = False
         self._term_pending: tuple[int, set[str]] | None = None
         self._synced_term = 0
         #: (term, the reflector's ticket for the fresh list that term starts on).
@@ -278,6 +281,7 @@ class Scheduler:
     def _leadership_changed(self, term: int | None) -> None:
         """The one place a leadership change enters; nothing is sent until the worker takes it in."""
         self.metrics.leadership_changes.inc()
+        self._holds_term = term is not None
         if term is not None:
             ticket = self.reflector.relist()  # the term starts on a list made after this moment
             with self._lock:
@@ -429,8 +433,11 @@ class Scheduler:
         held = False  # a cleanup's Events wait for its patch to land
         if self.config.read_only:
             self._note_would_write(name, evaluation.patch if node is not None else {})
-        elif evaluation.patch and node is not None and self._may_write():
-            held = self._send(node, evaluation)
+        elif evaluation.patch and node is not None:
+            if self._may_write():
+                held = self._send(node, evaluation)
+            else:
+                self._write_later(name)
         self._report(evaluation, held=held)
         if evaluation.recheck_at is not None:
             delay = (evaluation.recheck_at - now).total_seconds()
@@ -453,6 +460,13 @@ class Scheduler:
                 self._held[write.seq] = cleaned
         self.writer.submit(write)
         return held
+
+    def _write_later(self, name: str) -> None:
+        """A write decided for ``name`` cannot go while this replica holds its term: its renewal is late
+        (or the term's list is not in yet). Decided again a retry period later, when the renewal may have
+        landed; a lost Lease ends this, and the next term's full pass decides the node."""
+        if self._holds_term:
+            self.queue.add_after(name, self.config.retry_period)
 
     def _note_would_write(self, name: str, patch: Mapping[str, str | None]) -> None:
         with self._lock:
@@ -601,6 +615,9 @@ class Scheduler:
                 extra={"node": event.node, "vendor": event.vendor_key, "reason": event.reason},
             )
         if self._stop.is_set():
+            return
+        if isinstance(error, NotLeader):
+            self._write_later(write.node)
             return
         if isinstance(error, Conflict) and write.precondition is not None:
             with self._lock:
