@@ -174,6 +174,10 @@ class Scheduler:
         #: The cleaned-up Events of conditional writes in flight, by the write's ``seq``: posted once the
         #: patch lands, dropped when it does not (under ``_lock``).
         self._held: dict[int, list[VendorEvent]] = {}
+        #: The cleaned-up Events of cleanups whose patch did not land, by node and vendor key: the cleanup
+        #: is decided again (``decide._awaiting``), and its Event goes with the patch that carries it
+        #: (under ``_lock``).
+        self._unlanded: dict[str, dict[str, VendorEvent]] = {}
         self._last_tick = clock.monotonic()
         #: HAMi's registrar seemed active at the last check (worker thread writes, anyone reads).
         self._peer_active = False
@@ -426,6 +430,9 @@ class Scheduler:
             self._withheld.discard(name)
         if evaluation.node_gone:  # before the report: what follows is about the new object, if any
             self._forget_node(name)
+        if self._unlanded and not evaluation.conditional:  # no cleanup is pending on the node any more
+            with self._lock:
+                self._unlanded.pop(name, None)
         if node is None:
             self._evaluated.pop(name, None)
         else:
@@ -455,9 +462,14 @@ class Scheduler:
         write = self.view.expect(node, evaluation.patch, conditional=evaluation.conditional)
         held = write.precondition is not None
         if held:
-            cleaned = [event for event in evaluation.events if event.reason == CLEANED_UP]
             with self._lock:  # before the write is submitted: its outcome may come at once
-                self._held[write.seq] = cleaned
+                unlanded = self._unlanded.pop(node.name, {})
+                cleaned = {e.vendor_key: e for e in evaluation.events if e.reason == CLEANED_UP}
+                for vendor, event in unlanded.items():  # an earlier cleanup, made again by this patch
+                    again = evaluation.decisions.get(vendor)
+                    if again is not None and again.conditional:
+                        cleaned.setdefault(vendor, event)
+                self._held[write.seq] = list(cleaned.values())
         self.writer.submit(write)
         return held
 
@@ -483,6 +495,8 @@ class Scheduler:
     def _forget_node(self, name: str) -> None:
         """The Node object ``name`` held is gone (deleted or replaced): drop what the daemon kept of it."""
         self.events.forget(name)
+        with self._lock:
+            self._unlanded.pop(name, None)
         for key in [k for k in self._unposted if k[0] == name]:
             del self._unposted[key]
         self.queue.forget(name)
@@ -608,12 +622,11 @@ class Scheduler:
         """Decided again on what the Node holds, after the node's backoff; after a conflict, once the
         watch shows the Node past the version the patch was conditional on (docs/architecture.md)."""
         self.view.failed(write)
-        for event in self._take_held(write):
-            log.debug(
-                "%s Event not posted: the cleanup's patch did not land",
-                event.reason,
-                extra={"node": event.node, "vendor": event.vendor_key, "reason": event.reason},
-            )
+        held = self._take_held(write)
+        if held:
+            log.debug("the cleanup's patch did not land: its Event waits for it", extra={"node": write.node})
+            with self._lock:
+                self._unlanded.setdefault(write.node, {}).update({e.vendor_key: e for e in held})
         if self._stop.is_set():
             return
         if isinstance(error, NotLeader):

@@ -168,3 +168,20 @@ def test_a_follower_that_took_over_does_not_readmit_the_leaders_cleanup(memory_w
     world.advance(WINDOW * 2)
     assert not follower.cache.node(node) and DCU_HS not in world.annotations(node)
     assert CountingCluster.of(follower).calls["patch_node_annotations"] == 0
+
+
+def test_a_cleanup_refused_for_an_unrelated_change_is_made_again_and_said_once(world: World) -> None:
+    """Any write to the Node (here one of another component's annotations) between the cleanup's decision
+    and its patch refuses the patch; the cleanup is decided again on the newer Node and lands, and its
+    Event is posted once, when it does."""
+    node = world.node("unrelated", {DCU_REG: DCU_VALUE}, {"hygon.com/dcunum": "4"})
+    racing = ReportFirst(world.cluster(), world.admin, "example.com/other", "changed")
+    replica = world.scheduler("dcu", cluster=racing)
+    world.run_until("registered", lambda: registered(replica, node) == {"DCU"})
+    world.admin.patch_node_status(node, {"hygon.com/dcunum": "0"})  # the plugin is gone
+    world.run_until("cleaned up", lambda: DCU_MARKER in world.annotations(node))
+    assert len(racing.raced) == 1 and replica.metrics.totals()["patch_conflicts"] == 1
+    assert DCU_HS not in world.annotations(node)
+    world.run_until("the cleanup Event", lambda: "HamiVendorCleanedUp" in reasons(world, node))
+    world.advance(WINDOW)
+    assert reasons(world, node).count("HamiVendorCleanedUp") == 1
