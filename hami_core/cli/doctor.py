@@ -28,6 +28,7 @@ from hami_core.kube.port import (
     AdminCluster,
     Cluster,
     ClusterError,
+    Lease,
     NodeSnapshot,
     NotFound,
     Unavailable,
@@ -146,77 +147,52 @@ def load_node_file(path: str, name: str | None = None) -> NodeSnapshot:
     return node
 
 
-@attrs.frozen(kw_only=True)
-class LeaseFacts:
-    """Who holds the scheduler's leader Lease, as far as one GET tells."""
-
-    #: ``None``: looked for in every namespace and not found (or not searchable).
-    namespace: str | None
-    name: str
-    found: bool = False
-    holder: str | None = None
-    renewed_at: datetime | None = None
-    duration: timedelta | None = None
-    #: The Lease could not be read (permission, network): why.
-    error: str | None = None
-
-    def valid_until(self) -> datetime | None:
-        if self.renewed_at is None or self.duration is None:
-            return None
-        return self.renewed_at + self.duration
-
-    def describe(self, now: datetime) -> str:
-        where = f"Lease {self.namespace}/{self.name}" if self.namespace else f"Lease {self.name}"
-        if self.error is not None:
-            return f"{where}: cannot be read: {self.error}"
-        if not self.found:
-            return LeaseSearch(name=self.name, namespace=self.namespace).none_found()
-        if not self.holder:
-            return f"{where}: released: no replica holds it (a leader that stopped hands it over this way)"
-        until = self.valid_until()
-        if until is None:
-            return f"{where}: held by {self.holder} (no renew time or duration recorded)"
-        renewed = f"renewed {span(now - self.renewed_at)} ago" if self.renewed_at is not None else "renewed"
-        if until > now:
-            return f"{where}: held by {self.holder}, {renewed}, valid until {_clock(until, now)}"
-        return (
-            f"{where}: held by {self.holder} but expired {span(now - until)} ago ({renewed}): no replica "
-            "is leading now, so nothing is written"
-        )
-
-    def to_json(self, now: datetime) -> dict[str, Any]:
-        until = self.valid_until()
-        return {
-            "namespace": self.namespace,
-            "name": self.name,
-            "found": self.found,
-            "holder": self.holder,
-            "renewed_at": self.renewed_at.astimezone(now.tzinfo).isoformat() if self.renewed_at else None,
-            "valid_until": until.astimezone(now.tzinfo).isoformat() if until else None,
-            "held": bool(self.holder) and until is not None and until > now,
-            "error": self.error,
-            "summary": self.describe(now),
-        }
+def _renewed_until(lease: Lease | None) -> tuple[datetime | None, datetime | None]:
+    """When the Lease was last renewed (else acquired), and until when that holds."""
+    if lease is None:
+        return None, None
+    renewed, duration = lease.renew_time or lease.acquire_time, lease.lease_duration_seconds
+    return renewed, renewed + timedelta(seconds=duration) if renewed and duration else None
 
 
-def lease_facts(cluster: AdminCluster, namespace: str | None, name: str) -> LeaseFacts:
-    """The Lease by name in ``namespace`` (``None``: any; of several, the last renewed); failures shown."""
-    search = find_scheduler_leases(cluster, name, namespace)
+def lease_summary(search: LeaseSearch, now: datetime) -> str:
+    """Who holds the scheduler's leader Lease, as far as the search tells (of several, the last renewed)."""
+    lease = search.latest
     if search.error is not None:
-        return LeaseFacts(namespace=namespace, name=name, error=search.error)
-    if not search.leases:
-        return LeaseFacts(namespace=namespace, name=name)
-    epoch = datetime.min.replace(tzinfo=UTC)
-    lease = max(search.leases, key=lambda found: found.renew_time or found.acquire_time or epoch)
-    duration = timedelta(seconds=lease.lease_duration_seconds) if lease.lease_duration_seconds else None
-    return LeaseFacts(
-        namespace=lease.namespace,
-        name=name,
-        found=True,
-        holder=lease.holder_identity,
-        renewed_at=lease.renew_time or lease.acquire_time,
-        duration=duration,
+        where = f"Lease {search.namespace}/{search.name}" if search.namespace else f"Lease {search.name}"
+        return f"{where}: cannot be read: {search.error}"
+    if lease is None:
+        return search.none_found()
+    where, holder = f"Lease {lease.namespace}/{lease.name}", lease.holder_identity
+    if not holder:
+        return f"{where}: released: no replica holds it (a leader that stopped hands it over this way)"
+    renewed_at, until = _renewed_until(lease)
+    if until is None:
+        return f"{where}: held by {holder} (no renew time or duration recorded)"
+    renewed = f"renewed {span(now - renewed_at)} ago" if renewed_at is not None else "renewed"
+    if until > now:
+        return f"{where}: held by {holder}, {renewed}, valid until {_clock(until, now)}"
+    return (
+        f"{where}: held by {holder} but expired {span(now - until)} ago ({renewed}): no replica "
+        "is leading now, so nothing is written"
     )
+
+
+def lease_json(search: LeaseSearch, now: datetime) -> dict[str, Any]:
+    lease = search.latest
+    renewed, until = _renewed_until(lease)
+    holder = lease.holder_identity if lease is not None else None
+    return {
+        "namespace": lease.namespace if lease is not None else search.namespace,
+        "name": search.name,
+        "found": lease is not None,
+        "holder": holder,
+        "renewed_at": renewed.astimezone(now.tzinfo).isoformat() if renewed else None,
+        "valid_until": until.astimezone(now.tzinfo).isoformat() if until else None,
+        "held": bool(holder) and until is not None and until > now,
+        "error": search.error,
+        "summary": lease_summary(search, now),
+    }
 
 
 @attrs.frozen(kw_only=True)
@@ -504,7 +480,7 @@ def render(
     explanation: NodeExplanation,
     *,
     source: dict[str, Any],
-    lease: LeaseFacts | None,
+    lease: LeaseSearch | None,
     agreement: SchedulerAgreement | None,
     settings: Settings | None,
     as_json: bool,
@@ -516,7 +492,7 @@ def render(
         body = explanation_json(e)
         body["source"] = source
         body["settings"] = settings.to_json() if settings is not None else None
-        body["lease"] = lease.to_json(now) if lease is not None else None
+        body["lease"] = lease_json(lease, now) if lease is not None else None
         body["scheduler"] = agreement.to_json() if agreement is not None else None
         return json.dumps(body, indent=2)
     where = f"from {source['file']}" if source["file"] is not None else "from the cluster"
@@ -529,7 +505,7 @@ def render(
     if settings is not None:
         lines.append(settings.describe())
     if lease is not None:
-        lines.append(lease.describe(now))
+        lines.append(lease_summary(lease, now))
     lines.append("no memory of earlier evaluations: judged as a scheduler that has just started would")
     lines.append("")
     header = ("VENDOR", "STATE", "REGISTER", "HANDSHAKE", "ALLOCATABLE", "VERDICT", "NEXT WRITE")
@@ -639,7 +615,7 @@ class Judging:
     """What a live examination judges with: the settings, the Lease, the scheduler to compare."""
 
     settings: Settings
-    lease: LeaseFacts
+    lease: LeaseSearch
     endpoint: SchedulerEndpoint | None
     #: The scheduler was named (even when it fails), or its settings were read.
     compare: bool
@@ -649,15 +625,18 @@ def judging(cluster: AdminCluster, flags: Mapping[str, Any]) -> Judging:
     """From ``judging_options``: the scheduler at the URL or Service given, else the chart's Service in the
     namespace of the Lease found, else none."""
     namespace, url, service = flags["lease_namespace"], flags["scheduler_url"], flags["scheduler_service"]
-    lease = lease_facts(cluster, namespace, flags["lease_name"])
+    lease = find_scheduler_leases(cluster, flags["lease_name"], namespace)
+    found = lease.latest
     endpoint = None
     if url is not None or service is not None:
         endpoint = SchedulerEndpoint(url=url, service=service, cluster=cluster)
-    elif lease.found and lease.namespace is not None:
-        endpoint = SchedulerEndpoint(service=(lease.namespace, DEFAULT_SERVICE), cluster=cluster)
+    elif found is not None:
+        endpoint = SchedulerEndpoint(service=(found.namespace, DEFAULT_SERVICE), cluster=cluster)
     settings = scheduler_settings(endpoint, flags)
-    if settings.lease is not None and namespace is None and settings.lease != (lease.namespace, lease.name):
-        lease = lease_facts(cluster, *settings.lease)  # the running scheduler says which Lease is its own
+    own = (found.namespace, found.name) if found is not None else (namespace, lease.name)
+    if settings.lease is not None and namespace is None and settings.lease != own:
+        # the running scheduler says which Lease is its own
+        lease = find_scheduler_leases(cluster, settings.lease[1], settings.lease[0])
     named = url is not None or service is not None
     return Judging(
         settings=settings, lease=lease, endpoint=endpoint, compare=named or settings.from_scheduler
@@ -833,7 +812,7 @@ def nodes(wanted: frozenset[VendorState], as_json: bool, **flags: Any) -> None:
             "nodes": shown,
             "states": sorted(state.value for state in wanted) or None,
             "settings": judged.settings.to_json(),
-            "lease": judged.lease.to_json(SYSTEM.now().astimezone(judged.settings.zone)),
+            "lease": lease_json(judged.lease, SYSTEM.now().astimezone(judged.settings.zone)),
             "scheduler": {"where": judged.endpoint.where if judged.endpoint else None, "error": view_error},
         }
         click.echo(json.dumps(body, indent=2))

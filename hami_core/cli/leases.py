@@ -4,6 +4,7 @@ or ``kube-system``) or in the one given; none found is said plainly."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TypeVar
 
 import attrs
@@ -64,6 +65,14 @@ class LeaseSearch:
     @property
     def where(self) -> str:
         return f"in namespace {self.namespace}" if self.namespace else "in any namespace"
+
+    @property
+    def latest(self) -> Lease | None:
+        """The Lease found last renewed (else acquired); ``None`` when none was found."""
+        epoch = datetime.min.replace(tzinfo=UTC)
+        return max(
+            self.leases, key=lambda lease: lease.renew_time or lease.acquire_time or epoch, default=None
+        )
 
     def none_found(self) -> str:
         """The sentence for a search that found nothing."""
