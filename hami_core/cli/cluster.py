@@ -38,7 +38,7 @@ _KUBECONFIG_KEYS = ("clusters", "contexts", "users", "current-context")
 
 
 class ConfigError(click.ClickException):
-    """The configuration to reach the cluster cannot be used: a usage error, exit 2."""
+    """A configuration file that cannot be used (a kubeconfig, a device config): exit 2, in one line."""
 
     exit_code = 2
 

@@ -245,7 +245,7 @@ def fetch_scheduler_view(endpoint: SchedulerEndpoint, node: str) -> dict[str, An
     """The scheduler's ``/cache/<node>``, or why there is none (one line)."""
     body = endpoint.get_json(f"/cache/{node}")
     if isinstance(body, Unanswered):
-        if body.code == 404 and not body.service_missing:
+        if body.code == 404 and "services " not in str(body):  # the scheduler's 404, not the Service's
             where = endpoint.where
             return f"the scheduler at {where} watches no Node {node!r} (not seen yet, or another cluster)"
         return str(body)

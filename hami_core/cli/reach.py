@@ -95,8 +95,3 @@ class Unanswered(Exception):
     def __init__(self, message: str, *, code: int | None = None) -> None:
         super().__init__(message)
         self.code = code
-
-    @property
-    def service_missing(self) -> bool:
-        """A 404 of the API server about the Service itself, not the scheduler's own 404."""
-        return self.code == 404 and "services " in str(self)

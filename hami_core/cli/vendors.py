@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
+from hami_core.cli.cluster import ConfigError
 from hami_core.plugins import (
     DeviceConfig,
     DeviceConfigError,
@@ -84,18 +85,12 @@ def drivers_from_options(
         raise _as_click_error(error) from None
 
 
-class _BadDeviceConfig(click.ClickException):
-    """A device config that does not read: exit 2 with its one line (no usage text: it is a file)."""
-
-    exit_code = 2
-
-
 def _as_click_error(error: PluginError) -> click.ClickException:
     """A bad selection or device config exits 2, anything else (conflict, no driver) 1; one line each."""
     if isinstance(error, DriverSelectionError):
         return click.UsageError(str(error))
     if isinstance(error, DeviceConfigError):
-        return _BadDeviceConfig(str(error))
+        return ConfigError(str(error))  # a file, not the usage: no usage text
     return click.ClickException(str(error))
 
 
