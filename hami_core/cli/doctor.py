@@ -195,52 +195,6 @@ def lease_json(search: LeaseSearch, now: datetime) -> dict[str, Any]:
     }
 
 
-@attrs.frozen(kw_only=True)
-class VendorAgreement:
-    vendor_key: str
-    #: ``None`` when the scheduler does not run this driver.
-    agrees: bool | None
-    #: (state, next write) as the scheduler and as the doctor see them.
-    scheduler: tuple[str | None, str | None] = (None, None)
-    doctor: tuple[str, str]
-    #: Why they differ, in words (``None`` when they agree).
-    why: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class SchedulerAgreement:
-    """Whether a scheduler's ``/cache/<node>`` agrees with the doctor, vendor by vendor."""
-
-    url: str
-    #: Why the view could not be had (unreachable, 404, not the view); ``None`` when it was read.
-    error: str | None = None
-    identity: str | None = None
-    leader: bool | None = None
-    writes: bool | None = None
-    resource_version: str | None = None
-    vendors: tuple[VendorAgreement, ...] = ()
-
-    @property
-    def agrees(self) -> bool | None:
-        """``None`` when there was nothing to compare."""
-        compared = [v.agrees for v in self.vendors if v.agrees is not None]
-        return None if self.error is not None or not compared else all(compared)
-
-    def to_json(self) -> dict[str, Any]:
-        facts = ("url", "error", "identity", "leader", "writes", "resource_version", "agrees")
-        body = {"this_replica_writes" if k == "writes" else k: getattr(self, k) for k in facts}
-        sides = ("scheduler", "doctor")
-        body["vendors"] = {
-            v.vendor_key: {
-                "agrees": v.agrees,
-                **{side: dict(zip(("state", "write"), getattr(v, side), strict=True)) for side in sides},
-                "why": v.why,
-            }
-            for v in self.vendors
-        }
-        return body
-
-
 def fetch_scheduler_view(endpoint: SchedulerEndpoint, node: str) -> dict[str, Any] | str:
     """The scheduler's ``/cache/<node>``, or why there is none (one line)."""
     body = endpoint.get_json(f"/cache/{node}")
@@ -361,34 +315,33 @@ def _differs_why(
 
 def compare_with_scheduler(
     explanation: NodeExplanation, url: str, view: Mapping[str, Any] | str
-) -> SchedulerAgreement:
-    """Compare the doctor's explanation with a scheduler's ``/cache/<node>`` view (or why there is none)."""
+) -> dict[str, Any]:
+    """Whether a scheduler's ``/cache/<node>`` view (or why there is none) agrees with the doctor's
+    explanation, vendor by vendor (``agrees``: ``None`` when there was nothing to compare)."""
+    facts = ("identity", "leader", "this_replica_writes", "resource_version")
     if isinstance(view, str):
-        return SchedulerAgreement(url=url, error=view)
-    vendors = []
+        return {"url": url, "error": view, **dict.fromkeys(facts), "agrees": None, "vendors": {}}
+    vendors: dict[str, dict[str, Any]] = {}
     for mine in explanation.vendors:
-        theirs = (view.get("vendors") or {}).get(mine.vendor_key)
-        doctor = (mine.state.value, mine.next.write.value)
-        if not isinstance(theirs, dict):
-            why = f"the scheduler does not run the driver of {mine.vendor_key}"
-            vendors.append(VendorAgreement(vendor_key=mine.vendor_key, agrees=None, doctor=doctor, why=why))
-            continue
-        scheduler = (theirs.get("state"), (theirs.get("next") or {}).get("write"))
-        agrees = scheduler == doctor
-        differs = None if agrees else _differs_why(mine, theirs, view, explanation)
-        vendors.append(
-            VendorAgreement(
-                vendor_key=mine.vendor_key, agrees=agrees, scheduler=scheduler, doctor=doctor, why=differs
-            )
-        )
-    return SchedulerAgreement(
-        url=url,
-        identity=view.get("identity"),
-        leader=view.get("leader"),
-        writes=view.get("this_replica_writes"),
-        resource_version=view.get("resource_version"),
-        vendors=tuple(vendors),
-    )
+        key, theirs = mine.vendor_key, (view.get("vendors") or {}).get(mine.vendor_key)
+        doctor = {"state": mine.state.value, "write": mine.next.write.value}
+        scheduler: dict[str, Any] = {"state": None, "write": None}
+        agrees: bool | None = None
+        why: str | None = f"the scheduler does not run the driver of {key}"
+        if isinstance(theirs, dict):
+            scheduler = {"state": theirs.get("state"), "write": (theirs.get("next") or {}).get("write")}
+            agrees = scheduler == doctor
+            why = None if agrees else _differs_why(mine, theirs, view, explanation)
+        vendors[key] = {"agrees": agrees, "scheduler": scheduler, "doctor": doctor, "why": why}
+    compared = [v["agrees"] for v in vendors.values() if v["agrees"] is not None]
+    agrees = all(compared) if compared else None
+    return {
+        "url": url,
+        "error": None,
+        **{k: view.get(k) for k in facts},
+        "agrees": agrees,
+        "vendors": vendors,
+    }
 
 
 def _clock(moment: datetime, now: datetime) -> str:
@@ -481,7 +434,7 @@ def render(
     *,
     source: dict[str, Any],
     lease: LeaseSearch | None,
-    agreement: SchedulerAgreement | None,
+    agreement: dict[str, Any] | None,
     settings: Settings | None,
     as_json: bool,
 ) -> str:
@@ -493,7 +446,7 @@ def render(
         body["source"] = source
         body["settings"] = settings.to_json() if settings is not None else None
         body["lease"] = lease_json(lease, now) if lease is not None else None
-        body["scheduler"] = agreement.to_json() if agreement is not None else None
+        body["scheduler"] = agreement
         return json.dumps(body, indent=2)
     where = f"from {source['file']}" if source["file"] is not None else "from the cluster"
     lines = [f"Node {e.node} ({where}; uid {e.uid or '-'}, resourceVersion {e.resource_version or '-'})"]
@@ -531,25 +484,30 @@ def render(
     return "\n".join(lines)
 
 
-def _agreement_text(agreement: SchedulerAgreement) -> list[str]:
-    if agreement.error is not None:
-        return [f"Scheduler {agreement.url}: no view to compare: {agreement.error}"]
-    role = "leader" if agreement.leader else "not the leader"
-    writes = "sends its writes" if agreement.writes else "sends no writes (shows what a leader would send)"
-    verdict = {True: "agrees", False: "DIFFERS", None: "nothing to compare"}[agreement.agrees]
+def _agreement_text(agreement: Mapping[str, Any]) -> list[str]:
+    url = agreement["url"]
+    if agreement["error"] is not None:
+        return [f"Scheduler {url}: no view to compare: {agreement['error']}"]
+    role = "leader" if agreement["leader"] else "not the leader"
+    writes = (
+        "sends its writes"
+        if agreement["this_replica_writes"]
+        else "sends no writes (shows what a leader would send)"
+    )
+    verdict = {True: "agrees", False: "DIFFERS", None: "nothing to compare"}[agreement["agrees"]]
     lines = [
-        f"Scheduler {agreement.url} ({agreement.identity}, {role}, {writes}; resourceVersion "
-        f"{agreement.resource_version}): {verdict}"
+        f"Scheduler {url} ({agreement['identity']}, {role}, {writes}; resourceVersion "
+        f"{agreement['resource_version']}): {verdict}"
     ]
-    for v in agreement.vendors:
-        (state, write), (doctor_state, doctor_write) = v.scheduler, v.doctor
-        if v.agrees is None:
-            lines += _wrapped(v.vendor_key, v.why or "")
-        elif v.agrees:
-            lines += _wrapped(v.vendor_key, f"agrees: {doctor_state}, next write {doctor_write}")
+    for key, v in agreement["vendors"].items():
+        (state, write), (doctor_state, doctor_write) = v["scheduler"].values(), v["doctor"].values()
+        if v["agrees"] is None:
+            lines += _wrapped(key, v["why"] or "")
+        elif v["agrees"]:
+            lines += _wrapped(key, f"agrees: {doctor_state}, next write {doctor_write}")
         else:
             text = f"differs: scheduler {state}, next write {write}; doctor {doctor_state}, next write "
-            lines += _wrapped(v.vendor_key, f"{text}{doctor_write}: {v.why}")
+            lines += _wrapped(key, f"{text}{doctor_write}: {v['why']}")
     return lines
 
 
