@@ -80,10 +80,8 @@ def read_mapping(path: str, what: str, *, syntax: str = "YAML", shape: str = "a 
     try:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:  # where, when the parser knows it, and why
-        mark, problem = (
-            getattr(exc, "problem_mark", None),
-            getattr(exc, "problem", None) or type(exc).__name__,
-        )
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or type(exc).__name__
         line = f" at line {mark.line + 1}" if mark is not None else ""
         raise ValueError(f"not {what}: not valid {syntax}{line} ({problem})") from None
     except RecursionError:

@@ -64,21 +64,12 @@ def driver_options(command: F) -> F:
     return command
 
 
-def _selection(
-    vendors: str | None, count_resources: Sequence[str]
-) -> tuple[list[str] | None, dict[str, str]]:
-    try:
-        return parse_vendor_names(vendors), parse_count_resources(count_resources)
-    except PluginError as error:
-        raise _as_click_error(error) from None
-
-
 def drivers_from_options(
     vendors: str | None, count_resources: Sequence[str], device_config: str | None = None
 ) -> tuple[DriverManager, tuple[VendorDriver, ...]]:
     """Load and select drivers from the options of ``driver_options`` (errors: ``_as_click_error``)."""
-    names, overrides = _selection(vendors, count_resources)
     try:
+        names, overrides = parse_vendor_names(vendors), parse_count_resources(count_resources)
         config = DeviceConfig.load(device_config) if device_config else None
         return load_drivers(names, overrides, device_config=config)
     except PluginError as error:
@@ -160,8 +151,8 @@ def vendors(
     MESSAGE"; stdout stays a clean table or JSON array. Exit status: 0 when the listing worked (even if
     some driver failed to load), 1 when the selected drivers conflict, 2 for a bad selection.
     """
-    names, overrides = _selection(vendors, count_resources)
     try:
+        names, overrides = parse_vendor_names(vendors), parse_count_resources(count_resources)
         config = DeviceConfig.load(device_config) if device_config else DeviceConfig()
         manager = DriverManager(device_config=config)
         report = manager.load_entry_points()
