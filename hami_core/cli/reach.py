@@ -14,7 +14,7 @@ import attrs
 
 from hami_core.k8snames import is_dns_label
 from hami_core.kube.access import describe_error
-from hami_core.kube.port import AdminCluster, ClusterError, NotFound
+from hami_core.kube.port import AdminCluster, ClusterError
 
 __all__ = ["DEFAULT_SERVICE", "SchedulerEndpoint", "Unanswered", "parse_service_ref"]
 
@@ -56,11 +56,9 @@ class SchedulerEndpoint:
     def get_json(self, path: str, query: Sequence[tuple[str, str]] = ()) -> dict[str, Any] | Unanswered:
         """``GET path`` as a JSON object, or why not (unreachable, an HTTP error, not JSON)."""
         try:
-            raw = self._get(path, query)
+            body = json.loads(self._get(path, query))
         except Unanswered as exc:
             return exc
-        try:
-            body = json.loads(raw)
         except ValueError:
             return Unanswered(f"{self.where} {path} did not answer with JSON (not a hami-core scheduler?)")
         if not isinstance(body, dict):
@@ -83,8 +81,6 @@ class SchedulerEndpoint:
         namespace, service = self.service
         try:
             return self.cluster.proxy_get(namespace, service, path, query)
-        except NotFound as exc:
-            raise Unanswered(str(exc), code=404) from None
         except ClusterError as exc:
             raise Unanswered(describe_error(exc), code=exc.status) from None
 
