@@ -82,15 +82,14 @@ def _clean_node(
     for attempt in range(_TRIES):
         owners = cluster.node_annotation_managers(name)
         remove, kept = _split(keys, owners.node.annotations, owners.managers, foreign)
-        if not remove or dry_run:
-            return remove, kept
         try:
-            cluster.patch_node_annotations(
-                name,
-                dict.fromkeys(remove),
-                resource_version=owners.node.resource_version,
-                field_manager=CLEANUP_MANAGER,
-            )
+            if remove and not dry_run:
+                cluster.patch_node_annotations(
+                    name,
+                    dict.fromkeys(remove),
+                    resource_version=owners.node.resource_version,
+                    field_manager=CLEANUP_MANAGER,
+                )
         except Conflict:
             if attempt + 1 == _TRIES:
                 raise
@@ -136,10 +135,7 @@ def cleanup(
     for namespace, lease_name in leases:
         where = f"lease/{namespace}/{lease_name}"
         try:
-            if dry_run:
-                cluster.get_lease(namespace, lease_name)
-            else:
-                cluster.delete_lease(namespace, lease_name)
+            (cluster.get_lease if dry_run else cluster.delete_lease)(namespace, lease_name)
             deleted.append(f"{namespace}/{lease_name}")
             echo(f"{where}: {'would delete' if dry_run else 'deleted'}")
         except NotFound:
