@@ -133,11 +133,8 @@ def _stdin() -> bytes:
 
 def _batch(raw: bytes, each: Callable[[str, str], dict[str, Any]]) -> None:
     """JSON Lines: ``each(line, "line N")`` of every input line, or its error, one result per line."""
-    lines = raw.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
     results = []
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(raw.removesuffix(b"\n").split(b"\n") if raw else [], start=1):
         try:
             results.append(_dump(each(_bytes_to_text(line.removesuffix(b"\r")), f"line {number}")))
         except (DecodeError, EncodeError, _InputError) as exc:
