@@ -46,10 +46,7 @@ else:
 class Duration(_FloatType):
     """A daemon timing (``15s``, ``1m30s``, ``0.5``) in seconds, more than 0 and at most a day."""
 
-    name = "duration"
-
-    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
-        return "DURATION"
+    name = "duration"  # and so the metavar, DURATION
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, bool):
