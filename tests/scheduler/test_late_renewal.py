@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from harness.poll import wait_for
-from harness.scheduler_world import FAST, World
+from harness.scheduler_world import World
 
 from hami_core.scheduler.daemon import Scheduler
 
@@ -66,16 +66,16 @@ class Stalled:
 def _renewal_late(world: World, replica: Scheduler, cluster: Stalled) -> None:
     """Hold the replica's next renewal until past its renew deadline: its term stays, its writes stop."""
     cluster.renewal.hold()
-    world.clock.advance(FAST["retry_period"])  # the elector's next renewal starts, and hangs
+    world.clock.advance(replica.config.retry_period)  # the elector's next renewal starts, and hangs
     wait_for("the elector stuck in its renewal", cluster.renewal.stuck.is_set)
-    world.clock.advance(FAST["renew_deadline"])
+    world.clock.advance(replica.config.renew_deadline)
     wait_for("the replica to stop writing", lambda: not replica.elector.is_leader())
 
 
 def _renewal_lands(world: World, replica: Scheduler, cluster: Stalled, term: int) -> None:
     cluster.renewal.release()
     world.run_until("leading again", replica.elector.is_leader)
-    world.advance(2 * FAST["retry_period"])
+    world.advance(2 * replica.config.retry_period)
     assert replica.elector.term == term  # the same term: no full pass decided the nodes again
 
 
