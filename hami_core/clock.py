@@ -106,12 +106,9 @@ STEP_TOLERANCE = 1.0
 
 class WallSteps:
     """Steps of the wall clock (NTP, ``date -s``, a resumed VM): the offset from the monotonic clock moving
-    by more than ``tolerance`` between two looks. Not thread-safe: one looker."""
+    by more than ``STEP_TOLERANCE`` between two looks. Not thread-safe: one looker."""
 
-    def __init__(self, tolerance: float = STEP_TOLERANCE) -> None:
-        if not tolerance > 0:
-            raise ValueError(f"WallSteps: the tolerance must be positive, got {tolerance!r}")
-        self._tolerance = tolerance
+    def __init__(self) -> None:
         self._offset: float | None = None
         #: The monotonic time of the last step detected (``None``: none yet).
         self.last_step_at: float | None = None
@@ -120,7 +117,7 @@ class WallSteps:
         """The step in seconds (forward > 0) since the previous look, else ``None``."""
         offset = wall.timestamp() - mono
         previous, self._offset = self._offset, offset
-        if previous is None or abs(offset - previous) <= self._tolerance:
+        if previous is None or abs(offset - previous) <= STEP_TOLERANCE:
             return None
         self.last_step_at = mono
         return offset - previous
@@ -168,9 +165,6 @@ class _FakeCondition:
         deadline = self._clock.monotonic() + timeout
         if timeout <= 0:
             return False
-        if self._clock.auto_advance:
-            self._clock._slept(timeout)
-            return False
         token = self._clock._waiting(deadline)
         try:
             while True:
@@ -216,19 +210,14 @@ class _FakeEvent:
 
 
 class FakeClock:
-    """Time that moves only on ``advance()`` (``step_wall()`` steps the wall clock alone), from
-    2026-01-01 00:00:00 local (or ``start``). ``waiting()`` counts the threads in a timed wait on it."""
+    """Time that moves only on ``advance()``, from 2026-01-01 00:00:00 local (or ``start``); what only
+    tests ask of it (the waits on it, a wall clock step) is ``tests/harness/clock.py``'s."""
 
-    def __init__(self, start: datetime | None = None, *, auto_advance: bool = False) -> None:
+    def __init__(self, start: datetime | None = None) -> None:
         start = start if start is not None else _FAKE_START
-        #: A timed wait moves the time by its timeout at once, recorded in ``slept`` (one-thread loops).
-        self.auto_advance = auto_advance
-        self.slept: list[float] = []
         self._start = start if start.tzinfo is not None else start.astimezone()
         self._lock = threading.Lock()
         self._elapsed = 0.0
-        #: How far the wall clock was stepped (``step_wall``) from where the elapsed time puts it.
-        self._wall_step = 0.0
         #: The deadline of every timed wait in progress, by a token per wait.
         self._deadlines: dict[int, float] = {}
         self._tokens = 0
@@ -237,13 +226,8 @@ class FakeClock:
 
     def now(self) -> datetime:
         with self._lock:
-            elapsed = self._elapsed + self._wall_step
+            elapsed = self._elapsed
         return (self._start + timedelta(seconds=elapsed)).astimezone(self._start.tzinfo)
-
-    def step_wall(self, seconds: float) -> None:
-        """Step the wall clock alone (back when negative), waking nothing, as NTP stepping it does."""
-        with self._lock:
-            self._wall_step += seconds
 
     def monotonic(self) -> float:
         with self._lock:
@@ -281,21 +265,6 @@ class FakeClock:
             self._blocked_changed.wait_for(
                 lambda: all(deadline > now for deadline in self._deadlines.values()), timeout
             )
-
-    def _slept(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        with self._lock:
-            self._elapsed += seconds
-
-    def waiting(self) -> int:
-        """How many threads are blocked in a timed wait on this clock now."""
-        with self._lock:
-            return len(self._deadlines)
-
-    def wait_for_waiting(self, count: int, timeout: float = 10.0) -> bool:
-        """Block (in real time, up to ``timeout``) until at least ``count`` threads wait on this clock."""
-        with self._blocked_changed:
-            return self._blocked_changed.wait_for(lambda: len(self._deadlines) >= count, timeout)
 
     def _waiting(self, deadline: float) -> int:
         with self._blocked_changed:

@@ -25,7 +25,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from hami_core.clock import FakeClock
 from hami_core.kube.client import KubeCluster
 from hami_core.plugins.manager import load_drivers
 from hami_core.protocol.decide import VendorRules
@@ -35,6 +34,7 @@ from hami_core.scheduler.selector import NodeSelector
 from hami_core.simulate.settle import NodeWrites, wait_settled
 from harness.admin import AdminKubeCluster, MemoryCluster
 from harness.apiserver import ApiServer
+from harness.clock import WatchedClock
 from harness.poll import wait_for as wait_for  # re-exported: tests import it from here too
 from harness.tcpproxy import TcpProxy
 
@@ -110,7 +110,7 @@ class TrackingAdmin:
 class SkewedClock:
     """A fake clock whose wall time is ``skew`` seconds off another's (another machine's clock)."""
 
-    def __init__(self, base: FakeClock, skew: float) -> None:
+    def __init__(self, base: WatchedClock, skew: float) -> None:
         self._base = base
         self._skew = timedelta(seconds=skew)
 
@@ -136,7 +136,7 @@ class World:
         self.namespace = namespace
         self.label = {"hami-test": uuid.uuid4().hex[:12]}
         self._make_cluster = make_cluster
-        self.clock = FakeClock()
+        self.clock = WatchedClock()
         self.replicas: list[Scheduler] = []
         self._started: set[int] = set()
         self._stopped: set[int] = set()

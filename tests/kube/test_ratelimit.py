@@ -5,14 +5,14 @@ from __future__ import annotations
 import threading
 
 import pytest
+from harness.clock import WatchedClock
 
-from hami_core.clock import FakeClock
 from hami_core.kube.ratelimit import TokenBucket
 
 
-def fake() -> FakeClock:
+def fake() -> WatchedClock:
     """A clock whose sleeps move it at once (the bucket is used from the test's own thread)."""
-    return FakeClock(auto_advance=True)
+    return WatchedClock(auto_advance=True)
 
 
 def test_burst_is_free_then_requests_are_spaced_at_qps() -> None:
@@ -39,7 +39,7 @@ def test_tokens_refill_over_time_up_to_burst() -> None:
 
 
 def test_concurrent_callers_reserve_distinct_slots() -> None:
-    bucket = TokenBucket(qps=100, burst=1, clock=FakeClock())
+    bucket = TokenBucket(qps=100, burst=1, clock=WatchedClock())
     delays: list[float] = []
     lock = threading.Lock()
 

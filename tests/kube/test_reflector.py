@@ -11,9 +11,9 @@ import attrs
 import pytest
 from harness.admin import MemoryCluster
 from harness.busy_clock import BusyClock
+from harness.clock import WatchedClock
 from harness.poll import wait_for
 
-from hami_core.clock import FakeClock
 from hami_core.kube.backoff import ExponentialBackoff
 from hami_core.kube.packed import PackedStrings
 from hami_core.kube.port import Lease, NodeSnapshot, TooLarge, WatchEvent
@@ -52,7 +52,7 @@ class Log:
             assert self.cond.wait_for(lambda: call in self.calls, timeout), self.calls
 
 
-class Sleeps(FakeClock):
+class Sleeps(WatchedClock):
     """A fake clock whose waits pass at once: records the backoff delays, and stops the reflector after
     ``limit`` of them."""
 
@@ -134,7 +134,7 @@ def test_relist_after_gone_delivers_only_the_difference() -> None:
     cluster = MemoryCluster()
     a, b, c = (cluster.create_node(n) for n in "abc")
     log = Log()
-    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True))
+    reflector = Reflector(cluster, log, FAST, clock=WatchedClock(auto_advance=True))
     reflector.start()
     try:
         log.wait_for(("synced", False))
@@ -167,7 +167,7 @@ def test_a_dropped_watch_is_a_gap_and_a_list_vouches_for_the_view_again() -> Non
     cluster = MemoryCluster()
     a = cluster.create_node("a")
     log = Log()
-    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True))
+    reflector = Reflector(cluster, log, FAST, clock=WatchedClock(auto_advance=True))
     reflector.start()
     try:
         log.wait_for(("synced", False))
@@ -191,7 +191,7 @@ def test_pages_are_joined_into_one_list() -> None:
     for i in range(7):
         cluster.create_node(f"n{i}")
     log = Log()
-    reflector = Reflector(cluster, log, ReflectorConfig(page_size=3), clock=FakeClock(auto_advance=True))
+    reflector = Reflector(cluster, log, ReflectorConfig(page_size=3), clock=WatchedClock(auto_advance=True))
     log.hook = lambda call: reflector.stop(timeout=0) if call[0] == "synced" else None
     reflector.run()
     assert reflector.names() == [f"n{i}" for i in range(7)]
@@ -203,7 +203,7 @@ def test_bookmarks_advance_the_resource_version() -> None:
     cluster = MemoryCluster(bookmark_interval=None)
     cluster.create_node("a")
     log = Log()
-    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True))
+    reflector = Reflector(cluster, log, FAST, clock=WatchedClock(auto_advance=True))
     reflector.start()
     try:
         log.wait_for(("synced", False))
@@ -229,7 +229,7 @@ def test_a_failing_handler_does_not_stop_the_reflector() -> None:
             raise RuntimeError("handler bug")
 
     log.hook = explode
-    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True))
+    reflector = Reflector(cluster, log, FAST, clock=WatchedClock(auto_advance=True))
     reflector.start()
     try:
         log.wait_for(("synced", False))
@@ -245,7 +245,7 @@ def test_stop_ends_a_backoff_and_a_watch_at_once() -> None:
     failing = MemoryCluster()
     failing.fail_next(10_000)
     config = ReflectorConfig(backoff_initial=20, backoff_max=20)
-    reflector = Reflector(failing, Log(), config, clock=FakeClock())
+    reflector = Reflector(failing, Log(), config, clock=WatchedClock())
     thread = reflector.start()
     _until(reflector.backing_off)
     reflector.stop(timeout=10)  # the fake clock never moves: only the stop can end the wait
@@ -254,7 +254,7 @@ def test_stop_ends_a_backoff_and_a_watch_at_once() -> None:
     idle = MemoryCluster()
     log = Log()
     long_watch = ReflectorConfig(watch_timeout=(300, 300), progress_deadline=400)
-    watching = Reflector(idle, log, long_watch, clock=FakeClock())
+    watching = Reflector(idle, log, long_watch, clock=WatchedClock())
     thread = watching.start()
     log.wait_for(("synced", False))
     _until(lambda: idle.open_watches == 1)
@@ -291,7 +291,7 @@ def test_a_node_leaving_the_selector_is_deleted_from_the_store(selector: str) ->
 def test_progress_is_stamped_by_lists_and_events() -> None:
     cluster = MemoryCluster()
     log = Log()
-    clock = FakeClock()
+    clock = WatchedClock()
     reflector = Reflector(cluster, log, FAST, clock=clock, wire_clock=clock.monotonic)
     assert reflector.last_progress == clock.monotonic()
     clock.advance(1)
@@ -311,14 +311,14 @@ def test_progress_is_stamped_by_lists_and_events() -> None:
 # -- whether the view is current (spec 5b) ---------------------------------------------------------------
 
 
-def _ride_out_backoff(clock: FakeClock) -> None:
+def _ride_out_backoff(clock: WatchedClock) -> None:
     """The watch failed: let the reflector's backoff (at most 0.5 s for a first failure) pass."""
     assert clock.wait_for_waiting(1)
     clock.advance(1)
 
 
-def _fake_world(**cluster_options: Any) -> tuple[FakeClock, MemoryCluster]:
-    clock = FakeClock()
+def _fake_world(**cluster_options: Any) -> tuple[WatchedClock, MemoryCluster]:
+    clock = WatchedClock()
     return clock, MemoryCluster(clock=clock.monotonic, bookmark_interval=None, **cluster_options)
 
 
@@ -371,7 +371,7 @@ class _SilentFirstWatch(MemoryCluster):
 
 
 def test_no_progress_within_the_deadline_makes_the_view_stale_and_the_watch_is_replaced() -> None:
-    clock = FakeClock()
+    clock = WatchedClock()
     cluster = _SilentFirstWatch(clock=clock.monotonic, bookmark_interval=None)
     cluster.create_node("a")
     log = Log()
@@ -453,7 +453,7 @@ class _TooLargeOnce(MemoryCluster):
 
 
 def test_a_resource_version_too_large_leads_to_a_list_from_the_present() -> None:
-    clock = FakeClock(auto_advance=True)
+    clock = WatchedClock(auto_advance=True)
     cluster = _TooLargeOnce(bookmark_interval=None)
     cluster.create_node("a")
     log = Log()
@@ -481,7 +481,7 @@ class _NoBookmarks(MemoryCluster):
 
 
 def test_a_probe_that_finds_nothing_written_since_is_progress_one_that_finds_more_is_not() -> None:
-    clock = FakeClock()
+    clock = WatchedClock()
     cluster = _NoBookmarks(clock=clock.monotonic, bookmark_interval=None)
     cluster.create_node("a")
     log = Log()
@@ -519,7 +519,7 @@ def _two_nodes(
     for name in ("a", "b"):
         cluster.create_node(name, annotations={"register": value, "other": "1"})
     log = Log()
-    reflector = Reflector(cluster, log, FAST, clock=FakeClock(auto_advance=True), keep=keep)
+    reflector = Reflector(cluster, log, FAST, clock=WatchedClock(auto_advance=True), keep=keep)
     reflector.start()
     return cluster, log, reflector
 
@@ -607,7 +607,7 @@ def test_a_list_starts_over_for_a_fresh_list_asked_for_during_it_at_most_once() 
     for i in range(3):
         cluster.create_node(f"n{i}")
     log = Log()
-    reflector = Reflector(cluster, log, ReflectorConfig(page_size=2), clock=FakeClock(auto_advance=True))
+    reflector = Reflector(cluster, log, ReflectorConfig(page_size=2), clock=WatchedClock(auto_advance=True))
     cluster.reflector = reflector
     log.hook = lambda call: reflector.stop(timeout=0) if call[0] == "synced" else None
     reflector.run()

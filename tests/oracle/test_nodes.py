@@ -37,6 +37,7 @@ from typing import Any
 
 import attrs
 import pytest
+from harness.clock import WatchedClock
 from harness.node_cases import (
     CONFIG_VARIANTS,
     NodeCase,
@@ -50,7 +51,6 @@ from harness.node_cases import (
 from harness.oracle import NodeOracle, Oracle, OracleError, VendorAnswer
 from harness.scheduler_world import FAST, World
 
-from hami_core.clock import FakeClock
 from hami_core.plugins.driver import VendorDriver
 from hami_core.plugins.manager import load_drivers
 from hami_core.protocol.convert import device_to_dict
@@ -470,7 +470,7 @@ def hami_core_drivers(text: str) -> list[VendorDriver]:
 
 def run_hami_core(world: World, drivers: Sequence[VendorDriver], t0: datetime) -> Scheduler:
     """One replica with every driver, leading at once, on a fake clock at ``t0``; settled."""
-    world.clock = FakeClock(start=t0)
+    world.clock = WatchedClock(start=t0)
     options: dict[str, Any] = {
         **FAST,
         "http_port": None,

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 from harness.admin import MemoryCluster
+from harness.clock import WatchedClock
 from harness.poll import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
 from hami_core import DeviceInfo
-from hami_core.clock import FakeClock
 from hami_core.plugins.driver import VendorDriver
 from hami_core.plugins.manager import load_drivers
 from hami_core.reporter.daemon import Reporter, ReporterConfig
@@ -58,14 +58,14 @@ def cluster() -> MemoryCluster:
     return c
 
 
-def make(cluster: MemoryCluster, source: Source, *names: str, clock: FakeClock | None = None) -> Reporter:
+def make(cluster: MemoryCluster, source: Source, *names: str, clock: WatchedClock | None = None) -> Reporter:
     _, drivers = load_drivers(list(names))
     return Reporter(
         cluster,
         drivers,
         source,
         ReporterConfig(node_name="n1", interval=30, retry_interval=5),
-        clock=clock or FakeClock(),
+        clock=clock or WatchedClock(),
     )
 
 
@@ -95,7 +95,7 @@ def test_every_series_exists_from_the_start_with_help_and_type(cluster: MemoryCl
 
 
 def test_passes_failures_patches_devices_and_the_last_good_pass(cluster: MemoryCluster) -> None:
-    clock = FakeClock()
+    clock = WatchedClock()
     source = Source({"mlu": MLU, "nvidia": GPU})
     daemon = make(cluster, source, "mlu", "nvidia", "dcu", clock=clock)
     assert daemon.run_once().ok
@@ -163,8 +163,8 @@ def get(server: EndpointServer, path: str, method: str = "GET") -> tuple[int, by
 
 
 @pytest.fixture
-def served(cluster: MemoryCluster) -> Iterator[tuple[Reporter, EndpointServer, FakeClock]]:
-    clock = FakeClock()
+def served(cluster: MemoryCluster) -> Iterator[tuple[Reporter, EndpointServer, WatchedClock]]:
+    clock = WatchedClock()
     cluster.delete_node("n1")  # the first pass fails: not ready
     daemon = make(cluster, Source({"mlu": MLU}), "mlu", clock=clock)
     server = reporter_server(daemon, "127.0.0.1", 0)
@@ -175,7 +175,7 @@ def served(cluster: MemoryCluster) -> Iterator[tuple[Reporter, EndpointServer, F
 
 
 def test_livez_readyz_and_metrics(
-    served: tuple[Reporter, EndpointServer, FakeClock], cluster: MemoryCluster
+    served: tuple[Reporter, EndpointServer, WatchedClock], cluster: MemoryCluster
 ) -> None:
     daemon, server, clock = served
     assert get(server, "/livez")[0] == 503  # the loop has not started
@@ -201,7 +201,7 @@ def test_livez_readyz_and_metrics(
 
 
 def test_the_reporter_names_itself_in_the_server_header_and_its_writes(
-    served: tuple[Reporter, EndpointServer, FakeClock], cluster: MemoryCluster
+    served: tuple[Reporter, EndpointServer, WatchedClock], cluster: MemoryCluster
 ) -> None:
     _, server, _ = served
     connection = http.client.HTTPConnection(*server.address, timeout=5)

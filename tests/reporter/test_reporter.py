@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 from harness.admin import MemoryCluster
+from harness.clock import WatchedClock
 from harness.poll import wait_for
 from harness.scheduler_world import CountingCluster, World
 
 from hami_core import DeviceInfo
-from hami_core.clock import SYSTEM, Clock, FakeClock
+from hami_core.clock import SYSTEM, Clock
 from hami_core.kube.client import KubeCluster
 from hami_core.plugins.driver import VendorDriver
 from hami_core.plugins.manager import load_drivers
@@ -74,7 +75,7 @@ def passes_total(daemon: Reporter) -> float | None:
     return daemon.metrics.registry.get_sample_value("hami_reporter_passes_total")
 
 
-def settle(clock: FakeClock, daemon: Reporter, passes: int) -> None:
+def settle(clock: WatchedClock, daemon: Reporter, passes: int) -> None:
     """Wait (real time, bounded) until the loop has run ``passes`` passes and waits on the clock again."""
     wait_for(f"{passes} passes", lambda: (passes_total(daemon) or 0) >= passes, timeout=30)
     assert clock.wait_for_waiting(1, timeout=30)
@@ -140,7 +141,7 @@ def test_a_failed_probe_leaves_that_driver_out_and_the_pass_failed(world: World)
 
 def test_a_missing_node_is_a_failed_pass_and_it_retries_sooner(world: World) -> None:
     name = f"rep-late-{world.label['hami-test']}"
-    clock = FakeClock()
+    clock = WatchedClock()
     probed: list[float] = []
     source = Source(FOUND)
 

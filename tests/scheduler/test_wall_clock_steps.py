@@ -1,5 +1,5 @@
 """Wall-clock steps never clean (spec 5b): a step of the scheduler's wall clock, injected through its
-``Clock`` (``FakeClock.step_wall``: the wall time moves, the monotonic time does not), in memory and on
+``Clock`` (``WatchedClock.step_wall``: the wall time moves, the monotonic time does not), in memory and on
 the real API server alike."""
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from hami_core.clock import FakeClock
+from harness.clock import WatchedClock
+
 from hami_core.scheduler.workqueue import WorkQueue
 
 
@@ -17,7 +18,7 @@ def take(q: WorkQueue[str]) -> str | None:
 
 
 def test_a_key_queued_twice_is_taken_once() -> None:
-    q: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    q: WorkQueue[str] = WorkQueue(clock=WatchedClock())
     q.add("a")
     q.add("b")
     q.add("a")
@@ -25,7 +26,7 @@ def test_a_key_queued_twice_is_taken_once() -> None:
 
 
 def test_a_key_added_while_processed_waits_for_done() -> None:
-    q: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    q: WorkQueue[str] = WorkQueue(clock=WatchedClock())
     q.add("a")
     assert q.get(0) == "a"
     q.add("a")
@@ -39,7 +40,7 @@ def test_a_key_added_while_processed_waits_for_done() -> None:
 
 
 def test_delayed_key_becomes_due_at_its_time_and_the_earliest_time_wins() -> None:
-    clock = FakeClock()
+    clock = WatchedClock()
     q: WorkQueue[str] = WorkQueue(clock=clock)
     q.add_after("a", 10)
     q.add_after("a", 5)
@@ -55,7 +56,7 @@ def test_delayed_key_becomes_due_at_its_time_and_the_earliest_time_wins() -> Non
 
 
 def test_a_due_key_already_waiting_is_not_duplicated() -> None:
-    clock = FakeClock()
+    clock = WatchedClock()
     q: WorkQueue[str] = WorkQueue(clock=clock)
     q.add_after("a", 1)
     q.add("a")
@@ -65,7 +66,7 @@ def test_a_due_key_already_waiting_is_not_duplicated() -> None:
 
 
 def test_rate_limited_retries_back_off_per_key_until_forgotten() -> None:
-    clock = FakeClock()
+    clock = WatchedClock()
     q: WorkQueue[str] = WorkQueue(clock=clock, base_delay=0.5, max_delay=4.0)
     delays = [q.add_rate_limited("a") for _ in range(5)]
     assert delays == [0.5, 1.0, 2.0, 4.0, 4.0]
@@ -75,7 +76,7 @@ def test_rate_limited_retries_back_off_per_key_until_forgotten() -> None:
 
 
 def test_get_waits_on_the_clock_and_shutdown_wakes_waiters() -> None:
-    clock = FakeClock()
+    clock = WatchedClock()
     q: WorkQueue[str] = WorkQueue(clock=clock)
     got: list[str | None] = []
     t = threading.Thread(target=lambda: got.append(q.get(60)))
@@ -94,7 +95,7 @@ def test_get_waits_on_the_clock_and_shutdown_wakes_waiters() -> None:
 
 
 def test_add_first_goes_ahead_of_every_waiting_key_once() -> None:
-    q: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    q: WorkQueue[str] = WorkQueue(clock=WatchedClock())
     for key in ("a", "b", "c"):
         q.add(key)
     q.add_first("term")
@@ -103,7 +104,7 @@ def test_add_first_goes_ahead_of_every_waiting_key_once() -> None:
 
 
 def test_add_first_of_a_key_being_processed_waits_for_done() -> None:
-    q: WorkQueue[str] = WorkQueue(clock=FakeClock())
+    q: WorkQueue[str] = WorkQueue(clock=WatchedClock())
     q.add("term")
     q.add("a")
     assert q.get(0) == "term"
