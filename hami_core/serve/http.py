@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import io
 import json
 import logging
@@ -129,12 +130,6 @@ class EndpointServer:
     def address(self) -> tuple[str, int]:
         host, port = self._listener.getsockname()[:2]
         return str(host), int(port)
-
-    @property
-    def connections(self) -> dict[str, int]:
-        """Open connections: ``waiting`` for their request, ``answering`` (queued for or with a worker)."""
-        with self._lock:
-            return {"waiting": len(self._waiting), "answering": self._answering}
 
     def start(self) -> None:
         self._threads = [threading.Thread(target=self._accept_loop, name=f"{self._name}-http", daemon=True)]
@@ -270,12 +265,6 @@ def _make_handler(routes: Routes, name: str) -> Callable[[bytes, Any], bytes]:
         def version_string(self) -> str:
             return name  # the component, without the Python version
 
-        def do_GET(self) -> None:
-            self._serve(body=True)
-
-        def do_HEAD(self) -> None:
-            self._serve(body=False)
-
         def _refuse(self) -> None:
             message = f"{self.command} not allowed: the endpoint is read-only"
             refusal = json_response(HTTPStatus.METHOD_NOT_ALLOWED, {"error": message})
@@ -293,6 +282,9 @@ def _make_handler(routes: Routes, name: str) -> Callable[[bytes, Any], bytes]:
                 log.exception("HTTP %s failed", path)
                 response = json_response(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "internal error"})
             self._send(response, body=body)
+
+        do_GET = functools.partialmethod(_serve, body=True)
+        do_HEAD = functools.partialmethod(_serve, body=False)
 
         def _send(self, response: Response, *, body: bool, allow: str | None = None) -> None:
             status, content, content_type = response

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from http import HTTPStatus
 
 import pytest
+from harness.endpoint import connections
 from harness.poll import wait_for
 from prometheus_client import REGISTRY, Counter
 from prometheus_client.parser import text_string_to_metric_families
@@ -154,7 +155,7 @@ def test_connections_that_send_no_request_are_closed_after_the_timeout() -> None
         closed = [_closed_by_server(conn) for conn in idle]
         assert closed == [True] * len(idle)
         assert time.monotonic() - opened >= 0.5  # each had its time: no connection is closed before it
-        wait_for("the server to count them closed", lambda: s.connections == {"waiting": 0, "answering": 0})
+        wait_for("the server to count them closed", lambda: connections(s) == {"waiting": 0, "answering": 0})
         assert request(s, "GET", "/hello")[0] == 200
     finally:
         for conn in idle:
@@ -168,13 +169,13 @@ def test_many_open_connections_hold_no_threads_and_the_probes_still_answer() -> 
     conns: list[socket.socket] = []
     try:
         conns = [_connect(s) for _ in range(200)]
-        wait_for("the server to take them", lambda: s.connections["waiting"] == 64)
+        wait_for("the server to take them", lambda: connections(s)["waiting"] == 64)
         assert len(_server_threads("many")) == 1 + 4  # the acceptor and the workers, 200 connections open
         for _ in range(5):
             assert request(s, "GET", "/hello")[::2] == (200, b"hello\n")
         # Beyond the bound the connection that waited longest is closed (long before its timeout).
         assert _closed_by_server(conns[0])
-        assert s.connections["waiting"] <= 64
+        assert connections(s)["waiting"] <= 64
         assert len(_server_threads("many")) == 1 + 4
     finally:
         for conn in conns:
@@ -196,14 +197,14 @@ def test_when_every_connection_is_being_answered_a_new_one_gets_503() -> None:
     busy: list[socket.socket] = []
     try:
         busy = [_connect(s, b"GET /slow HTTP/1.0\r\n\r\n") for _ in range(3)]  # 2 answering, 1 queued
-        wait_for("all three taken", lambda: s.connections == {"waiting": 0, "answering": 3})
+        wait_for("all three taken", lambda: connections(s) == {"waiting": 0, "answering": 3})
         status, _, body = request(s, "GET", "/hello")
         assert (status, body) == (503, b"too many connections, try again\n")
         release.set()
         for conn in busy:
             with conn.makefile("rb") as answer:
                 assert answer.readline().startswith(b"HTTP/1.0 404 ")
-        wait_for("the slots to free", lambda: s.connections == {"waiting": 0, "answering": 0})
+        wait_for("the slots to free", lambda: connections(s) == {"waiting": 0, "answering": 0})
         assert request(s, "GET", "/hello")[0] == 200
     finally:
         release.set()
