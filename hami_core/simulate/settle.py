@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from hami_core.clock import SYSTEM
 from hami_core.kube.port import NodeSnapshot
@@ -54,28 +54,29 @@ def _settled(replica: Scheduler, writes: NodeWrites) -> bool:
     return watching and replica.settled()
 
 
-#: The threads behind each part of a replica that can keep it from settling, by name prefix.
-_THREADS = {
-    "synced": "hami-node-reflector",
-    "caught_up": "hami-node-reflector",
-    "listing_due": "hami-node-reflector",
-    "queue_idle": "hami-worker",
-    "writer_idle": "hami-patch",
-    "pending_writes": "hami-node-reflector",
-    "events_idle": "hami-events",
-    "elector_idle": "hami-elector",
+#: What the timeout reports of a replica, by part: how to read it, the threads behind it (by name prefix),
+#: and whether it keeps them busy while true (a count: above 0) rather than while false.
+_PARTS: dict[str, tuple[Callable[[Scheduler, NodeWrites], object], str, bool]] = {
+    "identity": (lambda r, w: r.config.identity, "", False),
+    "backing_off": (lambda r, w: r.reflector.backing_off(), "", False),
+    "synced": (lambda r, w: r.reflector.has_synced, "hami-node-reflector", False),
+    "caught_up": (lambda r, w: w.caught_up(r), "hami-node-reflector", False),
+    "listing_due": (lambda r, w: r.reflector.listing_due(), "hami-node-reflector", True),
+    "queue_idle": (lambda r, w: r.queue.idle(), "hami-worker", False),
+    "writer_idle": (lambda r, w: r.writer.idle(), "hami-patch", False),
+    "pending_writes": (lambda r, w: r.view.pending(), "hami-node-reflector", True),
+    "events_idle": (lambda r, w: r.events.idle(), "hami-events", False),
+    "elector_idle": (lambda r, w: r.elector.idle(), "hami-elector", False),
 }
-#: The parts that keep a replica busy while true (a count: above 0); the others while false.
-_BUSY_WHILE_TRUE = {"listing_due", "pending_writes"}
 
 
 def _busy_stacks(states: list[dict[str, object]]) -> str:
     """The stack of every thread behind a part not idle (each replica names its threads alike)."""
     prefixes = {
-        _THREADS[part]
+        _PARTS[part][1]
         for state in states
         for part, value in state.items()
-        if part in _THREADS and (bool(value) if part in _BUSY_WHILE_TRUE else value is False)
+        if _PARTS[part][1] and (bool(value) if _PARTS[part][2] else value is False)
     }
     frames = sys._current_frames()
     blocks = [
@@ -96,21 +97,7 @@ def wait_settled(replicas: Iterable[Scheduler], writes: NodeWrites, *, timeout: 
         if not pending:
             return
         if SYSTEM.monotonic() > deadline:
-            states = [
-                dict(
-                    identity=r.config.identity,
-                    backing_off=r.reflector.backing_off(),
-                    synced=r.reflector.has_synced,
-                    caught_up=writes.caught_up(r),
-                    listing_due=r.reflector.listing_due(),
-                    queue_idle=r.queue.idle(),
-                    writer_idle=r.writer.idle(),
-                    pending_writes=r.view.pending(),
-                    events_idle=r.events.idle(),
-                    elector_idle=r.elector.idle(),
-                )
-                for r in pending
-            ]
+            states = [{part: read(r, writes) for part, (read, _, _) in _PARTS.items()} for r in pending]
             raise SettleTimeout(
                 f"the replicas did not settle in {timeout:g}s: {states}\n"
                 f"the stacks of the threads not idle:\n{_busy_stacks(states)}"
