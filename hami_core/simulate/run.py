@@ -43,6 +43,55 @@ class _PluginState:
     revived_at: float | None = None
 
 
+@attrs.define
+class _Plugins:
+    """The simulated cluster and plugins: their writes, each seen (``writes``), and the nodes deleted."""
+
+    cluster: MemoryCluster
+    plugins: dict[tuple[str, str], _PluginState]
+    say: Callable[[str], None]
+    writes: NodeWrites = attrs.Factory(NodeWrites)
+    deleted: dict[str, float] = attrs.Factory(dict)
+
+    def report(self, report: str) -> None:
+        """Every live plugin that writes reports sends ``Reported_<now>`` (spec 7), a node's in one patch."""
+        by_node: dict[str, dict[str, str | None]] = {}
+        for state in self.plugins.values():
+            driver = state.driver
+            if state.alive and driver.writes_reported and driver.handshake_annotation:
+                by_node.setdefault(state.node, {})[driver.handshake_annotation] = report
+        for node, patch in sorted(by_node.items()):
+            try:
+                self.writes.saw(self.cluster.patch_node_annotations(node, patch))
+            except Exception:
+                continue
+
+    def apply(self, action: Action, elapsed: float) -> None:
+        cluster, writes = self.cluster, self.writes
+        self.say(
+            f"t={elapsed:5.1f}s  {action.node:<10} {action.driver or '-':<7} ** {action.do}"
+            + (f" {action.value[:40]!r}..." if action.value else "")
+        )
+        if action.do == "delete":
+            cluster.delete_node(action.node)
+            writes.deleted(action.node)
+            self.deleted[action.node] = elapsed
+            for key in [k for k in self.plugins if k[0] == action.node]:
+                self.plugins[key].alive = False
+            return
+        state = self.plugins[(action.node, action.driver)]
+        if action.do == "kill":
+            state.alive, state.killed_at = False, elapsed
+            writes.saw(cluster.patch_node_status(action.node, {state.driver.count_resource: "0"}))
+        elif action.do == "revive":
+            state.alive, state.revived_at = True, elapsed
+            revived = {state.driver.count_resource: str(state.allocatable)}
+            writes.saw(cluster.patch_node_status(action.node, revived))
+        elif action.do == "set-register":
+            changed: dict[str, str | None] = {_register(state.driver): action.value}
+            writes.saw(cluster.patch_node_annotations(action.node, changed))
+
+
 def run_scenario(
     scenario: Scenario,
     drivers: Mapping[str, VendorDriver],
@@ -57,9 +106,8 @@ def run_scenario(
         raise ValueError(f"scenario needs drivers that are not selected or installed: {', '.join(missing)}")
     if unwritten := sorted(name for name in needed if not _register(drivers[name])):
         raise ValueError(f"scenario plugins write register annotations; these drivers have none: {unwritten}")
-    cluster = MemoryCluster()
-    writes = NodeWrites()
-    plugins: dict[tuple[str, str], _PluginState] = {}
+    sim = _Plugins(MemoryCluster(), {}, say)
+    cluster, writes, plugins = sim.cluster, sim.writes, sim.plugins
     for node in scenario.nodes:
         annotations = {_register(drivers[p.driver]): p.register for p in node.plugins}
         writes.saw(cluster.create_node(node.name, labels=dict(node.labels), annotations=annotations))
@@ -88,7 +136,6 @@ def run_scenario(
     )
     scheduler.start()
     actions = sorted(scenario.actions, key=lambda a: a.at)
-    deleted: dict[str, float] = {}
     steps = round(scenario.duration / _TICK)
     report_every = max(1, round(scenario.report_interval / _TICK))
     try:
@@ -98,10 +145,10 @@ def run_scenario(
             # before the next one: else a plugin's write races the scheduler's, a conditional patch of
             # the scheduler's meets a newer Node, and the run's requests differ from run to run.
             while actions and actions[0].at <= elapsed + 1e-9:
-                _apply(actions.pop(0), cluster, writes, plugins, deleted, elapsed, say)
+                sim.apply(actions.pop(0), elapsed)
                 wait_settled([scheduler], writes)
             if step and step % report_every == 0:
-                _report(cluster, writes, plugins, format_report(clock.now()))
+                sim.report(format_report(clock.now()))
             wait_settled([scheduler], writes)
             observer.observe(elapsed)
             if step < steps:
@@ -111,7 +158,7 @@ def run_scenario(
         scheduler.stop(5)
     # Counted before the checks, whose own reads are not the scheduler's or the plugins'.
     requests = {verb: cluster.request_count(verb, "nodes") for verb in ("get", "list", "watch", "patch")}
-    violations = _check(scenario, scheduler, cluster, plugins, observer, deleted)
+    violations = _check(scenario, scheduler, sim, observer)
     final = {
         node: {k: (e.state, e.reason, len(e.devices), e.error) for k, e in sorted(vendors.items())}
         for node, vendors in ((n, scheduler.cache.node(n)) for n in scheduler.cache.nodes())
@@ -154,97 +201,32 @@ class _Observer:
         self._last = current
 
 
-def _report(
-    cluster: MemoryCluster, writes: NodeWrites, plugins: Mapping[tuple[str, str], _PluginState], report: str
-) -> None:
-    """Every live plugin that writes reports sends ``Reported_<now>`` (spec 7), all of a node in one patch."""
-    by_node: dict[str, dict[str, str | None]] = {}
-    for state in plugins.values():
-        driver = state.driver
-        if state.alive and driver.writes_reported and driver.handshake_annotation:
-            by_node.setdefault(state.node, {})[driver.handshake_annotation] = report
-    for node, patch in sorted(by_node.items()):
-        try:
-            writes.saw(cluster.patch_node_annotations(node, patch))
-        except Exception:
-            continue
-
-
-def _apply(
-    action: Action,
-    cluster: MemoryCluster,
-    writes: NodeWrites,
-    plugins: dict[tuple[str, str], _PluginState],
-    deleted: dict[str, float],
-    elapsed: float,
-    say: Callable[[str], None],
-) -> None:
-    say(
-        f"t={elapsed:5.1f}s  {action.node:<10} {action.driver or '-':<7} ** {action.do}"
-        + (f" {action.value[:40]!r}..." if action.value else "")
-    )
-    if action.do == "delete":
-        cluster.delete_node(action.node)
-        writes.deleted(action.node)
-        deleted[action.node] = elapsed
-        for key in [k for k in plugins if k[0] == action.node]:
-            plugins[key].alive = False
-        return
-    state = plugins[(action.node, action.driver)]
-    if action.do == "kill":
-        state.alive, state.killed_at = False, elapsed
-        writes.saw(cluster.patch_node_status(action.node, {state.driver.count_resource: "0"}))
-    elif action.do == "revive":
-        state.alive, state.revived_at = True, elapsed
-        revived = {state.driver.count_resource: str(state.allocatable)}
-        writes.saw(cluster.patch_node_status(action.node, revived))
-    elif action.do == "set-register":
-        changed: dict[str, str | None] = {_register(state.driver): action.value}
-        writes.saw(cluster.patch_node_annotations(action.node, changed))
-
-
-def _check(
-    scenario: Scenario,
-    scheduler: Scheduler,
-    cluster: MemoryCluster,
-    plugins: Mapping[tuple[str, str], _PluginState],
-    observer: _Observer,
-    deleted: Mapping[str, float],
-) -> Sequence[str]:
+def _check(scenario: Scenario, scheduler: Scheduler, sim: _Plugins, observer: _Observer) -> Sequence[str]:
     problems: list[str] = []
+    deleted = sim.deleted
     grace = scenario.handshake_window + scenario.resync + 1.5
-    for (node, name), state in plugins.items():
+    for (node, name), state in sim.plugins.items():
         key = (node, state.driver.vendor_key)
-        entries = observer.registered_at.get(key, [])
+        registered = scheduler.cache.vendor(*key) is not None
         if node in deleted:
             if scheduler.cache.node(node):
                 problems.append(f"{node}: deleted but still in the cache")
-            continue
-        if state.revived_at is not None:
-            # A revival is a sign of life: the vendor must be back by the end.
-            if (
-                scheduler.cache.vendor(node, state.driver.vendor_key) is None
-                and scenario.duration - state.revived_at > grace
-            ):
+        elif state.revived_at is not None:  # a sign of life: the vendor must be back by the end
+            if not registered and scenario.duration - state.revived_at > grace:
                 problems.append(f"{node}/{name}: revived at t={state.revived_at:.1f}s but not registered")
-            continue
-        if state.killed_at is None:
+        elif state.killed_at is None:
             if observer.left_at.get(key):
                 problems.append(f"{node}/{name}: a live plugin was dropped at {observer.left_at[key]}")
-            continue
-        if (
-            scheduler.cache.vendor(node, state.driver.vendor_key) is not None
-            and scenario.duration - state.killed_at > grace
-        ):
-            problems.append(f"{node}/{name}: dead since t={state.killed_at:.1f}s but still registered")
-        later = [t for t in entries if t > state.killed_at + 0.5]
-        if later:
-            problems.append(f"{node}/{name}: re-registered at {later} without a sign of life (flapping)")
-    for sim in scenario.nodes:
-        if not sim.plugins and sim.name not in deleted:
-            stamped = [k for k in cluster.get_node(sim.name).annotations if "handshake" in k]
+        else:
+            if registered and scenario.duration - state.killed_at > grace:
+                problems.append(f"{node}/{name}: dead since t={state.killed_at:.1f}s but still registered")
+            if later := [t for t in observer.registered_at.get(key, []) if t > state.killed_at + 0.5]:
+                problems.append(f"{node}/{name}: re-registered at {later} without a sign of life (flapping)")
+    for bare in scenario.nodes:
+        if not bare.plugins and bare.name not in deleted:
+            stamped = [k for k in sim.cluster.get_node(bare.name).annotations if "handshake" in k]
             if stamped:
-                problems.append(f"{sim.name}: has no accelerator but was stamped ({', '.join(stamped)})")
+                problems.append(f"{bare.name}: has no accelerator but was stamped ({', '.join(stamped)})")
     return problems
 
 
