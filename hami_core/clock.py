@@ -165,7 +165,7 @@ class _FakeCondition:
         deadline = self._clock.monotonic() + timeout
         if timeout <= 0:
             return False
-        token = self._clock._waiting(deadline)
+        self._clock._waiting(deadline)
         try:
             while True:
                 self._cond.wait()
@@ -174,20 +174,15 @@ class _FakeCondition:
                 if self._clock.monotonic() >= deadline:
                     return False
         finally:
-            self._clock._done_waiting(token)
+            self._clock._done_waiting(deadline)
 
     def wait_for(self, predicate: Callable[[], object], timeout: float | None = None) -> object:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
-        result = predicate()
-        while not result:
-            if deadline is None:
-                self.wait()
-            else:
-                remaining = deadline - self._clock.monotonic()
-                if remaining <= 0:
-                    break
-                self.wait(remaining)
-            result = predicate()
+        while not (result := predicate()):
+            remaining = None if deadline is None else deadline - self._clock.monotonic()
+            if remaining is not None and remaining <= 0:
+                break
+            self.wait(remaining)
         return result
 
 
@@ -218,9 +213,8 @@ class FakeClock:
         self._start = start if start.tzinfo is not None else start.astimezone()
         self._lock = threading.Lock()
         self._elapsed = 0.0
-        #: The deadline of every timed wait in progress, by a token per wait.
-        self._deadlines: dict[int, float] = {}
-        self._tokens = 0
+        #: The deadline of every timed wait in progress.
+        self._deadlines: list[float] = []
         self._blocked_changed = threading.Condition(self._lock)
         self._conditions: weakref.WeakSet[_FakeCondition] = weakref.WeakSet()
 
@@ -257,17 +251,15 @@ class FakeClock:
         with self._blocked_changed:
             now = 1000.0 + self._elapsed
             self._blocked_changed.wait_for(
-                lambda: all(deadline > now for deadline in self._deadlines.values()), timeout
+                lambda: all(deadline > now for deadline in self._deadlines), timeout
             )
 
-    def _waiting(self, deadline: float) -> int:
+    def _waiting(self, deadline: float) -> None:
         with self._blocked_changed:
-            self._tokens += 1
-            self._deadlines[self._tokens] = deadline
+            self._deadlines.append(deadline)
             self._blocked_changed.notify_all()
-            return self._tokens
 
-    def _done_waiting(self, token: int) -> None:
+    def _done_waiting(self, deadline: float) -> None:
         with self._blocked_changed:
-            self._deadlines.pop(token, None)
+            self._deadlines.remove(deadline)
             self._blocked_changed.notify_all()
