@@ -10,6 +10,7 @@ import functools
 import importlib.metadata
 import inspect
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import cast
 
@@ -66,9 +67,7 @@ class LoadReport:
 
 def parse_vendor_names(text: str | None) -> list[str] | None:
     """``"nvidia, dcu"`` -> ``["nvidia", "dcu"]``; ``None`` (every installed driver) when unset or blank."""
-    if text is None:
-        return None
-    names = [name.strip() for name in text.split(",") if name.strip()]
+    names = [name.strip() for name in (text or "").split(",") if name.strip()]
     return names or None
 
 
@@ -114,8 +113,7 @@ class DriverManager:
         """Load every installed driver of ``group`` not loaded yet, each on its own; failures are recorded."""
         for entry_point in sorted(importlib.metadata.entry_points(group=group), key=lambda ep: ep.name):
             dist = entry_point.dist
-            package = dist.name if dist is not None else ""
-            version = dist.version if dist is not None else ""
+            package, version = (dist.name, dist.version) if dist is not None else ("", "")
             if (entry_point.name, origin_of(entry_point.name, package, version)) in self._plugins:
                 continue  # loaded by an earlier call
             try:
@@ -192,15 +190,9 @@ class DriverManager:
         if not specs:
             raise refuse("hami_vendor_drivers describes no driver")
         settings: tuple[tuple[str, str, object, bool], ...] = tuple(config.reads[start:])
-        drivers = [
-            attrs.evolve(
-                driver_from_spec(spec, plugin=name, package=package, version=version),
-                settings=settings,
-            )
-            for spec in specs
-        ]
-        names = [d.name for d in drivers]
-        if twice := sorted(n for n in set(names) if names.count(n) > 1):
+        found = [driver_from_spec(spec, plugin=name, package=package, version=version) for spec in specs]
+        drivers = [attrs.evolve(driver, settings=settings) for driver in found]
+        if twice := sorted(n for n, count in Counter(d.name for d in drivers).items() if count > 1):
             raise refuse(f"describes driver {twice[0]!r} twice")
         return drivers
 

@@ -28,9 +28,7 @@ __all__ = [
 def annotation_key_problem(key: object) -> str | None:
     """Why Kubernetes would reject ``key`` as an annotation key (a qualified name it lower-cases before
     checking), or ``None``."""
-    if not isinstance(key, str):
-        return f"it must be a string, got {type(key).__name__}"
-    return qualified_name_problem(key.lower(), prefix_required=False)
+    return _qualified_problem(key.lower() if isinstance(key, str) else key)
 
 
 def resource_name_problem(name: object) -> str | None:
