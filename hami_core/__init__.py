@@ -1,8 +1,6 @@
 """hami-core: HAMi's device registration protocol as a small core plus pip-installable vendor drivers.
-
 Vendor drivers import only the names of ``__all__``, each loaded from its module (``_MODULES``) on first
-use (PEP 562), so importing one layer, the protocol for instance, does not load the others.
-"""
+use (PEP 562), so importing one layer, the protocol for instance, does not load the others."""
 
 # ruff: noqa: F405  (the names of __all__ come from the star imports type checkers read)
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """What several vendor drivers need and no vendor owns: the device cap, numbered devices, the memory
-shared out per device, fixed fields (the guide's sections 2 and 2b say each in full).
-"""
+shared out per device, fixed fields (the guide's sections 2 and 2b say each in full)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """Vendor drivers: hook specifications, discovery through entry points, validation, selection, test kit.
-
-The daemons call ``load_drivers``; driver authors use ``hookimpl`` and ``VendorSpec`` from ``hami_core``.
-"""
+The daemons call ``load_drivers``; driver authors use ``hookimpl`` and ``VendorSpec`` from ``hami_core``."""
 
 from __future__ import annotations
 

@@ -11,10 +11,8 @@ class PluginError(Exception):
 
 class DriverError(PluginError):
     """One driver was refused at load: it failed to import, to describe itself, or described itself badly.
-
     ``name`` is the driver's name when known, else its plugin (entry-point) name; ``origin`` is
-    ``"<package> <version>"``; ``detail`` says what was wrong, naming the field.
-    """
+    ``"<package> <version>"``; ``detail`` says what was wrong, naming the field."""
 
     def __init__(self, name: str, origin: str, detail: str, *, kind: str = "driver") -> None:
         self.name = name

@@ -1,6 +1,5 @@
 """A device source for simulations and tests: the JSON file named by ``HAMI_FAKE_DEVICES`` (the guide's
-section 1), driver name -> device list in the JSON register encoding.
-"""
+section 1), driver name -> device list in the JSON register encoding."""
 
 from __future__ import annotations
 
@@ -18,12 +17,9 @@ FAKE_DEVICES_ENV = "HAMI_FAKE_DEVICES"
 
 
 def fake_devices(driver_name: str) -> list[DeviceInfo] | None:
-    """The devices the fake device file lists for ``driver_name``.
-
-    ``None`` when ``HAMI_FAKE_DEVICES`` is unset or empty, or the file has no entry for the driver (no
-    source, not "no devices"). A file that cannot be read or does not parse raises ``ValueError`` naming
-    the file and what is wrong.
-    """
+    """The devices the fake device file lists for ``driver_name``; ``None`` when ``HAMI_FAKE_DEVICES`` is
+    unset or empty, or the file has no entry for the driver (no source, not "no devices"). A file that
+    cannot be read or does not parse raises ``ValueError`` naming the file and what is wrong."""
     path = os.environ.get(FAKE_DEVICES_ENV, "")
     if not path:
         return None

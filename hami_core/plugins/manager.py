@@ -1,8 +1,5 @@
-"""Finds, loads, checks and selects vendor drivers, and calls their hooks.
-
-A driver that fails to load is a ``LoadFailure`` and skipped; conflicts and a bad selection are raised by
-``select``.
-"""
+"""Finds, loads, checks and selects vendor drivers, and calls their hooks. A driver that fails to load is
+a ``LoadFailure`` and skipped; conflicts and a bad selection are raised by ``select``."""
 
 from __future__ import annotations
 
@@ -132,10 +129,9 @@ class DriverManager:
     def register(
         self, plugin: object, name: str, *, package: str = "", version: str = ""
     ) -> list[VendorDriver]:
-        """Register one plugin object (a module or any object with hook implementations) under ``name``.
-
-        Returns its drivers; a plugin that cannot be used raises ``DriverError`` (the guide's section 7)
-        and leaves nothing registered."""
+        """Register one plugin object (a module or any object with hook implementations) under ``name``;
+        its drivers, or ``DriverError`` (the guide's section 7) for one that cannot be used, leaving nothing
+        registered."""
         origin = origin_of(name, package, version)
         refuse = functools.partial(DriverError, name, origin, kind="plugin")
         if (name, origin) in self._plugins:

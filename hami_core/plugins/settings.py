@@ -1,6 +1,5 @@
 """Per-vendor settings from HAMi's own device config (``LoadConfig`` in ``pkg/scheduler/config/config.go``;
-the guide's section 2c): a wrong type is a one-line ``DeviceConfigError``, an unread key a warning.
-"""
+the guide's section 2c): a wrong type is a one-line ``DeviceConfigError``, an unread key a warning."""
 
 from __future__ import annotations
 

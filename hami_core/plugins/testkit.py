@@ -1,6 +1,5 @@
 """The driver test kit, ``hami_core.testing.DriverContract``: a contract every vendor driver package runs
-in its own tests (the guide's section 3 says what it checks). Needs pytest.
-"""
+in its own tests (the guide's section 3 says what it checks). Needs pytest."""
 
 from __future__ import annotations
 

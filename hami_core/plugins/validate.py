@@ -1,7 +1,5 @@
-"""Checks a driver's self-description, field by field, and turns it into a ``VendorDriver``.
-
-Each refusal is a ``DriverError`` whose one-line message names the driver, its package and the field.
-"""
+"""Checks a driver's self-description, field by field, and turns it into a ``VendorDriver``; each refusal
+is a ``DriverError`` whose one-line message names the driver, its package and the field."""
 
 from __future__ import annotations
 
