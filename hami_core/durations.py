@@ -74,14 +74,8 @@ def format_duration(value: float) -> str:
         return f"{value * 1000:g}ms"
     hours, rest = divmod(value, 3600)
     minutes, secs = divmod(rest, 60)
-    parts = []
-    if hours:
-        parts.append(f"{int(hours)}h")
-    if minutes:
-        parts.append(f"{int(minutes)}m")
-    if secs or not parts:
-        parts.append(f"{round(secs, 6):g}s")
-    return "".join(parts)
+    text = (f"{int(hours)}h" if hours else "") + (f"{int(minutes)}m" if minutes else "")
+    return text + (f"{round(secs, 6):g}s" if secs or not text else "")
 
 
 def span(value: float | timedelta) -> str:
@@ -89,8 +83,7 @@ def span(value: float | timedelta) -> str:
     ``format_duration`` is for settings."""
     seconds = abs(value.total_seconds() if isinstance(value, timedelta) else value)
     if seconds < 10:
-        text = f"{seconds:.1f}".rstrip("0").rstrip(".")
-        return f"{text} s"
+        return f"{seconds:.1f}".rstrip("0").rstrip(".") + " s"
     whole = int(seconds)
     if whole < 60:
         return f"{whole} s"
