@@ -239,8 +239,8 @@ class FakeClock:
             self._conditions.add(cond)
         return cond
 
-    def advance(self, seconds: float, *, timeout: float = 10.0) -> None:
-        """Move the time forward; returns once every wait now due has ended (up to ``timeout`` real s)."""
+    def advance(self, seconds: float) -> None:
+        """Move the time forward; returns once every wait now due has ended (up to 10 s of real time)."""
         if seconds < 0:
             raise ValueError(f"FakeClock.advance: time does not go back ({seconds}s)")
         with self._lock:
@@ -250,9 +250,7 @@ class FakeClock:
             cond._tick()
         with self._blocked_changed:
             now = 1000.0 + self._elapsed
-            self._blocked_changed.wait_for(
-                lambda: all(deadline > now for deadline in self._deadlines), timeout
-            )
+            self._blocked_changed.wait_for(lambda: all(deadline > now for deadline in self._deadlines), 10.0)
 
     def _waiting(self, deadline: float) -> None:
         with self._blocked_changed:
