@@ -198,15 +198,12 @@ class DriverManager:
         """The drivers named (a driver or a plugin name), or every one for ``None``, with the count
         resource overrides applied; ``DriverSelectionError`` or ``DriverConflictError`` otherwise."""
         loaded = self.report.drivers
-        if names is None:
-            chosen = list(loaded)
-        else:
-            chosen = []
-            for wanted in names:
-                matches = [d for d in loaded if wanted in (d.name, d.plugin)]
-                if not matches:
-                    raise DriverSelectionError(self._unknown_name(wanted, loaded))
-                chosen.extend(d for d in matches if d not in chosen)
+        chosen = list(loaded) if names is None else []
+        for wanted in names or ():
+            matches = [d for d in loaded if wanted in (d.name, d.plugin)]
+            if not matches:
+                raise DriverSelectionError(self._unknown_name(wanted, loaded))
+            chosen.extend(d for d in matches if d not in chosen)
         overrides = dict(count_resources or {})
         for name in overrides:
             if not any(d.name == name for d in chosen):

@@ -190,11 +190,9 @@ class Reporter:
             for driver in plan.published:
                 log.info("published the %s devices", driver, extra=about(driver, "published"))
         devices = {d.driver.name: len(d.devices) for d in found if d.devices is not None}
-        published = self.metrics.published_devices
-        for driver in plan.current:
-            published.labels(vendor=self._by_name[driver].vendor_key).set(devices[driver])
-        for driver in plan.unsourced:
-            published.labels(vendor=self._by_name[driver].vendor_key).set(0)
+        for driver in (*plan.current, *plan.unsourced):  # an unsourced driver has none to publish
+            vendor = self._by_name[driver].vendor_key
+            self.metrics.published_devices.labels(vendor=vendor).set(devices.get(driver, 0))
         return PassResult(plan=plan, sent=bool(plan.patch), problems=plan.problems)
 
     def _probe(self, driver: VendorDriver) -> Discovery:
