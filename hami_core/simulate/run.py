@@ -88,7 +88,7 @@ class _Plugins:
             revived = {state.driver.count_resource: str(state.allocatable)}
             writes.saw(cluster.patch_node_status(action.node, revived))
         elif action.do == "set-register":
-            changed: dict[str, str | None] = {_register(state.driver): action.value}
+            changed: dict[str, str | None] = {state.driver.register_annotation or "": action.value}
             writes.saw(cluster.patch_node_annotations(action.node, changed))
 
 
@@ -104,12 +104,12 @@ def run_scenario(
     needed = {p.driver for n in scenario.nodes for p in n.plugins}
     if missing := sorted(needed - set(drivers)):
         raise ValueError(f"scenario needs drivers that are not selected or installed: {', '.join(missing)}")
-    if unwritten := sorted(name for name in needed if not _register(drivers[name])):
+    if unwritten := sorted(name for name in needed if not drivers[name].register_annotation):
         raise ValueError(f"scenario plugins write register annotations; these drivers have none: {unwritten}")
     sim = _Plugins(MemoryCluster(), {}, say)
     cluster, writes, plugins = sim.cluster, sim.writes, sim.plugins
     for node in scenario.nodes:
-        annotations = {_register(drivers[p.driver]): p.register for p in node.plugins}
+        annotations = {drivers[p.driver].register_annotation or "": p.register for p in node.plugins}
         writes.saw(cluster.create_node(node.name, labels=dict(node.labels), annotations=annotations))
         allocatable = {drivers[p.driver].count_resource: str(p.allocatable) for p in node.plugins}
         if allocatable:
@@ -228,8 +228,3 @@ def _check(scenario: Scenario, scheduler: Scheduler, sim: _Plugins, observer: _O
             if stamped:
                 problems.append(f"{bare.name}: has no accelerator but was stamped ({', '.join(stamped)})")
     return problems
-
-
-def _register(driver: VendorDriver) -> str:
-    """The driver's register annotation (``""`` for a driver whose devices come from the Node)."""
-    return driver.register_annotation or ""
