@@ -170,6 +170,12 @@ class World:
             )
         return name
 
+    def events_about(self, node: str) -> list[dict[str, Any]]:
+        """The Events about ``node``, oldest first (Events about Nodes live in ``default``; the server may
+        hold others there, about objects of any kind)."""
+        found = [e for e in self.admin.events("default") if e.get("involvedObject", {}).get("name") == node]
+        return sorted(found, key=lambda e: int(e["metadata"]["resourceVersion"]))
+
     def annotations(self, name: str) -> Mapping[str, str]:
         return dict(self.admin.get_node(name).annotations)
 

@@ -27,7 +27,7 @@ DCU_MARKER = "cleaned.hami-core.io/DCU"
 
 def reasons(world: World, node: str) -> list[str]:
     """The reasons of the Events posted about ``node``."""
-    return [e["reason"] for e in world.admin.events("default") if e["involvedObject"]["name"] == node]
+    return [e["reason"] for e in world.events_about(node)]
 
 
 def registered(replica: Any, node: str) -> set[str]:

@@ -170,11 +170,7 @@ def test_a_malformed_annotation_degrades_only_that_vendor_on_that_node(world: Wo
 
 def _events(world: World, node: str, type: str | None = None) -> list[dict[str, Any]]:
     """Events about ``node`` (of ``type``, if given); Events about Nodes live in the ``default`` namespace."""
-    return [
-        e
-        for e in world.admin.events("default")
-        if e["involvedObject"]["name"] == node and type in (None, e["type"])
-    ]
+    return [e for e in world.events_about(node) if type in (None, e["type"])]
 
 
 def test_huge_and_binary_values_are_degraded_not_fatal(world: World) -> None:

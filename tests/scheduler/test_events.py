@@ -19,8 +19,7 @@ NVIDIA = (
 
 def events(world: World, node: str) -> list[dict[str, Any]]:
     """Events about ``node``, oldest first (Events about Nodes live in ``default``)."""
-    found = [e for e in world.admin.events("default") if e["involvedObject"]["name"] == node]
-    return sorted(found, key=lambda e: int(e["metadata"]["resourceVersion"]))
+    return world.events_about(node)
 
 
 def reasons(world: World, node: str) -> list[str]:

@@ -16,11 +16,7 @@ SCORE = "hami.io/node-nvidia-score"
 
 
 def warnings(world: World, node: str) -> list[dict[str, Any]]:
-    return [
-        e
-        for e in world.admin.events("default")
-        if e.get("involvedObject", {}).get("name") == node and e.get("reason") == "HamiPairScoresInvalid"
-    ]
+    return [e for e in world.events_about(node) if e.get("reason") == "HamiPairScoresInvalid"]
 
 
 def test_scores_are_kept_with_the_devices_and_a_bad_value_keeps_the_devices(world: World) -> None:

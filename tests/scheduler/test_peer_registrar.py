@@ -124,7 +124,7 @@ def test_the_scheduler_writes_as_its_own_field_manager_and_posts_as_itself(world
     assert owners.managers["hami.io/node-handshake-dcu"] == (COMPONENT,)
     assert owners.managers["hami.io/node-dcu-register"] == ("OpenAPI-Generator",)  # the admin's, here
     world.advance(timedelta(minutes=2).total_seconds())  # the stamp expires: cleaned up, a Warning Event
-    about = [e for e in world.admin.events("default") if e["involvedObject"]["name"] == node]
+    about = world.events_about(node)
     assert about and {e["source"]["component"] for e in about} == {COMPONENT}
     assert replica.status()["settings"]["lease"] == {
         "namespace": world.namespace,
