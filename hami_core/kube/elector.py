@@ -112,14 +112,19 @@ class LeaderElector:
             due = self._next_step_at
         return due is not None and self._monotonic() < due
 
-    def run(self, stop: ClockEvent) -> None:
+    def run(self, stop: ClockEvent, after_first_step: Callable[[], object] = lambda: None) -> None:
         """Acquire, renew, and on ``stop`` release (``wake`` after setting it ends the wait between steps
-        at once). Never raises; returns after releasing."""
+        at once); ``after_first_step`` is called once, after the first try. Never raises; returns after
+        releasing."""
+        first = True
         try:
             while not stop.is_set():
                 with self._lock:
                     self._next_step_at = None
                 self.step()
+                if first:
+                    first = False
+                    after_first_step()
                 self._wait_for_next_step(stop)
         finally:
             if self._release_on_stop:

@@ -204,17 +204,23 @@ class Scheduler:
         if self._http is not None:
             self._http.start()
             log.info("serving status on http://%s:%d", *self._http.address)
-        self.reflector.start()
         self.queue.add_after(_RESYNC, self.config.resync)
         if self.peer.where is not None:
             self.queue.add(_PEER)
         for target, name in (
             (self._work, "hami-worker"),
-            (lambda: self.elector.run(self._stop), "hami-elector"),
+            (lambda: self.elector.run(self._stop, after_first_step=self._start_reflector), "hami-elector"),
         ):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
+
+    def _start_reflector(self) -> None:
+        """The first list starts once the elector has tried the Lease: a term won then asks for a list
+        before the first one begins, which serves it (no second list at a cold start, and the same
+        requests on every run of ``hami simulate``; docs/architecture.md, "Leadership")."""
+        if not self._stop.is_set():  # a reflector started after ``stop`` ends at once
+            self.reflector.start()
 
     def stop(self, timeout: float = 10.0, *, release: bool = True) -> None:
         """Stop every loop; the elector releases the Lease so a follower takes over at once.

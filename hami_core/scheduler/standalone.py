@@ -63,11 +63,12 @@ class Standalone:
     def wake(self) -> None:
         """Nothing to wake: ``run`` waits on its ``stop`` itself."""
 
-    def run(self, stop: ClockEvent) -> None:
+    def run(self, stop: ClockEvent, after_first_step: Callable[[], object] = lambda: None) -> None:
         """Run the one term from now until ``stop``."""
         with self._lock:
             self._running = True
             term = self._term
         self._on_started(term)
+        after_first_step()
         stop.wait()
         self._running = False
