@@ -3,8 +3,8 @@ admission policy said no (and, for the reporter's own, what it allows), and wher
 
 A 403 from RBAC carries the request's attributes in its Status message (the API server's
 ``forbiddenMessage``: ``User "U" cannot VERB resource "R" in API group "G" in the namespace "N"`` or
-``... at the cluster scope``); ``missing_permission`` reads them back. ``explain`` turns any ``Forbidden``
-(401 or 403) into one line that says what to do.
+``... at the cluster scope``), read back here. ``explain`` turns any ``Forbidden`` (401 or 403) into one
+line that says what to do.
 """
 
 from __future__ import annotations
@@ -12,18 +12,14 @@ from __future__ import annotations
 import json
 import re
 
-import attrs
-
 from hami_core.kube.port import ClusterError, Forbidden
 
 __all__ = [
     "RBAC_HINT",
     "REPORTER_POLICY_HINT",
     "REPORTER_POLICY_SUFFIX",
-    "Permission",
     "describe_error",
     "explain",
-    "missing_permission",
 ]
 
 #: Where the permissions each daemon needs are written down.
@@ -55,44 +51,19 @@ def _unquote(text: str) -> str:
     return value if isinstance(value, str) else text
 
 
-@attrs.frozen(kw_only=True)
-class Permission:
-    """One RBAC permission a request needed and did not have."""
-
-    user: str
-    verb: str
-    #: ``nodes``, ``leases``, ``nodes/status`` (with its subresource), or a path for a non-resource URL.
-    resource: str
-    #: The API group (``""`` for the core group, e.g. Nodes and core Events).
-    group: str = ""
-    #: ``None`` for a cluster-scoped request.
-    namespace: str | None = None
-
-    def describe(self) -> str:
-        group = f" (API group {self.group})" if self.group else ""
-        where = f"in namespace {self.namespace}" if self.namespace else "cluster-wide"
-        return f"user {self.user!r} may not {self.verb} {self.resource}{group} {where}"
-
-
-def missing_permission(error: BaseException) -> Permission | None:
-    """The permission a 403 from RBAC names in its message; ``None`` for any other error."""
-    if not isinstance(error, Forbidden):
-        return None
-    text = str(error)
+def _missing_permission(text: str) -> str | None:
+    """The RBAC permission a 403's message names, as ``user 'U' may not VERB R (API group G) in namespace
+    N`` (or ``cluster-wide``; a non-resource URL as ``path P``); ``None`` when it names none."""
     match = _RBAC.search(text)
     if match is not None:
         user, verb, resource, group, namespace = match.groups()
-        return Permission(
-            user=_unquote(user),
-            verb=verb,
-            resource=_unquote(resource),
-            group=_unquote(group),
-            namespace=_unquote(namespace) if namespace is not None else None,
-        )
+        in_group = f" (API group {_unquote(group)})" if group else ""
+        where = f"in namespace {_unquote(namespace)}" if namespace else "cluster-wide"
+        return f"user {_unquote(user)!r} may not {verb} {_unquote(resource)}{in_group} {where}"
     match = _PATH.search(text)
     if match is not None:
         user, verb, path = match.groups()
-        return Permission(user=_unquote(user), verb=verb, resource=f"path {_unquote(path)}")
+        return f"user {_unquote(user)!r} may not {verb} path {_unquote(path)} cluster-wide"
     return None
 
 
@@ -100,10 +71,10 @@ def explain(error: BaseException) -> str | None:
     """One line on what a ``Forbidden`` means and what to do; ``None`` for any other error."""
     if not isinstance(error, Forbidden):
         return None
-    permission = missing_permission(error)
-    if permission is not None:
-        return f"missing RBAC permission: {permission.describe()}; {RBAC_HINT}"
     text = str(error)
+    permission = _missing_permission(text)
+    if permission is not None:
+        return f"missing RBAC permission: {permission}; {RBAC_HINT}"
     if error.status == 401:
         return (
             "the API server did not accept the credentials (401 Unauthorized): check the kubeconfig's "
