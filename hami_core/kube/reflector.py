@@ -1,43 +1,23 @@
-"""The project's list+watch loop for Nodes, on top of the ``Cluster`` port (works with either one).
+"""The project's list+watch loop for Nodes, on the ``Cluster`` port (either one); docs/architecture.md, "One
+node event, end to end", step 1. A paged consistent list (``resourceVersion=""``) fills the store, then a
+watch with bookmarks and a jittered 12-20 s timeout resumes from the last resourceVersion seen when the
+server ends it. Every list hands the handler the *difference* between its store and the new list (every
+add, update and delete exactly once). Failures back off (``kube/backoff.py``, with jitter); nothing
+escapes the thread: errors and handler exceptions are logged and the loop carries on.
 
-A paged list (``limit`` 500, ``resourceVersion=""``: a consistent read, never "any version") fills the
-store, then a watch runs from the list's resourceVersion with bookmarks and a jittered timeout of 12-20 s,
-and resumes from the last resourceVersion seen when the server ends it. Every list hands the handler the
-*difference* between its store and the new list, so consumers see every add, update and delete exactly
-once and nothing twice. Failures back off with the one backoff policy (``kube/backoff.py``: 0.5 s .. 30 s,
-with jitter). Nothing escapes the thread: errors are logged, handler exceptions are logged and the loop
-carries on.
-
-**Whether the view is current** (spec 5b) is a fact the reflector keeps, for its consumer to act on
-(the scheduler decides no cleanup on a view that is not):
-
-* *Progress* is a list, an event or a BOOKMARK. The API server ends every watch at its timeout and sends
-  a BOOKMARK 2 s before (``cacher``: "right before the watcher timeout", besides the once-a-minute ones,
-  which alone would be too rare), but only one newer than the watch's start, and a watch cache of quiet
-  Nodes does not move on by itself (kube-apiserver v1.37, measured: a 12 s watch of unchanged Nodes gets
-  none). So each watch is preceded by a consistent read of one Node (:meth:`_probe`), which makes the
-  cache catch up with etcd: the bookmark then comes, or, if nothing at all was written since, the probe
-  shows it (same resourceVersion), which is progress too. So a healthy watch shows progress at least
-  every 20 s. The view is
-  **stale** once there was none for ``progress_deadline`` (30 s, well under the 60 s handshake window).
-  Time is the wire's (``wire_clock``, the monotonic clock by default), the clock the server's bookmarks
-  and timeouts run on, whatever clock the consumer decides on (a test's fake clock moves without the
-  server sending anything).
-* A *gap* is any moment the watch may have missed something: a watch that failed (an error, a dropped
-  or half-open connection: its read timeout is its ``timeout_seconds`` + 5 s), a 410, a resourceVersion
-  "too large", a watch dropped because it showed no progress (:meth:`check_progress`), before the first
-  list. **After any gap the reflector lists again**, and the view is current only once that list is
-  delivered. A resumed watch could replay what was missed, but only a BOOKMARK after the replay would
-  prove it done, up to 20 s later; a list proves it at once and costs one request of the watch cache, on
-  a path that is rare (a healthy watch ends by its timeout, which is no gap, and resumes).
-* A consumer that needs a view it can vouch for *from a given moment on* (the scheduler at the start of
-  each leadership term: a view from before it may have a gap no one noticed yet, such as a watch stalled
-  behind a network partition whose data arrives late) asks for a fresh list with :meth:`relist`; its
-  ticket is served by the first list that *starts* after the request (:meth:`current`).
-* A store that moved backwards (etcd restored or emptied under a restarted API server) shows as a list
-  whose resourceVersion is lower than the last one seen, as "too large resource version", or as a watch
-  that delivers nothing (its bookmarks are older than its start); each leads to a list from the present,
-  which then replaces the store (logged once per list).
+**Whether the view is current** (spec 5b) is the reflector's fact, for its consumer to act on: *progress*
+(a list, an event, a BOOKMARK, or a probe that shows nothing was written: :meth:`_probe`) within
+``progress_deadline`` on the wire's clock (``wire_clock``: the one the server's bookmarks and timeouts run
+on, whatever clock the consumer decides on), and no *gap* since the last list. A gap is any moment the
+watch may have missed something: a failed, dropped or half-open watch (its read timeout is its
+``timeout_seconds`` + 5 s), a 410, "too large resource version", no progress (:meth:`check_progress`),
+before the first list. **After any gap the reflector lists again**: a resumed watch could replay what was
+missed, but only a BOOKMARK after the replay, up to 20 s later, would prove it done; a list proves it at
+once, on a rare path (a watch that ends by its timeout is no gap). :meth:`relist` asks for a list that
+*starts* after the request (its ticket, for :meth:`current`): a leadership term's view from its start on.
+A store that moved backwards (a list or probe below the highest resourceVersion seen, "too large", or a
+watch whose bookmarks are older than its start, so it delivers nothing) is listed from the present, and
+the list replaces the store (logged once per list).
 """
 
 from __future__ import annotations
@@ -82,23 +62,6 @@ class NodeHandler(Protocol):
         that followed a lost watch (``relisted=True``), once that list's differences were delivered."""
 
 
-def _deadline_fits(instance: ReflectorConfig, attribute: attrs.Attribute[float], value: float) -> None:
-    longest = instance.watch_timeout[1] + WATCH_READ_SLACK
-    if not value >= longest:
-        raise ValueError(
-            f"ReflectorConfig.progress_deadline must be at least the longest watch timeout plus "
-            f"{WATCH_READ_SLACK:g} s ({longest:g} s): a healthy watch shows progress only when it ends, "
-            f"got {value!r}"
-        )
-
-
-def _timeouts(instance: ReflectorConfig, attribute: attrs.Attribute[tuple[int, int]], value: Any) -> None:
-    if not (isinstance(value, tuple) and len(value) == 2 and 1 <= value[0] <= value[1]):
-        raise ValueError(
-            f"ReflectorConfig.watch_timeout must be (low, high) with 1 <= low <= high, got {value!r}"
-        )
-
-
 @attrs.frozen(kw_only=True)
 class ReflectorConfig:
     label_selector: str = ""
@@ -106,14 +69,28 @@ class ReflectorConfig:
     #: A watch's ``timeout_seconds`` is drawn uniformly from this range, so replicas do not reconnect
     #: in step. The server sends a BOOKMARK 2 s before it ends a watch: this bounds a healthy watch's
     #: silence.
-    watch_timeout: tuple[int, int] = attrs.field(default=(12, 20), validator=_timeouts)
+    watch_timeout: tuple[int, int] = (12, 20)
     #: No progress (list, event, BOOKMARK) for this long on the wire clock: the view is stale, and an
     #: open watch is dropped (:meth:`Reflector.check_progress`) and replaced by a list.
-    progress_deadline: float = attrs.field(default=30.0, validator=_deadline_fits)
+    progress_deadline: float = 30.0
     backoff_initial: float = DEFAULT_BASE
     backoff_max: float = DEFAULT_MAX
     #: A watch that ends sooner than this without delivering anything counts as a failure (no tight loop).
     min_watch_duration: float = 1.0
+
+    def __attrs_post_init__(self) -> None:
+        timeout: Any = self.watch_timeout
+        if not (isinstance(timeout, tuple) and len(timeout) == 2 and 1 <= timeout[0] <= timeout[1]):
+            raise ValueError(
+                f"ReflectorConfig.watch_timeout must be (low, high) with 1 <= low <= high, got {timeout!r}"
+            )
+        longest = timeout[1] + WATCH_READ_SLACK
+        if not self.progress_deadline >= longest:
+            raise ValueError(
+                f"ReflectorConfig.progress_deadline must be at least the longest watch timeout plus "
+                f"{WATCH_READ_SLACK:g} s ({longest:g} s): a healthy watch shows progress only when it ends, "
+                f"got {self.progress_deadline!r}"
+            )
 
 
 @attrs.frozen(kw_only=True)
@@ -132,14 +109,10 @@ class ViewState:
 
 
 class Reflector:
-    """Keeps ``name -> NodeSnapshot`` in step with the cluster and reports every change to ``handler``.
-
-    Backoff waits are on ``clock`` and cut short by :meth:`stop`; ``rand()`` in [0, 1) drives the jitter;
-    ``clock`` also measures watch durations. Progress is timed on ``wire_clock`` (see the module's
-    docstring). All three are injectable for tests. Use :meth:`start` for a
-    daemon thread or call :meth:`run` on a thread of your own. ``keep`` (optional) reduces every Node
-    before it is stored or handed on, for a consumer that reads only part of it (the scheduler keeps
-    only what its vendors and node selector read: ``scheduler/trim.py``).
+    """Keeps ``name -> NodeSnapshot`` in step with the cluster and reports every change to ``handler``, from
+    :meth:`start`'s daemon thread or a caller's thread in :meth:`run`. Backoff waits (cut short by
+    :meth:`stop`) and watch durations are on ``clock``, progress on ``wire_clock``; ``rand()`` in [0, 1)
+    draws the jitter. ``keep`` reduces every Node before it is stored or handed on (``scheduler/trim.py``).
     """
 
     def __init__(
@@ -154,7 +127,6 @@ class Reflector:
         wire_clock: Callable[[], float] = SYSTEM.monotonic,
     ) -> None:
         self._cluster = cluster
-        #: What the store keeps of each Node, applied before the handler sees it (default: all of it).
         self._keep = keep
         self._handler = handler
         self._config = config or ReflectorConfig()
@@ -496,17 +468,14 @@ class Reflector:
         )
         with self._lock:
             self._watch = watch
-            asked = self._requested > self._served or self._dropped_silent or self._gap is not None
+            gap = self._gap is not None
         self._watch_was_open = True
         try:
-            if self._stop.is_set() or asked:
+            if gap or self._closing():
                 return True
             for event in watch:
-                if self._stop.is_set():
-                    return True
-                with self._lock:
-                    if self._requested > self._served or self._dropped_silent:
-                        return True  # closed for a fresh list: what it still delivers waits for it
+                if self._closing():
+                    return True  # closed for a fresh list: what it still delivers waits for it
                 self._apply(event)
                 delivered = True
                 self._gone_right_after_list = False
@@ -514,14 +483,12 @@ class Reflector:
             with self._lock:
                 self._watch = None
             watch.close()
+        return delivered or self._closing() or self._clock() - started >= self._config.min_watch_duration
+
+    def _closing(self) -> bool:
+        """The loop stops, or the watch was closed for a list (asked for, or dropped for its silence)."""
         with self._lock:
-            asked = self._requested > self._served or self._dropped_silent
-        return (
-            delivered
-            or asked
-            or self._stop.is_set()
-            or self._clock() - started >= self._config.min_watch_duration
-        )
+            return self._stop.is_set() or self._requested > self._served or self._dropped_silent
 
     def _probe(self) -> bool:
         """A consistent read of one Node before each watch (``limit=1``, ``resourceVersion=""``): it makes
