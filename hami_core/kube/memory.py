@@ -1,9 +1,11 @@
-"""An in-memory cluster that behaves like kube-apiserver for the port's operations (the contract tests
-run both; any difference is a bug here), for fast tests and the simulation. Faults are injected by the
-tests' harness (``tests/harness/admin.py``)."""
+"""An in-memory cluster that behaves like kube-apiserver for the daemons' port and the Node verbs that set
+a cluster up (the contract tests run both; any difference is a bug here), for fast tests, the simulation
+and the benchmarks. The administrator's verbs and the faults are the tests' harness's
+(``tests/harness/admin.py``)."""
 
 from __future__ import annotations
 
+import bisect
 import copy
 import itertools
 import threading
@@ -19,88 +21,26 @@ from hami_core.clock import SYSTEM
 from hami_core.k8snames import is_dns_label
 from hami_core.kube.port import (
     WATCH_READ_SLACK,
-    AdminCluster,
+    Cluster,
     ClusterError,
     Conflict,
     Gone,
     Invalid,
     Lease,
     NodeList,
-    NodeOwners,
     NodeSnapshot,
     NotFound,
     Unavailable,
     WatchEvent,
-    WatchEventType,
 )
 from hami_core.kube.selector import LabelSelector, matches, parse_label_selector
 from hami_core.kube.validation import canonical_resources, validate_lease, validate_metadata, validate_name
-from hami_core.kube.wire import annotations_patch, lease_body, lease_from_json, node_owners, node_snapshot
+from hami_core.kube.wire import annotations_patch, lease_body, lease_from_json, node_snapshot
 from hami_core.protocol.errors import shorten
 
-__all__ = ["DEFAULT_FIELD_MANAGER", "MemoryCluster", "merge_patch"]
+__all__ = ["MemoryCluster", "merge_patch"]
 
 Json = dict[str, Any]
-
-#: The manager the real API server records for a write without ``fieldManager`` from the kubernetes
-#: client (the product of its User-Agent, ``OpenAPI-Generator/<version>/python``).
-DEFAULT_FIELD_MANAGER = "OpenAPI-Generator"
-
-
-def _own_annotations(old: Json | None, new: Json, manager: str) -> None:
-    """``managedFields`` as the API server records a create or merge patch, for labels and annotations: a
-    changed key moves to the writer, an unchanged one keeps its owner, a deleted one leaves every entry;
-    an object created with neither is never tracked."""
-    meta = new["metadata"]
-    new_ann = meta.get("annotations") or {}
-    if old is None:
-        fields: Json = {}
-        for part in ("labels", "annotations"):
-            if meta.get(part):
-                fields[f"f:{part}"] = {".": {}, **{f"f:{key}": {} for key in sorted(meta[part])}}
-        if fields:
-            meta["managedFields"] = [_entry(manager, fields)]
-        return
-    entries: list[Json] = copy.deepcopy(old["metadata"].get("managedFields") or [])
-    if not entries:
-        meta.pop("managedFields", None)
-        return
-    old_ann = old["metadata"].get("annotations") or {}
-    changed = {key for key, value in new_ann.items() if old_ann.get(key) != value}
-    for entry in entries:
-        owned = entry["fieldsV1"].get("f:metadata", {}).get("f:annotations", {})
-        for field in [f for f in owned if f != "."]:
-            key = field[2:]
-            if key not in new_ann or (key in changed and entry["manager"] != manager):
-                del owned[field]
-    if changed:
-        mine = next((e for e in entries if e["manager"] == manager), None)
-        if mine is None:
-            mine = _entry(manager, {})
-            entries.append(mine)
-        owned = mine["fieldsV1"].setdefault("f:metadata", {}).setdefault("f:annotations", {})
-        owned.update({f"f:{key}": {} for key in sorted(changed)})
-    meta["managedFields"] = [e for e in entries if _has_fields(e["fieldsV1"])]
-
-
-def _entry(manager: str, metadata_fields: Json) -> Json:
-    return {
-        "manager": manager,
-        "operation": "Update",
-        "apiVersion": "v1",
-        "fieldsType": "FieldsV1",
-        "fieldsV1": {"f:metadata": metadata_fields},
-    }
-
-
-def _has_fields(fields: Json) -> bool:
-    """Prune an emptied annotations map; True when the entry still owns anything."""
-    metadata = fields.get("f:metadata", {})
-    if metadata.get("f:annotations") == {}:
-        del metadata["f:annotations"]
-    if metadata == {}:
-        fields.pop("f:metadata", None)
-    return bool(fields)
 
 
 def merge_patch(target: object, patch: object) -> Any:
@@ -131,13 +71,20 @@ def _drop_empty_maps(node: Json) -> None:
 
 @attrs.frozen
 class _Change:
-    """One write to a Node, as the watch history keeps it."""
+    """One write to a Node, as the watch history keeps it: the object before and after (``None`` before a
+    create and after a delete)."""
 
     resource_version: int
-    type: WatchEventType
-    #: The object before and after; ``None`` before a create and after a delete.
     old: NodeSnapshot | None
     new: NodeSnapshot | None
+
+
+def _stale(what: str, version: str) -> Conflict:
+    return Conflict(
+        f"{what}: the object has been modified (resourceVersion {version} is stale); please apply your "
+        "changes to the latest version and try again",
+        status=409,
+    )
 
 
 def _parse_rv(value: str) -> int | None:
@@ -146,7 +93,7 @@ def _parse_rv(value: str) -> int | None:
 
 
 class MemoryCluster:
-    """Thread-safe in-memory ``AdminCluster``. ``history``: Node changes a watch can replay (older: ``Gone``);
+    """Thread-safe in-memory ``Cluster``. ``history``: Node changes a watch can replay (older: ``Gone``);
     ``bookmark_interval``: between BOOKMARKs on a quiet watch (``None``: on demand and before the timeout)."""
 
     def __init__(
@@ -211,13 +158,13 @@ class MemoryCluster:
         self._history.append(change)
         self._cond.notify_all()
 
-    def _store_node(self, raw: Json, type_: WatchEventType) -> NodeSnapshot:
+    def _store_node(self, raw: Json) -> NodeSnapshot:
         name = raw["metadata"]["name"]
         old = self._snapshots.get(name)
         snapshot = node_snapshot(raw)
         self._nodes[name] = raw
         self._snapshots[name] = snapshot
-        self._record(_Change(int(snapshot.resource_version), type_, old, snapshot))
+        self._record(_Change(int(snapshot.resource_version), old, snapshot))
         return snapshot
 
     def _existing(self, name: str, verb: str) -> Json:
@@ -335,8 +282,7 @@ class MemoryCluster:
             if name in self._nodes:
                 raise Conflict(f"create node {name!r}: nodes {name!r} already exists", status=409)
             raw["metadata"]["resourceVersion"] = str(self._next_rv())
-            _own_annotations(None, raw, DEFAULT_FIELD_MANAGER)
-            return self._store_node(raw, "ADDED")
+            return self._store_node(raw)
 
     def delete_node(self, name: str) -> None:
         with self._cond:
@@ -345,14 +291,15 @@ class MemoryCluster:
             rv = self._next_rv()
             del self._nodes[name]
             old = self._snapshots.pop(name)
-            self._record(_Change(rv, "DELETED", old, None))
+            self._record(_Change(rv, old, None))
 
     def merge_patch_node(
         self, name: str, patch: Mapping[str, Any], *, field_manager: str | None = None
     ) -> NodeSnapshot:
+        """``field_manager`` would own the changed keys in ``managedFields``, which the harness keeps."""
         with self._cond:
             self._request("patch", "nodes")
-            return self._patch(name, patch, status_only=False, manager=field_manager)
+            return self._patch(name, patch, status_only=False)
 
     def patch_node_annotations(
         self,
@@ -364,11 +311,6 @@ class MemoryCluster:
     ) -> NodeSnapshot:
         patch = annotations_patch(changes, resource_version)
         return self.merge_patch_node(name, patch, field_manager=field_manager)
-
-    def node_annotation_managers(self, name: str) -> NodeOwners:
-        with self._cond:
-            self._request("get", "nodes")
-            return node_owners(self._existing(name, "get"))
 
     def patch_node_status(
         self,
@@ -384,20 +326,14 @@ class MemoryCluster:
             patch = {"status": {"allocatable": changes, "capacity": capacities}}
             return self._patch(name, patch, status_only=True)
 
-    def _patch(
-        self, name: str, patch: Mapping[str, Any], *, status_only: bool, manager: str | None = None
-    ) -> NodeSnapshot:
+    def _patch(self, name: str, patch: Mapping[str, Any], *, status_only: bool) -> NodeSnapshot:
         verb = "patch node status" if status_only else "patch node"
         what = f"{verb} {name!r}"
         current = self._existing(name, verb)
         meta_patch = patch.get("metadata") or {}
         precondition = meta_patch.get("resourceVersion")
         if precondition is not None and precondition != current["metadata"]["resourceVersion"]:
-            raise Conflict(
-                f"{what}: the object has been modified (resourceVersion {precondition} is stale); "
-                "please apply your changes to the latest version and try again",
-                status=409,
-            )
+            raise _stale(what, precondition)
         for field in ("name", "uid"):
             if field in meta_patch and meta_patch[field] != current["metadata"].get(field):
                 raise Invalid(f"{what}: metadata.{field} may not be changed", status=422)
@@ -415,18 +351,13 @@ class MemoryCluster:
             updated["status"] = status
         else:
             updated["status"] = copy.deepcopy(current.get("status", {}))
-            # managedFields are the server's: a patch does not write them (the real server ignores it)
-            if "managedFields" in current["metadata"]:
-                updated["metadata"]["managedFields"] = copy.deepcopy(current["metadata"]["managedFields"])
-            else:
-                updated["metadata"].pop("managedFields", None)
-            _own_annotations(current, updated, manager or DEFAULT_FIELD_MANAGER)
+            updated["metadata"].pop("managedFields", None)  # the server's own: a patch does not write them
         validate_metadata(updated, f"{what}:")
         _drop_empty_maps(updated)
         if updated == current:
             return self._snapshots[name]  # a no-op patch does not write, as etcd's guaranteed update
         updated["metadata"]["resourceVersion"] = str(self._next_rv())
-        return self._store_node(updated, "MODIFIED")
+        return self._store_node(updated)
 
     def get_lease(self, namespace: str, name: str) -> Lease:
         with self._cond:
@@ -452,11 +383,7 @@ class MemoryCluster:
             if not lease.resource_version:
                 raise Invalid(f"{what}: metadata.resourceVersion must be specified for an update", status=422)
             if lease.resource_version != current["metadata"]["resourceVersion"]:
-                raise Conflict(
-                    f"{what}: the object has been modified (resourceVersion {lease.resource_version} is "
-                    "stale); please apply your changes to the latest version and try again",
-                    status=409,
-                )
+                raise _stale(what, lease.resource_version)
             return self._store_lease(lease, "update", current)
 
     def _store_lease(self, lease: Lease, verb: str, current: Json | None) -> Lease:
@@ -474,28 +401,6 @@ class MemoryCluster:
         meta["resourceVersion"] = str(self._next_rv())
         self._leases[(lease.namespace, lease.name)] = body
         return lease_from_json(body)
-
-    def find_leases(self, name: str) -> tuple[Lease, ...]:
-        with self._cond:
-            self._request("list", "leases")
-            return tuple(lease_from_json(raw) for (ns, n), raw in sorted(self._leases.items()) if n == name)
-
-    def delete_lease(self, namespace: str, name: str) -> None:
-        with self._cond:
-            self._request("delete", "leases")
-            if self._leases.pop((namespace, name), None) is None:
-                raise NotFound(f"delete lease {namespace}/{name}: leases {name!r} not found", status=404)
-
-    def proxy_get(
-        self, namespace: str, service: str, path: str, query: Sequence[tuple[str, str]] = ()
-    ) -> bytes:
-        with self._cond:
-            self._request("get", "services/proxy")
-            raise NotFound(
-                f"get {path} of service {namespace}/{service} through the API server's proxy: services "
-                f"{service.partition(':')[0]!r} not found",
-                status=404,
-            )
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         with self._cond:
@@ -576,7 +481,7 @@ class MemoryWatch:
 
     def _translate(self, change: _Change) -> WatchEvent | None:
         """The event this watch sees for ``change`` after its label selector, or ``None``."""
-        was = change.old is not None and change.type != "ADDED" and matches(self._selector, change.old.labels)
+        was = change.old is not None and matches(self._selector, change.old.labels)
         now = change.new is not None and matches(self._selector, change.new.labels)
         rv = str(change.resource_version)
         if now and was:
@@ -660,15 +565,11 @@ class MemoryWatch:
             cluster._cond.wait(0.05 if self._read_timeout is None else min(0.05, self._read_timeout))
 
     def _pending(self, cluster: MemoryCluster) -> Iterator[_Change]:
+        """The changes after the cursor (the history is ordered by resourceVersion)."""
         history = cluster._history
-        if not history or history[-1].resource_version <= self._cursor:
-            return
-        # History is ordered by resourceVersion; skip from the right end, usually a few entries.
-        index = len(history)
-        while index > 0 and history[index - 1].resource_version > self._cursor:
-            index -= 1
-        yield from itertools.islice(history, index, None)
+        start = bisect.bisect_right(history, self._cursor, key=lambda change: change.resource_version)
+        return itertools.islice(history, start, None)
 
 
-if TYPE_CHECKING:  # the type checker proves that MemoryCluster implements the whole port
-    _PORT: type[AdminCluster] = MemoryCluster
+if TYPE_CHECKING:  # the type checker proves that MemoryCluster implements the daemons' port
+    _PORT: type[Cluster] = MemoryCluster

@@ -4,16 +4,18 @@ A test sets a cluster up as its administrator: it creates, deletes and merge-pat
 their status (allocatable and capacity), creates namespaces and reads the Events written. No command of
 hami-core does any of that (its clusters merge-patch a Node only to change its annotations), so on the
 real API server these verbs live here, in ``AdminKubeCluster`` (hami-core's ``KubeCluster`` with the
-same request plumbing and error mapping). hami-core's ``MemoryCluster`` has them itself (the simulation
-and the benchmarks set up their Nodes with them); what only the tests do to it (read its Events back,
-inject faults) is this module's ``MemoryCluster``, its subclass. ``Admin`` is the protocol both meet
-(checked by the type checker below), so ``tests/kube/test_contract.py`` holds the two to one behaviour.
+same request plumbing and error mapping). hami-core's ``MemoryCluster`` has the Node verbs itself (the
+simulation and the benchmarks set up their Nodes with them) but is only a ``Cluster``: what only the
+tests do with it (the ``AdminCluster`` verbs of ``hami cleanup`` and ``hami doctor``, with the
+annotations' field managers they read; reading its Events back; faults) is this module's
+``MemoryCluster``, its subclass. ``Admin`` is the protocol both meet (checked by the type checker below),
+so ``tests/kube/test_contract.py`` holds the two to one behaviour.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -21,10 +23,12 @@ import attrs
 from hami_core.kube import memory
 from hami_core.kube.client import MERGE_PATCH, KubeCluster
 from hami_core.kube.memory import MemoryWatch
-from hami_core.kube.port import AdminCluster, Gone, NodeSnapshot, Unavailable
-from hami_core.kube.wire import node_snapshot
+from hami_core.kube.port import AdminCluster, Gone, Lease, NodeOwners, NodeSnapshot, NotFound, Unavailable
+from hami_core.kube.wire import lease_from_json, node_owners, node_snapshot
 
-__all__ = ["Admin", "AdminKubeCluster", "MemoryCluster"]
+__all__ = ["DEFAULT_FIELD_MANAGER", "Admin", "AdminKubeCluster", "MemoryCluster"]
+
+Json = dict[str, Any]
 
 
 class Admin(AdminCluster, Protocol):
@@ -111,6 +115,65 @@ class AdminKubeCluster(KubeCluster):
         return list(body.get("items") or [])
 
 
+#: The manager the real API server records for a write without ``fieldManager`` from the kubernetes
+#: client (the product of its User-Agent, ``OpenAPI-Generator/<version>/python``).
+DEFAULT_FIELD_MANAGER = "OpenAPI-Generator"
+
+
+def _owned(entries: list[Json], old: Json | None, new: Json, manager: str) -> list[Json]:
+    """The ``managedFields`` the API server records, for labels and annotations, when ``manager`` creates
+    the object ``new`` (``old`` is ``None``) or merge-patches ``old`` (owned as ``entries``) into it: a
+    changed key moves to the writer, an unchanged one keeps its owner, a deleted one leaves every entry;
+    an object created with neither is never tracked."""
+    meta = new["metadata"]
+    new_ann = meta.get("annotations") or {}
+    if old is None:
+        fields: Json = {}
+        for part in ("labels", "annotations"):
+            if meta.get(part):
+                fields[f"f:{part}"] = {".": {}, **{f"f:{key}": {} for key in sorted(meta[part])}}
+        return [_entry(manager, fields)] if fields else []
+    entries = copy.deepcopy(entries)
+    if not entries:
+        return []
+    old_ann = old["metadata"].get("annotations") or {}
+    changed = {key for key, value in new_ann.items() if old_ann.get(key) != value}
+    for entry in entries:
+        owned = entry["fieldsV1"].get("f:metadata", {}).get("f:annotations", {})
+        for field in [f for f in owned if f != "."]:
+            key = field[2:]
+            if key not in new_ann or (key in changed and entry["manager"] != manager):
+                del owned[field]
+    if changed:
+        mine = next((e for e in entries if e["manager"] == manager), None)
+        if mine is None:
+            mine = _entry(manager, {})
+            entries.append(mine)
+        owned = mine["fieldsV1"].setdefault("f:metadata", {}).setdefault("f:annotations", {})
+        owned.update({f"f:{key}": {} for key in sorted(changed)})
+    return [e for e in entries if _has_fields(e["fieldsV1"])]
+
+
+def _entry(manager: str, metadata_fields: Json) -> Json:
+    return {
+        "manager": manager,
+        "operation": "Update",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": metadata_fields},
+    }
+
+
+def _has_fields(fields: Json) -> bool:
+    """Prune an emptied annotations map; True when the entry still owns anything."""
+    metadata = fields.get("f:metadata", {})
+    if metadata.get("f:annotations") == {}:
+        del metadata["f:annotations"]
+    if metadata == {}:
+        fields.pop("f:metadata", None)
+    return bool(fields)
+
+
 @attrs.define
 class _Fault:
     """Next ``count`` calls matching ``verb`` (``None``: any) raise ``Unavailable``."""
@@ -120,12 +183,16 @@ class _Fault:
 
 
 class MemoryCluster(memory.MemoryCluster):
-    """hami-core's in-memory cluster with what only the tests do to it: read its Events back, inject
-    faults (failed requests, dropped, half-open and forced-Gone watches, a store that moves backwards),
-    compact its history, send bookmarks on demand, and read its resourceVersion and open watches."""
+    """hami-core's in-memory cluster with what only the tests do with it: the ``AdminCluster`` verbs (who
+    owns each annotation, find and delete Leases, a service proxy that finds no Service), read its Events
+    back, inject faults (failed requests, dropped, half-open and forced-Gone watches, a store that moves
+    backwards), compact its history, send bookmarks on demand, and read its resourceVersion and open
+    watches."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
+        #: Each Node's ``managedFields``, kept beside the object, which hami-core's cluster keeps without.
+        self._managed: dict[str, list[Json]] = {}
         #: The ``fail_next`` calls still to fail requests.
         self._faults: list[_Fault] = []
         #: How many of the next watches fail with ``Gone`` (``force_gone``).
@@ -139,6 +206,60 @@ class MemoryCluster(memory.MemoryCluster):
                 if fault.count <= 0:
                     self._faults.remove(fault)
                 raise Unavailable(f"{verb} {resource}: injected fault: server unavailable", status=503)
+
+    def create_node(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> NodeSnapshot:
+        with self._cond:
+            node = super().create_node(name, labels=labels, annotations=annotations)
+            self._managed[name] = _owned([], None, self._nodes[name], DEFAULT_FIELD_MANAGER)
+            return node
+
+    def merge_patch_node(
+        self, name: str, patch: Mapping[str, Any], *, field_manager: str | None = None
+    ) -> NodeSnapshot:
+        with self._cond:
+            before = self._nodes.get(name)
+            node = super().merge_patch_node(name, patch, field_manager=field_manager)
+            after = self._nodes[name]
+            if after is not before:  # a patch that changes nothing is no write
+                manager = field_manager or DEFAULT_FIELD_MANAGER
+                self._managed[name] = _owned(self._managed.get(name, []), before, after, manager)
+            return node
+
+    def node_annotation_managers(self, name: str) -> NodeOwners:
+        with self._cond:
+            self._request("get", "nodes")
+            raw = self._existing(name, "get")
+            return node_owners(
+                {**raw, "metadata": {**raw["metadata"], "managedFields": self._managed.get(name)}}
+            )
+
+    def find_leases(self, name: str) -> tuple[Lease, ...]:
+        with self._cond:
+            self._request("list", "leases")
+            return tuple(lease_from_json(raw) for (ns, n), raw in sorted(self._leases.items()) if n == name)
+
+    def delete_lease(self, namespace: str, name: str) -> None:
+        with self._cond:
+            self._request("delete", "leases")
+            if self._leases.pop((namespace, name), None) is None:
+                raise NotFound(f"delete lease {namespace}/{name}: leases {name!r} not found", status=404)
+
+    def proxy_get(
+        self, namespace: str, service: str, path: str, query: Sequence[tuple[str, str]] = ()
+    ) -> bytes:
+        with self._cond:
+            self._request("get", "services/proxy")
+            raise NotFound(
+                f"get {path} of service {namespace}/{service} through the API server's proxy: services "
+                f"{service.partition(':')[0]!r} not found",
+                status=404,
+            )
 
     def watch_nodes(
         self,
@@ -197,6 +318,7 @@ class MemoryCluster(memory.MemoryCluster):
                     f"current {self._rv} (the store moves backwards)"
                 )
             self._nodes.clear()
+            self._managed.clear()
             self._snapshots.clear()
             self._leases.clear()
             self._events.clear()

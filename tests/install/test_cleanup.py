@@ -19,14 +19,13 @@ from typing import Any
 
 import attrs
 import pytest
-from harness.admin import AdminKubeCluster
+from harness.admin import AdminKubeCluster, MemoryCluster
 from harness.apiserver import ApiServer
 from harness.fixtures import unique_node_name
 
 import hami_core.cli.cleanup as cleanup_module
 from hami_core.cli.cleanup import annotation_keys, cleanup
 from hami_core.kube.client import KubeCluster
-from hami_core.kube.memory import MemoryCluster
 from hami_core.kube.port import Lease, NotFound
 from hami_core.plugins import load_drivers
 from hami_core.reporter.daemon import COMPONENT as REPORTER
