@@ -6,10 +6,8 @@
 success starts it from ``base`` again. With ``jitter`` j the delay is drawn uniformly from
 ``[d * (1 - j), d]``, so replicas that failed together do not retry in step.
 
-The scheduler's work queue retries each node with one (no jitter: a node's retries are its own), and the
-node reflector retries its list and watch with one for the single item :data:`ONE` (with jitter: every
-replica's reflector fails together when the API server does). The policy only computes delays; the
-callers wait them out on their ``Clock``.
+The work queue retries each node with one (no jitter), the reflector its list and watch as :data:`ONE`
+(with jitter: every replica's fails together); the callers wait the delays out on their ``Clock``.
 """
 
 from __future__ import annotations

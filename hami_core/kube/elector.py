@@ -288,7 +288,6 @@ class LeaderElector:
                 lease_duration_seconds=duration,
                 acquire_time=now,
                 renew_time=now,
-                lease_transitions=0,
             )
             try:
                 created = self._cluster.create_lease(fresh)

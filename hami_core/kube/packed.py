@@ -1,15 +1,9 @@
-"""A read-only ``Mapping[str, str]`` that keeps its long values zlib-compressed: ``PackedStrings``.
-
-A register annotation value is long (an NVIDIA value with 8 GPUs is about 1.4 KiB of JSON), differs per
-Node, and a store holds one per Node and vendor; compressed it takes a seventh of that (zlib level 1). Every
-reader still sees ``str`` values, byte for byte what was put in (lone surrogates included: the text is
-encoded with ``surrogatepass``); a value is decompressed on each read, so a reader that keeps one keeps
-a copy of its own (the scheduler keeps fingerprints instead).
-
-A value is packed when it is longer than ``PACK_OVER`` characters, by its length alone: two mappings
-holding the same items hold the same representations (zlib is deterministic), so equality compares the
-compressed bytes, and :meth:`PackedStrings.sharing` lets a new mapping hold an older one's very objects
-for the values that did not change (``kube/reflector.py`` does it between watch events).
+"""A read-only ``Mapping[str, str]`` that keeps its long values zlib-compressed: ``PackedStrings``, for the
+store's annotations (docs/architecture.md, "One node event, end to end", step 1). A reader sees ``str``
+values byte for byte as put in (lone surrogates included: ``surrogatepass``), decompressed on each read, so
+one that keeps a value keeps its own copy. A value is packed by its length alone, so two mappings of the
+same items hold the same representations (zlib is deterministic): equality compares the compressed bytes,
+and :meth:`PackedStrings.sharing` lets a new mapping hold an older one's objects for unchanged values.
 """
 
 from __future__ import annotations

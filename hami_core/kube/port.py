@@ -1,10 +1,5 @@
-"""The cluster port: everything hami-core asks of Kubernetes, and nothing more.
-
-``Cluster`` is what the daemons use; ``AdminCluster`` adds what ``hami cleanup`` and ``hami doctor`` do,
-which a daemon's type (and RBAC) keeps it off. ``KubeCluster`` (the official ``kubernetes`` client) and
-``MemoryCluster`` implement both and run the same contract tests; where they differ, the in-memory one
-is wrong. Objects cross the port as small immutable snapshots, never as client model objects.
-"""
+"""The cluster port: everything hami-core asks of Kubernetes, and nothing more (docs/architecture.md, "The
+cluster port"). Objects cross it as small immutable snapshots, never as client model objects."""
 
 from __future__ import annotations
 
@@ -207,10 +202,8 @@ class Cluster(Protocol):
 
 
 class AdminCluster(Cluster, Protocol):
-    """``Cluster`` plus what ``hami cleanup`` and ``hami doctor`` do and no daemon does (their RBAC does
-    not grant it either): read who owns a Node's annotations, find and delete Leases, reach a Service
-    through the API server. What only the tests do (create, delete and merge-patch Nodes, patch their
-    status, create namespaces, list Events) is the test harness's (``tests/harness/admin.py``)."""
+    """``Cluster`` plus what ``hami cleanup`` and ``hami doctor`` do and no daemon does (nor may, by its
+    RBAC); what only the tests do is the harness's (``tests/harness/admin.py``)."""
 
     def node_annotation_managers(self, name: str) -> NodeOwners:
         """One Node with the field manager of each of its annotations, from its ``managedFields``."""

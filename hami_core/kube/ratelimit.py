@@ -17,13 +17,7 @@ __all__ = ["TokenBucket"]
 class TokenBucket:
     """Thread-safe token bucket, waiting on the injected clock."""
 
-    def __init__(
-        self,
-        qps: float,
-        burst: int,
-        *,
-        clock: Clock = SYSTEM,
-    ) -> None:
+    def __init__(self, qps: float, burst: int, *, clock: Clock = SYSTEM) -> None:
         if not qps > 0:
             raise ValueError(f"rate limiter: qps must be > 0, got {qps!r}")
         if burst < 1:
@@ -63,9 +57,3 @@ class TokenBucket:
                 self._tokens -= 1.0
                 return True
             return False
-
-    def available(self) -> float:
-        """Tokens in the bucket now (negative while callers are waiting on reservations)."""
-        with self._lock:
-            self._refill(self._clock())
-            return self._tokens
