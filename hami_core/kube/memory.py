@@ -20,7 +20,6 @@ import attrs
 from hami_core.clock import SYSTEM
 from hami_core.k8snames import is_dns_label
 from hami_core.kube.port import (
-    WATCH_READ_SLACK,
     Cluster,
     ClusterError,
     Conflict,
@@ -143,6 +142,10 @@ class MemoryCluster:
         """Count a request (the harness's faults fail it here); lock held."""
         self._requests[(verb, resource)] += 1
 
+    def _stalled(self, watch: MemoryWatch) -> bool:
+        """Whether a fault held ``watch`` (until it was closed); the harness's hook, lock held."""
+        return False
+
     def _namespace_exists(self, namespace: str, what: str) -> None:
         """The API server's NamespaceLifecycle admission: no object is created in a missing namespace."""
         if namespace not in self._namespaces:
@@ -246,7 +249,6 @@ class MemoryCluster:
                 start=start,
                 selector=selector,
                 deadline=self._clock() + timeout_seconds if timeout_seconds > 0 else None,
-                read_timeout=timeout_seconds + WATCH_READ_SLACK if timeout_seconds > 0 else None,
                 bookmarks=allow_bookmarks,
                 initial=initial,
             )
@@ -430,8 +432,8 @@ class MemoryCluster:
 
 class MemoryWatch:
     """History after ``start``, then live changes. The harness's faults set (lock held, notified):
-    ``error`` (raised at the start or after the initial events), ``silenced`` (nothing more; fails after
-    its read timeout), ``bookmark_due`` (a bookmark now)."""
+    ``error`` (raised at the start or after the initial events), ``bookmark_due`` (a bookmark now); and
+    the cluster's ``_stalled`` may hold it (a half-open connection)."""
 
     def __init__(
         self,
@@ -443,12 +445,9 @@ class MemoryWatch:
         bookmarks: bool = False,
         initial: Sequence[WatchEvent] = (),
         error: ClusterError | None = None,
-        read_timeout: float | None = None,
     ) -> None:
         self.error = error
-        self.silenced = False
         self.bookmark_due = False
-        self._read_timeout = read_timeout
         self._pre_timeout_bookmark = False
         self._cluster = cluster
         self._initial = deque(initial)
@@ -512,8 +511,7 @@ class MemoryWatch:
                 return self._initial.popleft()
             if self.error is not None:
                 raise self.error
-            if self.silenced:
-                self._silent_locked()
+            if cluster._stalled(self):
                 continue
             if self._cursor < cluster._oldest:
                 return None  # fell behind the history window: the server ends a watch it cannot serve
@@ -551,18 +549,6 @@ class MemoryWatch:
             if self._bookmarks and interval is not None:
                 waits.append(self._last_sent + interval - now)
             cluster._cond.wait(max(0.0, min(waits)))
-
-    def _silent_locked(self) -> None:
-        """Deliver nothing; fail as the client's read would after the read timeout; return when closed."""
-        cluster = self._cluster
-        while not self._closed:
-            now = cluster._clock()
-            if self._read_timeout is not None and now - self._last_sent >= self._read_timeout:
-                raise Unavailable(
-                    f"watch nodes: read timed out after {self._read_timeout:g}s of silence "
-                    "(connection half-open, injected)"
-                )
-            cluster._cond.wait(0.05 if self._read_timeout is None else min(0.05, self._read_timeout))
 
     def _pending(self, cluster: MemoryCluster) -> Iterator[_Change]:
         """The changes after the cursor (the history is ordered by resourceVersion)."""

@@ -15,6 +15,7 @@ so ``tests/kube/test_contract.py`` holds the two to one behaviour.
 from __future__ import annotations
 
 import copy
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,7 +24,16 @@ import attrs
 from hami_core.kube import memory
 from hami_core.kube.client import MERGE_PATCH, KubeCluster
 from hami_core.kube.memory import MemoryWatch
-from hami_core.kube.port import AdminCluster, Gone, Lease, NodeOwners, NodeSnapshot, NotFound, Unavailable
+from hami_core.kube.port import (
+    WATCH_READ_SLACK,
+    AdminCluster,
+    Gone,
+    Lease,
+    NodeOwners,
+    NodeSnapshot,
+    NotFound,
+    Unavailable,
+)
 from hami_core.kube.wire import lease_from_json, node_owners, node_snapshot
 
 __all__ = ["DEFAULT_FIELD_MANAGER", "Admin", "AdminKubeCluster", "MemoryCluster"]
@@ -197,6 +207,11 @@ class MemoryCluster(memory.MemoryCluster):
         self._faults: list[_Fault] = []
         #: How many of the next watches fail with ``Gone`` (``force_gone``).
         self._forced_gone = 0
+        #: The watches ``silence_watches`` made half-open, and each watch's read timeout (a client's).
+        self._silenced: weakref.WeakSet[MemoryWatch] = weakref.WeakSet()
+        self._read_timeouts: weakref.WeakKeyDictionary[MemoryWatch, float | None] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def _request(self, verb: str, resource: str) -> None:
         super()._request(verb, resource)
@@ -276,6 +291,7 @@ class MemoryCluster(memory.MemoryCluster):
             allow_bookmarks=allow_bookmarks,
         )
         with self._cond:
+            self._read_timeouts[watch] = timeout_seconds + WATCH_READ_SLACK if timeout_seconds > 0 else None
             if self._forced_gone > 0 and watch.error is None:
                 self._forced_gone -= 1
                 forced = f"watch nodes: too old resource version: {resource_version} (forced)"
@@ -304,9 +320,23 @@ class MemoryCluster(memory.MemoryCluster):
         ``Unavailable`` after ``timeout_seconds`` + ``WATCH_READ_SLACK`` of silence, as a client's read
         timeout does. Watches opened afterwards work."""
         with self._cond:
-            for watch in self._watches:
-                watch.silenced = True
+            self._silenced.update(self._watches)
             self._cond.notify_all()
+
+    def _stalled(self, watch: MemoryWatch) -> bool:
+        """A silenced watch delivers nothing and fails as the client's read would after its read timeout;
+        True once it was closed."""
+        if watch not in self._silenced:
+            return False
+        read_timeout = self._read_timeouts.get(watch)
+        while not watch._closed:
+            if read_timeout is not None and self._clock() - watch._last_sent >= read_timeout:
+                raise Unavailable(
+                    f"watch nodes: read timed out after {read_timeout:g}s of silence "
+                    "(connection half-open, injected)"
+                )
+            self._cond.wait(0.05 if read_timeout is None else min(0.05, read_timeout))
+        return True
 
     def restart_empty(self, start_resource_version: int = 1) -> None:
         """The API server restarted on an empty (or old) etcd: Nodes, Leases, Events and the history are
