@@ -333,27 +333,21 @@ class KubeCluster:
         arguments = {**dict.fromkeys(_parameters(serialize)), "_host_index": 0, **params}
         return self._raw(lambda: serialize(**arguments))
 
-    def _node(self, action: str, data: bytes) -> NodeSnapshot:
-        """A Node body as a snapshot: the kept fields only."""
-        return _parsed(action, node_snapshot, _parse_json(action, data))
-
     def get_node(self, name: str) -> NodeSnapshot:
-        """One Node (the reporter reads its own; the scheduler never GETs a single Node)."""
         action = f"get node {name!r}"
-        return self._node(action, self._call_data(action, self._core.read_node, name))
+        return _parsed(action, node_snapshot, self._call(action, self._core.read_node, name))
 
     def list_nodes(
         self, *, label_selector: str = "", limit: int = 500, continue_token: str | None = None
     ) -> NodeList:
         action = "list nodes"
-        data = self._call_data(
+        body = self._call(
             action,
             self._core.list_node,
             label_selector=label_selector or None,
             limit=limit if limit > 0 else None,
             _continue=continue_token or None,
         )
-        body = _parse_json(action, data)
         items = _items(action, body)
         meta = {} if body.get("metadata") is None else body["metadata"]
         if not isinstance(meta, dict):
@@ -405,7 +399,7 @@ class KubeCluster:
             field_manager=field_manager,
             _content_type=MERGE_PATCH,
         )
-        return self._node(action, self._call_data(action, patch_node))
+        return _parsed(action, node_snapshot, self._call(action, patch_node))
 
     def patch_node_annotations(
         self,
@@ -420,8 +414,7 @@ class KubeCluster:
 
     def node_annotation_managers(self, name: str) -> NodeOwners:
         action = f"get node {name!r}"
-        body = self._call(action, self._core.read_node, name)
-        return _parsed(action, node_owners, body)
+        return _parsed(action, node_owners, self._call(action, self._core.read_node, name))
 
     def get_lease(self, namespace: str, name: str) -> Lease:
         action = f"get lease {namespace}/{name}"
@@ -429,24 +422,16 @@ class KubeCluster:
         return _parsed(action, lease_from_json, body)
 
     def create_lease(self, lease: Lease) -> Lease:
-        action = f"create lease {lease.namespace}/{lease.name}"
-        create = self._unvalidated(
-            self._coordination, "create_namespaced_lease", namespace=lease.namespace, body=lease_body(lease)
-        )
-        body = self._call(action, create)
-        return _parsed(action, lease_from_json, body)
+        return self._write_lease("create", "create_namespaced_lease", lease)
 
     def update_lease(self, lease: Lease) -> Lease:
-        action = f"update lease {lease.namespace}/{lease.name}"
-        replace = self._unvalidated(
-            self._coordination,
-            "replace_namespaced_lease",
-            name=lease.name,
-            namespace=lease.namespace,
-            body=lease_body(lease),
-        )
-        body = self._call(action, replace)
-        return _parsed(action, lease_from_json, body)
+        return self._write_lease("update", "replace_namespaced_lease", lease, name=lease.name)
+
+    def _write_lease(self, verb: str, method: str, lease: Lease, **params: Any) -> Lease:
+        action = f"{verb} lease {lease.namespace}/{lease.name}"
+        body = lease_body(lease)
+        send = self._unvalidated(self._coordination, method, namespace=lease.namespace, body=body, **params)
+        return _parsed(action, lease_from_json, self._call(action, send))
 
     def find_leases(self, name: str) -> tuple[Lease, ...]:
         action = f"list leases named {name!r} in every namespace"

@@ -134,9 +134,8 @@ class LeaderElector:
                     self._leading = False
 
     def _wait_for_next_step(self, stop: ClockEvent) -> None:
-        # When the step is due and how long to wait for it, from the clock read under the lock ``idle``
-        # takes: a fake clock, moved only while the elector is idle, then cannot move in between and
-        # make the wait end after the moment ``idle`` says the step is due (no one would move it there).
+        # When the step is due and the wait, from one reading of the clock under the lock ``idle`` takes
+        # (docs/architecture.md, "Time"): else a fake clock moved meanwhile would strand the wait.
         with self._lock:
             due = self._next_step_at = self._monotonic() + self.config.retry_period
             while not stop.is_set() and (left := due - self._monotonic()) > 0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 import copy
 import itertools
+import math
 import threading
 import uuid
 from collections import Counter, OrderedDict, deque
@@ -116,7 +117,7 @@ class MemoryCluster:
         #: The namespaces a fresh API server has; ``create_namespace`` adds more.
         self._namespaces: set[str] = {"default", "kube-system", "kube-public", "kube-node-lease"}
         self._events: list[Json] = []
-        self._bookmark_interval = bookmark_interval
+        self._bookmark_interval = math.inf if bookmark_interval is None else bookmark_interval
         self._clock = clock
         self._watches: set[MemoryWatch] = set()
         self._requests: Counter[tuple[str, str]] = Counter()
@@ -248,7 +249,7 @@ class MemoryCluster:
                 self,
                 start=start,
                 selector=selector,
-                deadline=self._clock() + timeout_seconds if timeout_seconds > 0 else None,
+                deadline=self._clock() + timeout_seconds if timeout_seconds > 0 else math.inf,
                 bookmarks=allow_bookmarks,
                 initial=initial,
             )
@@ -441,7 +442,7 @@ class MemoryWatch:
         *,
         start: int = 0,
         selector: LabelSelector = (),
-        deadline: float | None = None,
+        deadline: float = math.inf,
         bookmarks: bool = False,
         initial: Sequence[WatchEvent] = (),
         error: ClusterError | None = None,
@@ -522,31 +523,23 @@ class MemoryWatch:
                     self._last_sent = cluster._clock()
                     return event
             now = cluster._clock()
-            if self._deadline is not None and now >= self._deadline:
+            if now >= self._deadline:
                 return None
-            pre_timeout = (
-                self._deadline is not None and now >= self._deadline - 2.0 and not self._pre_timeout_bookmark
-            )
+            pre_timeout = now >= self._deadline - 2.0 and not self._pre_timeout_bookmark
             interval = cluster._bookmark_interval
-            due = (
-                pre_timeout
-                or self.bookmark_due
-                or (interval is not None and now - self._last_sent >= interval)
-            )
+            due = pre_timeout or self.bookmark_due or now - self._last_sent >= interval
             # None for a watch from a resourceVersion the store has not reached (the server sends only
             # those newer than the watch's start).
             if self._bookmarks and self._cursor <= cluster._rv and due:
                 self._pre_timeout_bookmark = self._pre_timeout_bookmark or pre_timeout
                 self.bookmark_due = False
                 self._last_sent = now
-                self._cursor = max(self._cursor, cluster._rv)
+                self._cursor = cluster._rv
                 return WatchEvent(type="BOOKMARK", resource_version=str(self._cursor))
-            waits = [0.5]
-            if self._deadline is not None:
-                waits.append(self._deadline - now)
-                if not self._pre_timeout_bookmark:
-                    waits.append(self._deadline - 2.0 - now)
-            if self._bookmarks and interval is not None:
+            waits = [0.5, self._deadline - now]
+            if not self._pre_timeout_bookmark:
+                waits.append(self._deadline - 2.0 - now)
+            if self._bookmarks:
                 waits.append(self._last_sent + interval - now)
             cluster._cond.wait(max(0.0, min(waits)))
 

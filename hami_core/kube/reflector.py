@@ -353,7 +353,7 @@ class Reflector:
         delay = self._backoff.when(ONE)
         log.debug("node reflector backs off %.2fs: %s", delay, why)
         # The end said and the wait from one reading of the clock, under the lock ``backing_off`` takes
-        # (as the elector's wait between steps): a fake clock moved meanwhile would strand the wait.
+        # (docs/architecture.md, "Time").
         with self._pause_lock:
             resume_at = self._resume_at = self._clock() + delay
             try:
@@ -410,16 +410,15 @@ class Reflector:
                 return
         relisted = self.lists > 0
         self.lists += 1
-        listed = _number(resource_version)
-        if listed is not None and listed < self._highest_rv:
-            self.store_rewinds += 1
-            log.warning(
-                "node list at resourceVersion %s is behind resourceVersion %d seen before: the API "
-                "server's store moved backwards (etcd restored or emptied); the list replaces the cache",
-                resource_version,
-                self._highest_rv,
-            )
-        if listed is not None:
+        if (listed := _number(resource_version)) is not None:
+            if listed < self._highest_rv:
+                self.store_rewinds += 1
+                log.warning(
+                    "node list at resourceVersion %s is behind resourceVersion %d seen before: the API "
+                    "server's store moved backwards (etcd restored or emptied); the list replaces the cache",
+                    resource_version,
+                    self._highest_rv,
+                )
             self._highest_rv = listed
         self._apply_list(items)
         self.resource_version = resource_version

@@ -81,12 +81,6 @@ _INTEGER_RESOURCES = frozenset(
 )
 
 
-def _is_integer_resource(name: str) -> bool:
-    native = "/" not in name or "kubernetes.io/" in name
-    extended = not native and not name.startswith("requests.")
-    return extended or name in _INTEGER_RESOURCES
-
-
 def canonical_resources(value: object, where: str) -> dict[str, str]:
     """Validate a resource list as Node validation does, and store its quantities in canonical form."""
     result: dict[str, str] = {}
@@ -100,6 +94,7 @@ def canonical_resources(value: object, where: str) -> dict[str, str]:
             raise Invalid(f"{where}[{name!r}]: {err}", status=400) from None
         if amount < 0:
             raise Invalid(f"{where}[{name!r}]: {text} must be greater than or equal to 0", status=422)
-        if _is_integer_resource(name) and amount.denominator != 1:
+        extended = "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+        if (extended or name in _INTEGER_RESOURCES) and amount.denominator != 1:
             raise Invalid(f"{where}[{name!r}]: {text} must be an integer", status=422)
     return result
