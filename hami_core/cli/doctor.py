@@ -69,7 +69,7 @@ def parse_timezone(text: str) -> tzinfo:
         return UTC
     if value[:1] in "+-" and len(value) > 1:
         digits = value[1:].replace(":", "")
-        if digits.isdigit() and len(digits) in (2, 4):
+        if digits.isascii() and digits.isdigit() and len(digits) in (2, 4):
             hours, minutes = int(digits[:2]), int(digits[2:] or 0)
             if hours <= 23 and minutes <= 59:
                 sign = -1 if value[0] == "-" else 1

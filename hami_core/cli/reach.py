@@ -32,7 +32,7 @@ def parse_service_ref(text: str) -> tuple[str, str]:
         raise ValueError(f"{text!r} is not NAMESPACE/NAME or NAMESPACE/NAME:PORT")
     if not is_dns_label(namespace):
         raise ValueError(f"{text!r}: {namespace!r} is not a valid namespace name (a lower-case DNS label)")
-    if not is_dns_label(name) or (port and not (port.isdigit() or is_dns_label(port))):
+    if not is_dns_label(name) or (port and not ((port.isascii() and port.isdigit()) or is_dns_label(port))):
         raise ValueError(f"{text!r}: {service!r} is not a Service name with an optional port name or number")
     return namespace, service
 

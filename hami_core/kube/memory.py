@@ -32,6 +32,7 @@ from hami_core.kube.port import (
     NotFound,
     Unavailable,
     WatchEvent,
+    rv_number,
 )
 from hami_core.kube.selector import LabelSelector, matches, parse_label_selector
 from hami_core.kube.validation import canonical_resources, validate_lease, validate_metadata, validate_name
@@ -85,11 +86,6 @@ def _stale(what: str, version: str) -> Conflict:
         "changes to the latest version and try again",
         status=409,
     )
-
-
-def _parse_rv(value: str) -> int | None:
-    """An unsigned resourceVersion, or ``None`` when ``value`` is not one."""
-    return int(value) if value.isascii() and value.isdigit() else None
 
 
 class MemoryCluster:
@@ -192,7 +188,7 @@ class MemoryCluster:
             if continue_token:
                 # The token is opaque to clients: "<resourceVersion>/<last name>" (a name has no "/").
                 version, slash, start = continue_token.partition("/")
-                rv = _parse_rv(version) if slash else None
+                rv = rv_number(version) if slash else None
                 if rv is None:
                     raise Invalid(
                         f"list nodes: continue key is not valid: {shorten(continue_token)}", status=400
@@ -239,7 +235,7 @@ class MemoryCluster:
                     if matches(selector, node.labels)
                 ]
             else:
-                parsed = _parse_rv(resource_version)
+                parsed = rv_number(resource_version)
                 if parsed is None:
                     # The real server fails such a watch inside the stream, with a 500.
                     invalid = f"watch nodes: 500 resourceVersion: Invalid value: {resource_version!r}"

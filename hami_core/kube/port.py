@@ -28,7 +28,14 @@ __all__ = [
     "Untrusted",
     "WatchEvent",
     "WatchStream",
+    "rv_number",
 ]
+
+
+def rv_number(resource_version: str) -> int | None:
+    """A resourceVersion as a number (etcd's revision, as kube-apiserver serves it), else ``None``: then
+    it is only known to differ from another."""
+    return int(resource_version) if resource_version.isascii() and resource_version.isdigit() else None
 
 
 class ClusterError(Exception):

@@ -41,6 +41,7 @@ from hami_core.kube.port import (
     TooLarge,
     WatchEvent,
     WatchStream,
+    rv_number,
 )
 
 __all__ = ["NodeHandler", "Reflector", "ReflectorConfig", "ViewState"]
@@ -410,7 +411,7 @@ class Reflector:
                 return
         relisted = self.lists > 0
         self.lists += 1
-        if (listed := _number(resource_version)) is not None:
+        if (listed := rv_number(resource_version)) is not None:
             if listed < self._highest_rv:
                 self.store_rewinds += 1
                 log.warning(
@@ -498,7 +499,7 @@ class Reflector:
         one seen: the store moved backwards; returns False (the caller lists)."""
         probe = self._cluster.list_nodes(label_selector=self._config.label_selector, limit=1)
         self.probes += 1
-        now, resumes = _number(probe.resource_version), _number(self.resource_version)
+        now, resumes = rv_number(probe.resource_version), rv_number(self.resource_version)
         if now is not None and now < self._highest_rv:
             self._open_gap(f"the store is at resourceVersion {now}, behind {self._highest_rv} seen before")
             return False
@@ -509,7 +510,7 @@ class Reflector:
     def _apply(self, event: WatchEvent) -> None:
         self.resource_version = event.resource_version
         self.last_progress = self._wire()
-        seen = _number(event.resource_version)
+        seen = rv_number(event.resource_version)
         if seen is not None and seen > self._highest_rv:
             self._highest_rv = seen
         node = event.node
@@ -535,12 +536,6 @@ class Reflector:
             call(*args)
         except Exception:
             log.exception("node event handler failed in %s; the reflector carries on", call.__name__)
-
-
-def _number(resource_version: str) -> int | None:
-    """A resourceVersion as a number (etcd's revision, as kube-apiserver serves it), else ``None``: then
-    nothing is compared."""
-    return int(resource_version) if resource_version.isdigit() else None
 
 
 def _relisted(old: NodeSnapshot | None, new: NodeSnapshot) -> NodeSnapshot:

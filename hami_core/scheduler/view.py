@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from hami_core.kube.port import NodeSnapshot
+from hami_core.kube.port import NodeSnapshot, rv_number
 from hami_core.scheduler.trim import shared_short
 
 __all__ = ["NodeView", "PendingWrite", "newer"]
@@ -37,9 +37,8 @@ class PendingWrite:
 def newer(seen: str, than: str) -> bool:
     """resourceVersion ``seen`` is newer than ``than``: numerically, as etcd's revisions are; a version that
     is not a number is only known to differ."""
-    if seen.isdigit() and than.isdigit():
-        return int(seen) > int(than)
-    return seen != than
+    a, b = rv_number(seen), rv_number(than)
+    return a > b if a is not None and b is not None else seen != than
 
 
 def _not_older(seen: NodeSnapshot, reply: NodeSnapshot) -> bool:

@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Callable, Iterable
 
 from hami_core.clock import SYSTEM
-from hami_core.kube.port import NodeSnapshot
+from hami_core.kube.port import NodeSnapshot, rv_number
 from hami_core.scheduler.daemon import Scheduler
 
 __all__ = ["NodeWrites", "SettleTimeout", "wait_settled"]
@@ -20,7 +20,8 @@ class SettleTimeout(AssertionError):
 
 
 def _rv(value: str) -> int:
-    return int(value) if value.isdigit() else -1
+    number = rv_number(value)
+    return -1 if number is None else number
 
 
 class NodeWrites:

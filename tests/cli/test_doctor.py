@@ -228,6 +228,7 @@ def test_a_list_of_nodes_and_standard_input(tmp_path: Path) -> None:
         (YAML_EXPORT, ("gpu-2",), "{path}: holds Node 'gpu-1', not 'gpu-2'"),
         (YAML_EXPORT, ("--vendors", "nosuch"), "unknown vendor driver 'nosuch'"),
         (YAML_EXPORT, ("--timezone", "Mars/Base"), "Invalid value for '--timezone': 'Mars/Base' is not"),
+        (YAML_EXPORT, ("--timezone", "+\u00b2\u00b2"), "'+\u00b2\u00b2' is not a UTC offset like +08:00"),
         (YAML_EXPORT, ("--at", "yesterday"), "Invalid value for '--at': 'yesterday' is not a time"),
         (YAML_EXPORT, ("--handshake-window", "0s"), "Invalid value for '--handshake-window'"),
         (YAML_EXPORT, ("--node-selector", "a=b=c"), "Invalid value for '--node-selector'"),
@@ -479,6 +480,7 @@ def test_live_next_to_a_read_only_scheduler(real_world: World) -> None:  # noqa:
         ("hami-system", "'hami-system' is not NAMESPACE/NAME or NAMESPACE/NAME:PORT"),
         ("Hami_System/svc", "'Hami_System' is not a valid namespace name"),
         ("hami-system/svc:Bad_Port", "'svc:Bad_Port' is not a Service name with an optional port"),
+        ("hami-system/svc:\u00b2", "'svc:\u00b2' is not a Service name with an optional port"),
     ],
 )
 def test_a_bad_scheduler_service_is_one_line_and_exit_2(value: str, complaint: str, tmp_path: Path) -> None:

@@ -13,7 +13,16 @@ from harness.poll import wait_for
 
 from hami_core.clock import FakeClock
 from hami_core.kube.memory import merge_patch
-from hami_core.kube.port import WATCH_READ_SLACK, ClusterError, Gone, Invalid, Unavailable, WatchEvent
+from hami_core.kube.port import (
+    WATCH_READ_SLACK,
+    ClusterError,
+    Gone,
+    Invalid,
+    Unavailable,
+    WatchEvent,
+    rv_number,
+)
+from hami_core.scheduler.view import newer
 
 
 def first(stream: object, count: int) -> list[WatchEvent]:
@@ -245,3 +254,13 @@ def _failure(stream: Any) -> list[BaseException]:
 
 def _until(predicate: Any, timeout: float = 10.0) -> None:
     wait_for("the in-memory cluster's state", predicate, timeout)
+
+
+@pytest.mark.parametrize(
+    ("value", "number"), [("0", 0), ("123", 123), ("", None), ("12a", None), ("\u00b2", None), ("-1", None)]
+)
+def test_a_resource_version_is_a_number_only_in_ascii_digits(value: str, number: int | None) -> None:
+    """etcd's revisions, as kube-apiserver serves them; anything else (a superscript two is a digit to
+    ``str.isdigit`` and not to ``int``) is only known to differ."""
+    assert rv_number(value) == number
+    assert newer("2", "10") is False and newer("\u00b2", "1") is True  # a non-number differs
