@@ -548,37 +548,36 @@ def _at_deadline(case: _Case) -> str:
 
 
 def _next_step(case: _Case) -> NextStep:
-    d = case.decision
-    write = d.write
-    deadline = d.recheck_at.astimezone(case.now.tzinfo) if d.recheck_at is not None else None
-    at_deadline = _at_deadline(case) if deadline is not None else None
-    if write is not None and write.value is not None:
-        return NextStep(
-            write=WriteKind.STAMP,
-            annotation=write.annotation,
-            value=write.value,
-            why=f"stamp {write.annotation} now: {_stamp_why(case)}",
-            deadline=deadline,
-            at_deadline=at_deadline,
-        )
-    if write is not None:
-        if d.reason is Reason.CLEANED_UP:
-            why = (
-                f"delete {write.annotation} now: {case.vendor} is cleaned up: {_dead_why(case)}; its "
-                f"devices leave the cache, and it comes back only when {case.signs()}"
-            )
-        else:
-            why = (
-                f"delete {write.annotation} now: {case.vendor} was cleaned up and the node still shows "
-                f"{shorten(case.obs.handshake or '')}, the value judged then (the delete was not sent, or "
-                "has not landed)"
-            )
-        return NextStep(write=WriteKind.DELETE, annotation=write.annotation, why=why)
+    d, kind = case.decision, write_kind(case.decision)
+    annotation = d.write.annotation if d.write is not None else None
+    if kind is WriteKind.STAMP:
+        why = f"stamp {annotation} now: {_stamp_why(case)}"
+    elif kind is WriteKind.DELETE:
+        why = f"delete {annotation} now: {_delete_why(case)}"
+    else:
+        why = "nothing to write: " + _nothing_why(case)
+    deadline = None
+    if d.recheck_at is not None and kind is not WriteKind.DELETE:
+        deadline = d.recheck_at.astimezone(case.now.tzinfo)
     return NextStep(
-        write=WriteKind.NOTHING,
-        why="nothing to write: " + _nothing_why(case),
+        write=kind,
+        annotation=annotation,
+        value=d.write.value if d.write is not None else None,
+        why=why,
         deadline=deadline,
-        at_deadline=at_deadline,
+        at_deadline=_at_deadline(case) if deadline is not None else None,
+    )
+
+
+def _delete_why(case: _Case) -> str:
+    if case.decision.reason is Reason.CLEANED_UP:
+        return (
+            f"{case.vendor} is cleaned up: {_dead_why(case)}; its devices leave the cache, and it comes back "
+            f"only when {case.signs()}"
+        )
+    return (
+        f"{case.vendor} was cleaned up and the node still shows {shorten(case.obs.handshake or '')}, the "
+        "value judged then (the delete was not sent, or has not landed)"
     )
 
 
@@ -814,17 +813,22 @@ def registered_message(rules: VendorRules, count: int) -> str:
 # --- JSON -------------------------------------------------------------------------------------------------
 
 
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat() if moment is not None else None
+def _plain(value: object) -> object:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return round(value.total_seconds(), 3)
+    return value.value if isinstance(value, enum.Enum) else value
 
 
-def _seconds(delta: timedelta | None) -> float | None:
-    return round(delta.total_seconds(), 3) if delta is not None else None
+def _facts_json(facts: attrs.AttrsInstance, **renamed: str) -> dict[str, object]:
+    """Facts as JSON, field by field in their order (``renamed``: field -> JSON key)."""
+    return {renamed.get(f.name, f.name): _plain(getattr(facts, f.name)) for f in attrs.fields(type(facts))}
 
 
 def vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
     """One vendor's explanation as JSON (``/cache/<node>`` and ``hami doctor --json``)."""
-    e = explanation
+    e, r = explanation, explanation.register
     return {
         "vendor": e.vendor_key,
         "state": e.state.value,
@@ -835,37 +839,17 @@ def vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
         "liveness": e.liveness,
         "source": e.source,
         "register": {
-            "annotation": e.register.annotation,
-            "present": e.register.present,
-            "bytes": e.register.size,
-            "decodes": e.register.decodes,
-            "devices": e.register.devices,
-            "error": e.register.error,
+            "annotation": r.annotation,
+            "present": r.present,
+            "bytes": r.size,
+            "decodes": r.decodes,
+            "devices": r.devices,
+            "error": r.error,
         },
-        "handshake": {
-            "annotation": e.handshake.annotation,
-            "value": e.handshake.value,
-            "kind": e.handshake.kind,
-            "time": _iso(e.handshake.time),
-            "age_seconds": _seconds(e.handshake.age),
-            "standing": e.handshake.standing,
-            "error": e.handshake.error,
-        },
-        "allocatable": {
-            "resource": e.allocatable.resource,
-            "value": e.allocatable.raw,
-            "count": e.allocatable.count,
-            "invalid": e.allocatable.invalid,
-        },
-        "next": {
-            "write": e.next.write.value,
-            "annotation": e.next.annotation,
-            "value": e.next.value,
-            "why": e.next.why,
-            "deadline": _iso(e.next.deadline),
-            "at_deadline": e.next.at_deadline,
-        },
-        "notes": [{"code": n.code, "text": n.text} for n in e.notes],
+        "handshake": _facts_json(e.handshake, age="age_seconds"),
+        "allocatable": _facts_json(e.allocatable, raw="value"),
+        "next": _facts_json(e.next),
+        "notes": [_facts_json(n) for n in e.notes],
     }
 
 
