@@ -46,7 +46,6 @@ from hami_core.protocol.handshake import (
 )
 from hami_core.protocol.marker import fingerprint
 from hami_core.protocol.model import DeviceInfo
-from hami_core.protocol.nodesource import NodeView
 from hami_core.protocol.states import IN_CACHE, VendorState, state_of
 from hami_core.scheduler.observe import Observed, observe
 from hami_core.scheduler.selector import NodeSelector
@@ -241,14 +240,6 @@ def _stamp_layout(value: str) -> str | None:
 MemorySource = Mapping[str, VendorMemory] | Callable[[str], VendorMemory] | None
 
 
-def _memory_of(source: MemorySource, vendor_key: str) -> VendorMemory:
-    if source is None:
-        return _NOTHING_KNOWN
-    if callable(source):
-        return source(vendor_key)
-    return source.get(vendor_key, _NOTHING_KNOWN)
-
-
 def explain_node(
     name: str,
     node: NodeSnapshot | None,
@@ -273,10 +264,12 @@ def explain_node(
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError(f"explain_node: now must be an aware datetime in the scheduler's zone, got {now!r}")
     selected = node is not None and selector.matches(node.labels)
+    recall = memory if callable(memory) else lambda key: (memory or {}).get(key, _NOTHING_KNOWN)
+    case = functools.partial(_Case, now=now, window=window, selector=selector, remembered=memory is not None)
     explained = []
     for declared in vendors:
         seen = observe(name, node, declared, selected=selected)
-        known = _memory_of(memory, declared.vendor_key)
+        known = recall(declared.vendor_key)
         decision = evaluate(
             seen.observation,
             known,
@@ -287,8 +280,7 @@ def explain_node(
             wall_step_at=wall_step_at,
             view=seen.view,
         )
-        case = _Case(seen=seen, memory=known, decision=decision, now=now, window=window, selector=selector)
-        explained.append(_explain_vendor(case, remembered=memory is not None))
+        explained.append(_explain_vendor(case(seen, known, decision)))
     return NodeExplanation(
         node=name,
         present=node is not None,
@@ -303,16 +295,18 @@ def explain_node(
     )
 
 
-@attrs.frozen(kw_only=True, slots=False)
+@attrs.frozen(slots=False)
 class _Case:
     """Everything one vendor's explanation is made of: the scheduler's observation and its own decision."""
 
     seen: Observed
     memory: VendorMemory
     decision: Decision
-    now: datetime
-    window: timedelta
-    selector: NodeSelector
+    now: datetime = attrs.field(kw_only=True)
+    window: timedelta = attrs.field(kw_only=True)
+    selector: NodeSelector = attrs.field(kw_only=True)
+    #: Judged with the scheduler's memory (False: with none, as ``hami doctor``).
+    remembered: bool = attrs.field(kw_only=True)
 
     @functools.cached_property
     def handshake(self) -> Handshake:
@@ -324,18 +318,8 @@ class _Case:
         return stamp_standing(self.handshake, now=self.now, window=self.window)
 
     @functools.cached_property
-    def register(self) -> RegisterFacts:
-        return _register_facts(self)
-
-    @functools.cached_property
-    def allocatable(self) -> AllocatableFacts:
-        seen = self.seen
-        return AllocatableFacts(
-            resource=self.res,
-            raw=seen.allocatable_raw,
-            count=self.obs.allocatable,
-            invalid=seen.allocatable_invalid,
-        )
+    def state(self) -> VendorState:
+        return state_of(self.decision.reason)
 
     @property
     def obs(self) -> Observation:
@@ -344,11 +328,6 @@ class _Case:
     @property
     def rules(self) -> VendorRules:
         return self.seen.rules
-
-    @property
-    def view(self) -> NodeView | None:
-        """What the vendor's node source is shown (``None`` on the register annotation's path)."""
-        return self.seen.view
 
     @property
     def vendor(self) -> str:
@@ -373,15 +352,14 @@ class _Case:
         return f"{report}allocatable {self.res} is above 0, or the register value changes"
 
 
-def _explain_vendor(case: _Case, *, remembered: bool) -> VendorExplanation:
-    rules, decision, handshake = case.rules, case.decision, case.handshake
-    state = state_of(decision.reason)
+def _explain_vendor(case: _Case) -> VendorExplanation:
+    rules, seen, handshake = case.rules, case.seen, case.handshake
     return VendorExplanation(
         vendor_key=rules.vendor_key,
-        state=state,
-        summary=_summary(case, state, remembered=remembered),
-        error=decision.error,
-        register=case.register,
+        state=case.state,
+        summary=_summary(case),
+        error=case.decision.error,
+        register=_register_facts(case),
         handshake=HandshakeFacts(
             annotation=rules.handshake_annotation,
             value=case.obs.handshake if rules.handshake_annotation else None,
@@ -391,12 +369,17 @@ def _explain_vendor(case: _Case, *, remembered: bool) -> VendorExplanation:
             standing=case.standing.value,
             error=handshake.error,
         ),
-        allocatable=case.allocatable,
+        allocatable=AllocatableFacts(
+            resource=case.res,
+            raw=seen.allocatable_raw,
+            count=case.obs.allocatable,
+            invalid=seen.allocatable_invalid,
+        ),
         liveness=rules.liveness.name,
-        source=case.seen.source,
+        source=seen.source,
         next=_next_step(case),
-        notes=_notes(case, state, remembered=remembered),
-        decision=decision,
+        notes=_notes(case),
+        decision=case.decision,
     )
 
 
@@ -405,39 +388,42 @@ def _register_facts(case: _Case) -> RegisterFacts:
     annotation, value = case.rules.register_annotation, case.obs.register
     if value is None:
         return RegisterFacts(annotation=annotation, present=False)
-    size = len(value.encode("utf-8", "surrogatepass"))
     seen = fingerprint(value)
     for known in (case.decision.memory, case.memory):
         if known.register == seen:
-            return RegisterFacts(
-                annotation=annotation, present=True, size=size, devices=len(known.devices or ())
-            )
+            decoded: tuple[DeviceInfo, ...] | str = known.devices or ()
+            break
         if known.degraded_value == seen and known.degraded is not None:
-            return RegisterFacts(annotation=annotation, present=True, size=size, error=known.degraded)
-    # Not applied by the decision (not judged, or judged dead): read it as the scheduler would on readmission.
-    decoded = _read(case, value)
-    if isinstance(decoded, str):
-        return RegisterFacts(annotation=annotation, present=True, size=size, error=decoded)
-    return RegisterFacts(annotation=annotation, present=True, size=size, devices=len(decoded))
+            decoded = known.degraded
+            break
+    else:  # not applied by the decision (not judged, or dead): read as the scheduler would on readmission
+        decoded = _read(case, value)
+    error = decoded if isinstance(decoded, str) else None
+    return RegisterFacts(
+        annotation=annotation,
+        present=True,
+        size=len(value.encode("utf-8", "surrogatepass")),
+        devices=len(decoded) if error is None else None,
+        error=error,
+    )
 
 
 def _read(case: _Case, value: str) -> tuple[DeviceInfo, ...] | str:
     """The register ``value`` (or the node source) read as the scheduler reads it: devices, or the error."""
+    view = case.seen.view
     return (
-        read_node(case.view, case.rules)
-        if case.view is not None
-        else read_register(value, case.rules, case.obs.node)
+        read_node(view, case.rules) if view is not None else read_register(value, case.rules, case.obs.node)
     )
 
 
-def _summary(case: _Case, state: VendorState, *, remembered: bool) -> str:
-    d = case.decision
+def _summary(case: _Case) -> str:
+    d, state = case.decision, case.state
     vendor = case.vendor
     if state is VendorState.REGISTERED:
         count = len(d.memory.devices or ())
         what = (
             {Reason.REGISTERED: "registers now", Reason.UPDATED: "takes the new register value"}.get(d.reason)
-            if remembered
+            if case.remembered
             else None
         )
         return f"registered with {_devices(count)}" + (f" (the scheduler {what})" if what else "")
@@ -465,7 +451,7 @@ def _summary(case: _Case, state: VendorState, *, remembered: bool) -> str:
         if d.reason is Reason.UNREGISTERED_ABSENT:
             return "unregistered: its register annotation is gone"
         if case.obs.handshake is not None and case.rules.handshake_annotation:
-            return f"not on this node: a {case.hs} annotation, but no {case.register.annotation}"
+            return f"not on this node: a {case.hs} annotation, but no {case.rules.register_annotation}"
         return "not on this node"
     if state is VendorState.NOT_SELECTED:
         return f"the node is outside the node selector {case.selector}: the scheduler keeps nothing of it"
@@ -601,24 +587,24 @@ def _nothing_why(case: _Case) -> str:
             f"is written; it comes back when {case.signs()}"
         )
     if d.verdict is Verdict.UNSTAMPED:
-        return f"the node carries neither {case.register.annotation} nor {case.hs}"
+        return f"the node carries neither {case.rules.register_annotation} nor {case.hs}"
     why = _alive_why(case)
     if d.verdict is Verdict.KEPT_BY_ALLOCATABLE:
         why += f"; it is cleaned up once allocatable {case.res} drops to 0"
     elif d.verdict is Verdict.FRESH and d.recheck_at is None and case.obs.allocatable > 0:
         why += f"; when it expires, allocatable {case.res} ({case.obs.allocatable}) keeps {vendor}"
     if d.reason is Reason.NO_VENDOR:
-        why += f"; the node carries no {case.register.annotation}, so there is nothing to register"
+        why += f"; the node carries no {case.rules.register_annotation}, so there is nothing to register"
     return why
 
 
-def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, ...]:
+def _notes(case: _Case) -> tuple[Note, ...]:
     notes: list[Note] = []
     h = case.handshake
     value = shorten(h.value or "")
     vendor = case.vendor
-    if case.allocatable.invalid:
-        raw = shorten(case.allocatable.raw or "")
+    if case.seen.allocatable_invalid:
+        raw = shorten(case.seen.allocatable_raw or "")
         notes.append(
             Note("allocatable-invalid", f"allocatable {case.res}={raw} is not a quantity: it counts as 0")
         )
@@ -626,8 +612,9 @@ def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, 
         return tuple(notes)
     is_stamp = h.kind in (HandshakeKind.STAMP, HandshakeKind.BAD_STAMP)
     if is_stamp and case.obs.register is None and not case.decision.memory.registered:
+        register = case.rules.register_annotation
         text = (
-            f"{case.hs} holds a scheduler stamp ({value}), but the node has no {case.register.annotation}: "
+            f"{case.hs} holds a scheduler stamp ({value}), but the node has no {register}: "
             "HAMi's scheduler stamps every node for every vendor, CPU-only ones included. The stamp says "
             f"nothing about {vendor} here; without its register annotation nothing is registered"
         )
@@ -660,7 +647,7 @@ def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, 
         notes.append(Note("hami-deleted-mark", text))
     memory = case.memory
     if (
-        remembered
+        case.remembered
         and memory.awaiting_sign_of_life
         and h.kind is HandshakeKind.STAMP
         and fingerprint(h.value) != memory.handshake_at_cleanup
@@ -673,15 +660,16 @@ def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, 
             f"stamp is not a sign of life: hami-core keeps {vendor} out until {case.signs()}"
         )
         notes.append(Note("hami-flapping", text))
-    if not remembered:
-        notes.extend(_without_memory(case, state))
+    if not case.remembered:
+        notes.extend(_without_memory(case))
     return tuple(notes)
 
 
-def _without_memory(case: _Case, state: VendorState) -> list[Note]:
+def _without_memory(case: _Case) -> list[Note]:
     """What a scheduler with a past on this node would do differently: one that has the vendor registered,
     or one that cleaned it up when the node looked as it does now and waits for a sign of life."""
     obs = case.obs
+    state = case.state
     if state in (VendorState.NOT_SELECTED, VendorState.NODE_DELETED) or vendor_absent(obs, _NOTHING_KNOWN):
         return []
     pasts: list[tuple[str, VendorMemory]] = []
@@ -704,7 +692,7 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
     actual = (state in IN_CACHE, write_kind(case.decision))
     others = []
     for who, memory in pasts:
-        then = evaluate(obs, memory, now=case.now, rules=case.rules, window=case.window, view=case.view)
+        then = evaluate(obs, memory, now=case.now, rules=case.rules, window=case.window, view=case.seen.view)
         if (state_of(then.reason) in IN_CACHE, write_kind(then)) != actual:
             others.append(f"a scheduler that {who} would {_would(case, then)}")
     if not others:
