@@ -1,14 +1,8 @@
-"""Why each vendor on a Node is in the state it is in, and what the scheduler does next, in plain words.
+"""Why each vendor on a Node is in the state it is in, and what the scheduler does next, in plain words
+(docs/observability.md, "Explaining a Node": what each field and note says). No I/O, no clock.
 
-``explain_node`` reads one Node snapshot the way the scheduler does (``scheduler/observe.py``) and runs the
-scheduler's own decision core on it (``protocol/evaluate.evaluate``: the driver's codec and liveness rule,
-then ``decide``), with what the scheduler remembers of each vendor, or with nothing remembered (``hami
-doctor``, which has no memory of earlier evaluations). Everything shown comes from that one decision and
-from the Node's own values, so the explanation and the scheduler cannot disagree. Nothing here does I/O or
-reads a clock: ``now`` is given.
-
-The states are ``protocol/states.py``'s (one vocabulary for ``/cache``, the doctor, metrics, Events and
-logs); this module words them, and every duration in its prose is ``durations.span``'s.
+The states are ``protocol/states.py``'s; this module words them for ``/cache``, the doctor, Events and
+logs, and every duration in its prose is ``durations.span``'s.
 """
 
 from __future__ import annotations
@@ -108,13 +102,13 @@ class HandshakeFacts:
     #: ``None`` for a vendor without a handshake annotation.
     annotation: str | None
     value: str | None
-    #: ``stamp``, ``report``, ``bad-stamp`` or ``absent`` (also for a vendor without a handshake).
+    #: A ``HandshakeKind`` value (``absent`` also for a vendor without a handshake).
     kind: str
     #: A stamp's time, in the scheduler's zone; only for ``stamp``.
     time: datetime | None = None
     #: ``now`` minus the stamp's time (negative: in the future); only for ``stamp``.
     age: timedelta | None = None
-    #: ``fresh``, ``expired`` or ``missing`` (no usable stamp: absent, not a stamp, unparseable, far ahead).
+    #: A ``StampStanding`` value.
     standing: str = StampStanding.MISSING.value
     #: Why a ``bad-stamp`` is unreadable.
     error: str | None = None
@@ -144,8 +138,7 @@ class NextStep:
     value: str | None = None
     #: Why, in plain words.
     why: str
-    #: When the scheduler judges the vendor again because a stamp expires then, in the scheduler's zone
-    #: (``None``: no such moment).
+    #: When a stamp expires and the decision changes by itself, in the scheduler's zone (``None``: never).
     deadline: datetime | None = None
     #: What happens at ``deadline`` unless something changes before.
     at_deadline: str | None = None
@@ -155,8 +148,7 @@ class NextStep:
 class Note:
     """Something an operator should know: where HAMi reads the node differently, or a caveat."""
 
-    #: A short stable code (``hami-stamp-without-vendor``, ``hami-cannot-parse``, ``hami-far-future``,
-    #: ``hami-flapping``, ``hami-deleted-mark``, ``no-memory``, ``allocatable-invalid``).
+    #: A short stable code (their table: docs/observability.md, "Explaining a Node").
     code: str
     text: str
 
@@ -174,8 +166,7 @@ class VendorExplanation:
     allocatable: AllocatableFacts
     #: The name of the vendor's liveness rule.
     liveness: str
-    #: Where the devices come from on this Node: ``"annotation"`` (the register annotation) or ``"node"``
-    #: (the driver's function of the Node's capacity, allocatable, annotations and labels).
+    #: ``Observed.source``: ``"annotation"`` or ``"node"``.
     source: str
     next: NextStep
     notes: tuple[Note, ...]
@@ -416,26 +407,23 @@ def _read(case: _Case, value: str) -> tuple[DeviceInfo, ...] | str:
     )
 
 
+_REGISTERS = {Reason.REGISTERED: "registers now", Reason.UPDATED: "takes the new register value"}
+
+
 def _summary(case: _Case) -> str:
     d, state = case.decision, case.state
     vendor = case.vendor
     if state is VendorState.REGISTERED:
-        count = len(d.memory.devices or ())
-        what = (
-            {Reason.REGISTERED: "registers now", Reason.UPDATED: "takes the new register value"}.get(d.reason)
-            if case.remembered
-            else None
+        what = _REGISTERS.get(d.reason) if case.remembered else None
+        return f"registered with {_devices(len(d.memory.devices or ()))}" + (
+            f" (the scheduler {what})" if what else ""
         )
-        return f"registered with {_devices(count)}" + (f" (the scheduler {what})" if what else "")
     if state is VendorState.DEGRADED:
-        kept = len(d.memory.devices or ())
         if d.verdict is Verdict.RULE_FAILED:
             return "degraded: the driver's liveness rule failed, so nothing is judged (see error)"
-        keep = (
-            f"the cache keeps the last good list ({_devices(kept)})"
-            if d.memory.registered
-            else "nothing to schedule on"
-        )
+        keep = "nothing to schedule on"
+        if d.memory.registered:
+            keep = f"the cache keeps the last good list ({_devices(len(d.memory.devices or ()))})"
         if case.rules.register_annotation is None:
             return f"degraded: the driver's function of the Node gives no devices (see devices); {keep}"
         return f"degraded: the register value does not decode (see register); {keep}"
@@ -469,10 +457,8 @@ def _dead_why(case: _Case) -> str:
         )
     if rule in ("handshake", "allocatable") and case.standing is StampStanding.EXPIRED and age is not None:
         return f"its stamp expired {span(age - case.window)} ago and allocatable {case.res} is 0"
-    stamp = {StampStanding.FRESH: "fresh", StampStanding.EXPIRED: "expired"}.get(case.standing, "missing")
-    return (
-        f"the liveness rule '{rule}' says dead (stamp {stamp}, allocatable {case.res} {case.obs.allocatable})"
-    )
+    stamp, count = case.standing.value, case.obs.allocatable
+    return f"the liveness rule '{rule}' says dead (stamp {stamp}, allocatable {case.res} {count})"
 
 
 def _stamp_why(case: _Case) -> str:
