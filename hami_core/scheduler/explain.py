@@ -12,7 +12,7 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -25,9 +25,9 @@ from hami_core.protocol.decide import (
     VendorMemory,
     VendorRules,
     Verdict,
+    sign_of_life,
     vendor_absent,
 )
-from hami_core.protocol.decide import sign_of_life as decide_sign_of_life
 from hami_core.protocol.errors import shorten
 from hami_core.protocol.evaluate import evaluate, read_node, read_register
 from hami_core.protocol.handshake import (
@@ -45,6 +45,9 @@ from hami_core.scheduler.observe import Observed, observe
 from hami_core.scheduler.selector import NodeSelector
 
 __all__ = [
+    "CLEANED_UP",
+    "READMITTED",
+    "REGISTERED",
     "AllocatableFacts",
     "HandshakeFacts",
     "NextStep",
@@ -54,14 +57,9 @@ __all__ = [
     "VendorExplanation",
     "VendorState",
     "WriteKind",
-    "cleanup_message",
     "explain_node",
     "explanation_json",
-    "readmitted_message",
-    "registered_message",
-    "sign_of_life",
-    "vendor_json",
-    "write_kind",
+    "registration_event",
 ]
 
 _NOTHING_KNOWN = VendorMemory()
@@ -464,7 +462,7 @@ def _dead_why(case: _Case) -> str:
 def _stamp_why(case: _Case) -> str:
     """Why a stamp is written now."""
     if case.memory.awaiting_sign_of_life:
-        sign = sign_of_life(case.obs, case.memory, case.rules, now=case.now)
+        sign = _sign_of_life(case.obs, case.memory, case.rules, now=case.now)
         return (
             f"{sign} is a sign of life after the cleanup: {case.vendor} is readmitted "
             "and a fresh window starts"
@@ -520,7 +518,7 @@ def _at_deadline(case: _Case) -> str:
 
 
 def _next_step(case: _Case) -> NextStep:
-    d, kind = case.decision, write_kind(case.decision)
+    d, kind = case.decision, _write_kind(case.decision)
     annotation = d.write.annotation if d.write is not None else None
     if kind is WriteKind.STAMP:
         why = f"stamp {annotation} now: {_stamp_why(case)}"
@@ -675,11 +673,11 @@ def _without_memory(case: _Case) -> list[Note]:
             ),
         )
     )
-    actual = (state in IN_CACHE, write_kind(case.decision))
+    actual = (state in IN_CACHE, _write_kind(case.decision))
     others = []
     for who, memory in pasts:
         then = evaluate(obs, memory, now=case.now, rules=case.rules, window=case.window, view=case.seen.view)
-        if (state_of(then.reason) in IN_CACHE, write_kind(then)) != actual:
+        if (state_of(then.reason) in IN_CACHE, _write_kind(then)) != actual:
             others.append(f"a scheduler that {who} would {_would(case, then)}")
     if not others:
         return []
@@ -691,7 +689,7 @@ def _without_memory(case: _Case) -> list[Note]:
     return [Note("no-memory", text)]
 
 
-def write_kind(decision: Decision) -> WriteKind:
+def _write_kind(decision: Decision) -> WriteKind:
     """The kind of handshake write a decision makes."""
     if decision.write is None:
         return WriteKind.NOTHING
@@ -700,7 +698,7 @@ def write_kind(decision: Decision) -> WriteKind:
 
 def _would(case: _Case, then: Decision) -> str:
     """What another decision does, as the end of "a scheduler that ... would ..."."""
-    kind = write_kind(then)
+    kind = _write_kind(then)
     if kind is WriteKind.DELETE:
         return f"clean it up now (delete {case.hs})"
     state = state_of(then.reason)
@@ -719,21 +717,21 @@ def _would(case: _Case, then: Decision) -> str:
 # --- the Events' words ---------------------------------------------------------------------------------
 
 
-def sign_of_life(obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime) -> str:
+def _sign_of_life(obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime) -> str:
     """Which sign of life readmitted a vendor (spec 4.2), as the decision core found it."""
     reported = (
         rules.handshake_annotation is not None
         and classify(obs.handshake, tz=now.tzinfo or UTC).kind is HandshakeKind.REPORT
     )
-    sign = decide_sign_of_life(obs, memory, reported=reported)
+    sign = sign_of_life(obs, memory, reported=reported)
     if sign == "allocatable":
         return f"allocatable {rules.count_resource} is {obs.allocatable}"
     if sign == "report":
         return f"the plugin's report {shorten(obs.handshake or '')}"
-    return f"a new value of {source_words(rules)}"
+    return f"a new value of {_source_words(rules)}"
 
 
-def source_words(rules: VendorRules) -> str:
+def _source_words(rules: VendorRules) -> str:
     """Where a vendor's devices come from, for messages: its register annotation, or the Node's inputs."""
     if rules.register_annotation is not None:
         return rules.register_annotation
@@ -757,31 +755,45 @@ def _handshake_words(obs: Observation, rules: VendorRules, *, now: datetime, win
     return f"the handshake is {shorten(obs.handshake or '')}, not a stamp"
 
 
-def cleanup_message(
-    obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime, window: timedelta
-) -> str:
-    """The Warning Event (and log line) of a cleanup: the rule, the stamp, the count, what follows."""
-    count = len(memory.devices or ())
-    allocatable = f"allocatable {rules.count_resource} is {obs.allocatable}"
-    if obs.allocatable == 0 and memory.allocatable_seen:
-        allocatable += " (it was above 0)"
-    stamp = _handshake_words(obs, rules, now=now, window=window)
-    return (
-        f"{rules.vendor_key} cleaned up by the {rules.liveness.name!r} liveness rule: {stamp}, "
-        f"{allocatable}; its {_devices(count)} left the device cache until a sign of life (a plugin "
-        f"report, {rules.count_resource} above 0, or a new register value)"
-    )
+#: The Event reasons of a vendor's registration changing on a node this replica already knew: a Warning when
+#: it is cleaned up, Normal when it registers, or comes back after a sign of life.
+CLEANED_UP = "HamiVendorCleanedUp"
+REGISTERED = "HamiVendorRegistered"
+READMITTED = "HamiVendorReadmitted"
 
 
-def readmitted_message(
-    obs: Observation, memory: VendorMemory, rules: VendorRules, count: int, *, now: datetime
-) -> str:
-    sign = sign_of_life(obs, memory, rules, now=now)
-    return f"{rules.vendor_key} is back after a sign of life ({sign}): {_devices(count)} registered"
-
-
-def registered_message(rules: VendorRules, count: int) -> str:
-    return f"{rules.vendor_key} registered {_devices(count)} from {source_words(rules)}"
+def registration_event(
+    obs: Observation,
+    memory: VendorMemory,
+    decision: Decision,
+    rules: VendorRules,
+    *,
+    now: datetime,
+    window: timedelta,
+    seen_before: bool,
+) -> tuple[Literal["Normal", "Warning"], str, str] | None:
+    """The Event a decision is worth, as (type, reason, message), or ``None``. A registration found on the
+    first sight of a Node object is how the node was, not news: only a change this replica saw happen is
+    worth an Event (a scheduler that starts posts none for the nodes it finds registered)."""
+    vendor = rules.vendor_key
+    if decision.reason is Reason.CLEANED_UP:  # the rule, the stamp, the count, what follows
+        allocatable = f"allocatable {rules.count_resource} is {obs.allocatable}"
+        if obs.allocatable == 0 and memory.allocatable_seen:
+            allocatable += " (it was above 0)"
+        stamp = _handshake_words(obs, rules, now=now, window=window)
+        message = (
+            f"{vendor} cleaned up by the {rules.liveness.name!r} liveness rule: {stamp}, {allocatable}; "
+            f"its {_devices(len(memory.devices or ()))} left the device cache until a sign of life (a "
+            f"plugin report, {rules.count_resource} above 0, or a new register value)"
+        )
+        return "Warning", CLEANED_UP, message
+    count = _devices(len(decision.devices or ()))
+    if decision.reason is Reason.REGISTERED and memory.awaiting_sign_of_life:
+        sign = _sign_of_life(obs, memory, rules, now=now)
+        return "Normal", READMITTED, f"{vendor} is back after a sign of life ({sign}): {count} registered"
+    if decision.reason is Reason.REGISTERED and seen_before:
+        return "Normal", REGISTERED, f"{vendor} registered {count} from {_source_words(rules)}"
+    return None
 
 
 # --- JSON -------------------------------------------------------------------------------------------------
@@ -800,7 +812,7 @@ def _facts_json(facts: attrs.AttrsInstance, **renamed: str) -> dict[str, object]
     return {renamed.get(f.name, f.name): _plain(getattr(facts, f.name)) for f in attrs.fields(type(facts))}
 
 
-def vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
+def _vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
     """One vendor's explanation as JSON (``/cache/<node>`` and ``hami doctor --json``)."""
     e, r = explanation, explanation.register
     return {
@@ -840,5 +852,5 @@ def explanation_json(explanation: NodeExplanation) -> dict[str, Any]:
         "judged_at": e.now.isoformat(),
         "window_seconds": e.window.total_seconds(),
         "remembered": e.remembered,
-        "vendors": {v.vendor_key: vendor_json(v) for v in e.vendors},
+        "vendors": {v.vendor_key: _vendor_json(v) for v in e.vendors},
     }

@@ -25,7 +25,6 @@ from hami_core.kube.port import NodeSnapshot
 from hami_core.protocol.decide import (
     CacheChange,
     Decision,
-    Observation,
     Reason,
     VendorMemory,
     VendorRules,
@@ -40,12 +39,12 @@ from hami_core.protocol.nodesource import FromNode
 from hami_core.protocol.pairscores import decode_pair_scores, scores_for
 from hami_core.protocol.states import KEPT_STATES, VendorState, state_of
 from hami_core.scheduler.cache import DeviceCache, VendorEntry
-from hami_core.scheduler.explain import cleanup_message, readmitted_message, registered_message
+from hami_core.scheduler.explain import CLEANED_UP, READMITTED, REGISTERED, registration_event
 from hami_core.scheduler.metrics import SchedulerMetrics
 from hami_core.scheduler.observe import observe, source_key
 from hami_core.scheduler.selector import NodeSelector
 
-__all__ = ["EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent"]
+__all__ = ["CLEANED_UP", "EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent"]
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +58,6 @@ INVALID_REGISTER = "HamiRegisterAnnotationInvalid"
 LIVENESS_RULE_FAILED = "HamiLivenessRuleFailed"
 #: Event reason of a pair-score value that does not decode: the devices stay, without scores (spec 1b).
 PAIR_SCORES_INVALID = "HamiPairScoresInvalid"
-#: Event reasons of a vendor's registration changing on a node this replica already knew: a Warning when
-#: it is cleaned up, Normal when it registers, or comes back after a sign of life.
-CLEANED_UP = "HamiVendorCleanedUp"
-REGISTERED = "HamiVendorRegistered"
-READMITTED = "HamiVendorReadmitted"
 EVENT_REASONS = (
     INVALID_REGISTER,
     LIVENESS_RULE_FAILED,
@@ -275,7 +269,9 @@ class Registrar:
                 self.metrics.cleanups_withheld.labels(vendor=vendor).inc()
             elif decision.clock_stepped:
                 self.metrics.clock_step_restamps.labels(vendor=vendor).inc()
-            event = self._event(observed, memory, decision, rules, now=now, seen_before=seen_before)
+            event = registration_event(
+                observed, memory, decision, rules, now=now, window=self._window, seen_before=seen_before
+            )
             if event is not None:
                 events.append(about(type=event[0], reason=event[1], message=event[2]))
             error = decision.error if decision.error_is_new else None
@@ -325,32 +321,6 @@ class Registrar:
                 if state_of(reason) in wanted:
                     nodes.setdefault(node, {})[vendor] = (state_of(reason), reason)
         return nodes
-
-    def _event(
-        self,
-        obs: Observation,
-        memory: VendorMemory,
-        decision: Decision,
-        rules: VendorRules,
-        *,
-        now: datetime,
-        seen_before: bool,
-    ) -> tuple[Literal["Normal", "Warning"], str, str] | None:
-        """The Event a decision is worth, as (type, reason, message), or ``None``.
-
-        A registration found on the first sight of a Node object is how the node was, not news: only a
-        change this replica saw happen is worth an Event (a scheduler that starts posts none for the
-        nodes it finds registered)."""
-        if decision.reason is Reason.CLEANED_UP:
-            return "Warning", CLEANED_UP, cleanup_message(obs, memory, rules, now=now, window=self._window)
-        if decision.reason is not Reason.REGISTERED:
-            return None
-        count = len(decision.devices or ())
-        if memory.awaiting_sign_of_life:
-            return "Normal", READMITTED, readmitted_message(obs, memory, rules, count, now=now)
-        if seen_before:
-            return "Normal", REGISTERED, registered_message(rules, count)
-        return None
 
     @staticmethod
     def _absent(node: NodeSnapshot, rules: VendorRules, node_source: FromNode | None) -> bool:
