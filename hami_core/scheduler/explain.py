@@ -284,7 +284,7 @@ def explain_node(
     )
 
 
-@attrs.frozen(slots=False)
+@attrs.define(slots=False)
 class _Case:
     """Everything one vendor's explanation is made of: the scheduler's observation and its own decision."""
 
@@ -296,6 +296,17 @@ class _Case:
     selector: NodeSelector = attrs.field(kw_only=True)
     #: Judged with the scheduler's memory (False: with none, as ``hami doctor``).
     remembered: bool = attrs.field(kw_only=True)
+    obs: Observation = attrs.field(init=False)
+    rules: VendorRules = attrs.field(init=False)
+    #: The vendor key, its handshake annotation (for prose) and its count resource.
+    vendor: str = attrs.field(init=False)
+    hs: str = attrs.field(init=False)
+    res: str = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.obs, self.rules = self.seen.observation, self.seen.rules
+        self.vendor, self.res = self.rules.vendor_key, self.rules.count_resource
+        self.hs = self.rules.handshake_annotation or "(no handshake annotation)"
 
     @functools.cached_property
     def handshake(self) -> Handshake:
@@ -310,27 +321,7 @@ class _Case:
     def state(self) -> VendorState:
         return state_of(self.decision.reason)
 
-    @property
-    def obs(self) -> Observation:
-        return self.seen.observation
-
-    @property
-    def rules(self) -> VendorRules:
-        return self.seen.rules
-
-    @property
-    def vendor(self) -> str:
-        return self.rules.vendor_key
-
-    @property
-    def hs(self) -> str:
-        return self.rules.handshake_annotation or "(no handshake annotation)"
-
-    @property
-    def res(self) -> str:
-        return self.rules.count_resource
-
-    @property
+    @functools.cached_property
     def age(self) -> timedelta | None:
         return self.now - self.handshake.time if self.handshake.time is not None else None
 
@@ -841,16 +832,7 @@ def _vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
 
 def explanation_json(explanation: NodeExplanation) -> dict[str, Any]:
     """A node's explanation as JSON; ``vendors`` is keyed by vendor key."""
-    e = explanation
-    return {
-        "node": e.node,
-        "present": e.present,
-        "uid": e.uid,
-        "resource_version": e.resource_version,
-        "selected": e.selected,
-        "selector": e.selector,
-        "judged_at": e.now.isoformat(),
-        "window_seconds": e.window.total_seconds(),
-        "remembered": e.remembered,
-        "vendors": {v.vendor_key: _vendor_json(v) for v in e.vendors},
-    }
+    body = _facts_json(explanation, now="judged_at", window="window_seconds")
+    body["window_seconds"] = explanation.window.total_seconds()  # unrounded
+    body["vendors"] = {v.vendor_key: _vendor_json(v) for v in explanation.vendors}
+    return body
