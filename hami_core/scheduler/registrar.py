@@ -1,10 +1,7 @@
-"""The registrar: turns one node's snapshot into decisions for every vendor, and keeps cache and memory.
-
-It is the scheduler's single writer of the device cache and of the per node+vendor memory. It does no
-I/O and knows nothing of requests in flight: it is shown the Node as it will be once this replica's own
-writes land (``scheduler/view.py``), and returns the annotation patch the protocol asks for now (one
-merge patch per node, all vendors together) and when to look at the node again. Leader and follower
-decide alike; only the leader sends the patch.
+"""The registrar: turns one node's snapshot (as ``scheduler/view.py`` shows it) into decisions for every
+vendor, the single writer of the device cache and of the per node+vendor memory; no I/O. It returns the
+one merge patch the protocol asks for now and when to look again (docs/architecture.md, "One node event,
+end to end", steps 4-6); leader and follower decide alike, only the leader sends.
 """
 
 from __future__ import annotations
