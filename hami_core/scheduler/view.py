@@ -74,14 +74,11 @@ class NodeView:
             writes = list(self._pending.get(name, ()))
         if node is None or not writes:
             return node
-        for write in writes:
-            if write.uid != node.uid:
-                continue
-            if write.reply is not None:
-                if not _not_older(node, write.reply):
-                    node = write.reply
-            else:
+        for write in (w for w in writes if w.uid == node.uid):
+            if write.reply is None:
                 node = _overlay(node, write.patch)
+            elif not _not_older(node, write.reply):
+                node = write.reply
         return node
 
     def expect(self, node: NodeSnapshot, patch: Patch, *, conditional: bool = False) -> PendingWrite:
@@ -145,10 +142,8 @@ class NodeView:
             return sum(len(w) for w in self._pending.values())
 
     def _drop(self, write: PendingWrite) -> None:
-        writes = self._pending.get(write.node)
-        if writes is None:
-            return
+        writes = self._pending.get(write.node, [])
         if write in writes:
             writes.remove(write)
         if not writes:
-            del self._pending[write.node]
+            self._pending.pop(write.node, None)
