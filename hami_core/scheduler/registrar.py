@@ -337,14 +337,10 @@ class Registrar:
     def _apply_pair_scores(self, name: str, node: NodeSnapshot | None, rules: VendorRules) -> str | None:
         """Keep the vendor's pair scores beside its cached devices (spec 1b); a value that does not decode
         leaves the devices without scores and is worth one Warning per distinct value (its message)."""
-        key = (name, rules.vendor_key)
+        key, annotation = (name, rules.vendor_key), rules.pair_scores_annotation
         entry = self.cache.vendor(name, rules.vendor_key)
-        annotation = rules.pair_scores_annotation
-        if entry is None or node is None or annotation is None:
-            self._scores.pop(key, None)
-            return None
-        value = node.annotations.get(annotation)
-        if value is None and not entry.pair_scores:
+        value = None if node is None or annotation is None else node.annotations.get(annotation)
+        if entry is None or node is None or annotation is None or (value is None and not entry.pair_scores):
             self._scores.pop(key, None)  # nothing to keep: the common case costs no memory
             return None
         last, seen = self._scores.get(key), fingerprint(value)
