@@ -196,12 +196,6 @@ class NodeExplanation:
     remembered: bool
     vendors: tuple[VendorExplanation, ...]
 
-    def vendor(self, vendor_key: str) -> VendorExplanation:
-        for explanation in self.vendors:
-            if explanation.vendor_key == vendor_key:
-                return explanation
-        raise KeyError(vendor_key)
-
 
 # --- words ------------------------------------------------------------------------------------------------
 
