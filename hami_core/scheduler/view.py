@@ -106,8 +106,7 @@ class NodeView:
         the node again.
         """
         with self._lock:
-            writes = self._pending.get(write.node)
-            if writes is None or write not in writes:
+            if write not in self._pending.get(write.node, ()):
                 return False
             current = self._watched(write.node)
             if current is not None and _not_older(current, reply):
@@ -124,10 +123,7 @@ class NodeView:
     def observed(self, node: NodeSnapshot) -> None:
         """The watch shows ``node``: drop the writes it confirms (replied, and not newer than it)."""
         with self._lock:
-            writes = self._pending.get(node.name)
-            if not writes:
-                return
-            for write in list(writes):
+            for write in list(self._pending.get(node.name, ())):
                 if write.uid != node.uid or (write.reply is not None and _not_older(node, write.reply)):
                     self._drop(write)
 

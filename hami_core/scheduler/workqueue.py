@@ -71,9 +71,8 @@ class WorkQueue(Generic[K]):
             if self._closed:
                 return
             when = self._clock.monotonic() + delay
-            previous = self._due.get(key)
-            if previous is not None and previous <= when:
-                return
+            if self._due.get(key, float("inf")) <= when:
+                return  # an earlier (or the same) time is pending already
             self._due[key] = when
             heapq.heappush(self._delayed, (when, next(self._seq), key))
             self._cond.notify()
