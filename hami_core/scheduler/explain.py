@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -352,7 +352,7 @@ def _explain_vendor(case: _Case) -> VendorExplanation:
         liveness=rules.liveness.name,
         source=seen.source,
         next=_next_step(case),
-        notes=_notes(case),
+        notes=tuple(_notes(case)),
         decision=case.decision,
     )
 
@@ -567,18 +567,15 @@ def _nothing_why(case: _Case) -> str:
     return why
 
 
-def _notes(case: _Case) -> tuple[Note, ...]:
-    notes: list[Note] = []
+def _notes(case: _Case) -> Iterator[Note]:
     h = case.handshake
     value = shorten(h.value or "")
     vendor = case.vendor
     if case.seen.allocatable_invalid:
         raw = shorten(case.seen.allocatable_raw or "")
-        notes.append(
-            Note("allocatable-invalid", f"allocatable {case.res}={raw} is not a quantity: it counts as 0")
-        )
+        yield Note("allocatable-invalid", f"allocatable {case.res}={raw} is not a quantity: it counts as 0")
     if not (case.obs.present and case.obs.selected) or case.rules.handshake_annotation is None:
-        return tuple(notes)
+        return
     is_stamp = h.kind in (HandshakeKind.STAMP, HandshakeKind.BAD_STAMP)
     if is_stamp and case.obs.register is None and not case.decision.memory.registered:
         register = case.rules.register_annotation
@@ -587,7 +584,7 @@ def _notes(case: _Case) -> tuple[Note, ...]:
             "HAMi's scheduler stamps every node for every vendor, CPU-only ones included. The stamp says "
             f"nothing about {vendor} here; without its register annotation nothing is registered"
         )
-        notes.append(Note("hami-stamp-without-vendor", text))
+        yield Note("hami-stamp-without-vendor", text)
     stamp = h.kind is HandshakeKind.STAMP and h.value is not None
     layout = _stamp_layout(h.value or "") if stamp else None
     if layout is not None:
@@ -595,25 +592,25 @@ def _notes(case: _Case) -> tuple[Note, ...]:
             f"{value} is in {layout}, which HAMi v2.10 cannot parse: HAMi counts it as healthy forever "
             f"and never cleans {vendor} up through it; hami-core reads it as a stamp that expires"
         )
-        notes.append(Note("hami-cannot-parse", text))
+        yield Note("hami-cannot-parse", text)
     elif stamp and case.age is not None and case.standing is StampStanding.MISSING:
         text = (
             f"{value} lies {span(case.age)} ahead: HAMi counts it as healthy until then; hami-core "
             "counts a stamp more than a window ahead as no stamp and stamps again"
         )
-        notes.append(Note("hami-far-future", text))
+        yield Note("hami-far-future", text)
     if h.kind is HandshakeKind.BAD_STAMP:
         text = (
             f"{value} is a Requesting value without a readable time: HAMi counts it as healthy forever and "
             f"never cleans {vendor} up through it; hami-core counts it as no stamp and stamps again"
         )
-        notes.append(Note("hami-cannot-parse", text))
+        yield Note("hami-cannot-parse", text)
     if h.kind is HandshakeKind.REPORT and (h.value or "").startswith("Deleted"):
         text = (
             f"{value} is the mark HAMi up to v2.9 wrote on cleanup; HAMi v2.10 and hami-core both count it "
             "as no stamp"
         )
-        notes.append(Note("hami-deleted-mark", text))
+        yield Note("hami-deleted-mark", text)
     memory = case.memory
     if (
         case.remembered
@@ -628,10 +625,9 @@ def _notes(case: _Case) -> tuple[Note, ...]:
             "cleaning it up and re-adds its devices, then cleans it again a window later (its flapping). A "
             f"stamp is not a sign of life: hami-core keeps {vendor} out until {case.signs()}"
         )
-        notes.append(Note("hami-flapping", text))
+        yield Note("hami-flapping", text)
     if not case.remembered:
-        notes.extend(_without_memory(case))
-    return tuple(notes)
+        yield from _without_memory(case)
 
 
 def _without_memory(case: _Case) -> list[Note]:
@@ -648,16 +644,12 @@ def _without_memory(case: _Case) -> list[Note]:
             registered = VendorMemory(devices=decoded, register=fingerprint(obs.register))
             pasts.append((f"has {case.vendor} registered here", registered))
     report = obs.handshake if case.handshake.kind is HandshakeKind.REPORT else None
-    pasts.append(
-        (
-            f"cleaned {case.vendor} up here when the node looked as it does now",
-            VendorMemory(
-                awaiting_sign_of_life=True,
-                register_at_cleanup=fingerprint(obs.register),
-                handshake_at_cleanup=fingerprint(report),
-            ),
-        )
+    cleaned = VendorMemory(
+        awaiting_sign_of_life=True,
+        register_at_cleanup=fingerprint(obs.register),
+        handshake_at_cleanup=fingerprint(report),
     )
+    pasts.append((f"cleaned {case.vendor} up here when the node looked as it does now", cleaned))
     actual = (state in IN_CACHE, _write_kind(case.decision))
     others = []
     for who, memory in pasts:
