@@ -200,7 +200,6 @@ class Registrar:
             self._uids.pop(name, None)
         else:
             self._uids[name] = node.uid
-        patch: dict[str, str | None] = {}
         warnings: list[VendorEvent] = []
         events: list[VendorEvent] = []
         decisions: dict[str, Decision] = {}
@@ -242,9 +241,6 @@ class Registrar:
                     self._memory.pop(key, None)
                 else:
                     self._memory[key] = decision.memory
-            for write in (decision.write, decision.marker):
-                if write is not None:
-                    patch[write.annotation] = write.value
             reason = decision.reason
             if reason is Reason.CLEANUP_WITHHELD:  # nothing changed: the vendor stands where it stood
                 with self._states_lock:
@@ -280,6 +276,9 @@ class Registrar:
                 warnings.append(about(reason=code, message=error))
         if node is None:
             self.cache.remove_node(name)
+        patch = {
+            w.annotation: w.value for d in decisions.values() for w in (d.write, d.marker) if w is not None
+        }
         return Evaluation(
             node=name,
             patch=patch,
