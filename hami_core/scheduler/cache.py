@@ -66,12 +66,10 @@ class DeviceCache:
 
     def remove(self, node: str, vendor_key: str) -> None:
         with self._lock:
-            vendors = self._nodes.get(node)
-            if vendors is None:
-                return
+            vendors = self._nodes.get(node, {})
             vendors.pop(vendor_key, None)
             if not vendors:
-                del self._nodes[node]
+                self._nodes.pop(node, None)
 
     def remove_node(self, node: str) -> None:
         with self._lock:

@@ -1,14 +1,8 @@
-"""Why each vendor on a Node is in the state it is in, and what the scheduler does next, in plain words.
+"""Why each vendor on a Node is in the state it is in, and what the scheduler does next, in plain words
+(docs/observability.md, "Explaining a Node": what each field and note says). No I/O, no clock.
 
-``explain_node`` reads one Node snapshot the way the scheduler does (``scheduler/observe.py``) and runs the
-scheduler's own decision core on it (``protocol/evaluate.evaluate``: the driver's codec and liveness rule,
-then ``decide``), with what the scheduler remembers of each vendor, or with nothing remembered (``hami
-doctor``, which has no memory of earlier evaluations). Everything shown comes from that one decision and
-from the Node's own values, so the explanation and the scheduler cannot disagree. Nothing here does I/O or
-reads a clock: ``now`` is given.
-
-The states are ``protocol/states.py``'s (one vocabulary for ``/cache``, the doctor, metrics, Events and
-logs); this module words them, and every duration in its prose is ``durations.span``'s.
+The states are ``protocol/states.py``'s; this module words them for ``/cache``, the doctor, Events and
+logs, and every duration in its prose is ``durations.span``'s.
 """
 
 from __future__ import annotations
@@ -16,9 +10,9 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -31,9 +25,9 @@ from hami_core.protocol.decide import (
     VendorMemory,
     VendorRules,
     Verdict,
+    sign_of_life,
     vendor_absent,
 )
-from hami_core.protocol.decide import sign_of_life as decide_sign_of_life
 from hami_core.protocol.errors import shorten
 from hami_core.protocol.evaluate import evaluate, read_node, read_register
 from hami_core.protocol.handshake import (
@@ -46,12 +40,14 @@ from hami_core.protocol.handshake import (
 )
 from hami_core.protocol.marker import fingerprint
 from hami_core.protocol.model import DeviceInfo
-from hami_core.protocol.nodesource import NodeView
 from hami_core.protocol.states import IN_CACHE, VendorState, state_of
 from hami_core.scheduler.observe import Observed, observe
 from hami_core.scheduler.selector import NodeSelector
 
 __all__ = [
+    "CLEANED_UP",
+    "READMITTED",
+    "REGISTERED",
     "AllocatableFacts",
     "HandshakeFacts",
     "NextStep",
@@ -61,14 +57,9 @@ __all__ = [
     "VendorExplanation",
     "VendorState",
     "WriteKind",
-    "cleanup_message",
     "explain_node",
     "explanation_json",
-    "readmitted_message",
-    "registered_message",
-    "sign_of_life",
-    "vendor_json",
-    "write_kind",
+    "registration_event",
 ]
 
 _NOTHING_KNOWN = VendorMemory()
@@ -109,13 +100,13 @@ class HandshakeFacts:
     #: ``None`` for a vendor without a handshake annotation.
     annotation: str | None
     value: str | None
-    #: ``stamp``, ``report``, ``bad-stamp`` or ``absent`` (also for a vendor without a handshake).
+    #: A ``HandshakeKind`` value (``absent`` also for a vendor without a handshake).
     kind: str
     #: A stamp's time, in the scheduler's zone; only for ``stamp``.
     time: datetime | None = None
     #: ``now`` minus the stamp's time (negative: in the future); only for ``stamp``.
     age: timedelta | None = None
-    #: ``fresh``, ``expired`` or ``missing`` (no usable stamp: absent, not a stamp, unparseable, far ahead).
+    #: A ``StampStanding`` value.
     standing: str = StampStanding.MISSING.value
     #: Why a ``bad-stamp`` is unreadable.
     error: str | None = None
@@ -145,8 +136,7 @@ class NextStep:
     value: str | None = None
     #: Why, in plain words.
     why: str
-    #: When the scheduler judges the vendor again because a stamp expires then, in the scheduler's zone
-    #: (``None``: no such moment).
+    #: When a stamp expires and the decision changes by itself, in the scheduler's zone (``None``: never).
     deadline: datetime | None = None
     #: What happens at ``deadline`` unless something changes before.
     at_deadline: str | None = None
@@ -156,8 +146,7 @@ class NextStep:
 class Note:
     """Something an operator should know: where HAMi reads the node differently, or a caveat."""
 
-    #: A short stable code (``hami-stamp-without-vendor``, ``hami-cannot-parse``, ``hami-far-future``,
-    #: ``hami-flapping``, ``hami-deleted-mark``, ``no-memory``, ``allocatable-invalid``).
+    #: A short stable code (their table: docs/observability.md, "Explaining a Node").
     code: str
     text: str
 
@@ -175,8 +164,7 @@ class VendorExplanation:
     allocatable: AllocatableFacts
     #: The name of the vendor's liveness rule.
     liveness: str
-    #: Where the devices come from on this Node: ``"annotation"`` (the register annotation) or ``"node"``
-    #: (the driver's function of the Node's capacity, allocatable, annotations and labels).
+    #: ``Observed.source``: ``"annotation"`` or ``"node"``.
     source: str
     next: NextStep
     notes: tuple[Note, ...]
@@ -208,12 +196,6 @@ class NodeExplanation:
     remembered: bool
     vendors: tuple[VendorExplanation, ...]
 
-    def vendor(self, vendor_key: str) -> VendorExplanation:
-        for explanation in self.vendors:
-            if explanation.vendor_key == vendor_key:
-                return explanation
-        raise KeyError(vendor_key)
-
 
 # --- words ------------------------------------------------------------------------------------------------
 
@@ -241,14 +223,6 @@ def _stamp_layout(value: str) -> str | None:
 MemorySource = Mapping[str, VendorMemory] | Callable[[str], VendorMemory] | None
 
 
-def _memory_of(source: MemorySource, vendor_key: str) -> VendorMemory:
-    if source is None:
-        return _NOTHING_KNOWN
-    if callable(source):
-        return source(vendor_key)
-    return source.get(vendor_key, _NOTHING_KNOWN)
-
-
 def explain_node(
     name: str,
     node: NodeSnapshot | None,
@@ -273,10 +247,12 @@ def explain_node(
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError(f"explain_node: now must be an aware datetime in the scheduler's zone, got {now!r}")
     selected = node is not None and selector.matches(node.labels)
+    recall = memory if callable(memory) else lambda key: (memory or {}).get(key, _NOTHING_KNOWN)
+    case = functools.partial(_Case, now=now, window=window, selector=selector, remembered=memory is not None)
     explained = []
     for declared in vendors:
         seen = observe(name, node, declared, selected=selected)
-        known = _memory_of(memory, declared.vendor_key)
+        known = recall(declared.vendor_key)
         decision = evaluate(
             seen.observation,
             known,
@@ -287,8 +263,7 @@ def explain_node(
             wall_step_at=wall_step_at,
             view=seen.view,
         )
-        case = _Case(seen=seen, memory=known, decision=decision, now=now, window=window, selector=selector)
-        explained.append(_explain_vendor(case, remembered=memory is not None))
+        explained.append(_explain_vendor(case(seen, known, decision)))
     return NodeExplanation(
         node=name,
         present=node is not None,
@@ -303,16 +278,29 @@ def explain_node(
     )
 
 
-@attrs.frozen(kw_only=True, slots=False)
+@attrs.define(slots=False)
 class _Case:
     """Everything one vendor's explanation is made of: the scheduler's observation and its own decision."""
 
     seen: Observed
     memory: VendorMemory
     decision: Decision
-    now: datetime
-    window: timedelta
-    selector: NodeSelector
+    now: datetime = attrs.field(kw_only=True)
+    window: timedelta = attrs.field(kw_only=True)
+    selector: NodeSelector = attrs.field(kw_only=True)
+    #: Judged with the scheduler's memory (False: with none, as ``hami doctor``).
+    remembered: bool = attrs.field(kw_only=True)
+    obs: Observation = attrs.field(init=False)
+    rules: VendorRules = attrs.field(init=False)
+    #: The vendor key, its handshake annotation (for prose) and its count resource.
+    vendor: str = attrs.field(init=False)
+    hs: str = attrs.field(init=False)
+    res: str = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.obs, self.rules = self.seen.observation, self.seen.rules
+        self.vendor, self.res = self.rules.vendor_key, self.rules.count_resource
+        self.hs = self.rules.handshake_annotation or "(no handshake annotation)"
 
     @functools.cached_property
     def handshake(self) -> Handshake:
@@ -324,45 +312,10 @@ class _Case:
         return stamp_standing(self.handshake, now=self.now, window=self.window)
 
     @functools.cached_property
-    def register(self) -> RegisterFacts:
-        return _register_facts(self)
+    def state(self) -> VendorState:
+        return state_of(self.decision.reason)
 
     @functools.cached_property
-    def allocatable(self) -> AllocatableFacts:
-        seen = self.seen
-        return AllocatableFacts(
-            resource=self.res,
-            raw=seen.allocatable_raw,
-            count=self.obs.allocatable,
-            invalid=seen.allocatable_invalid,
-        )
-
-    @property
-    def obs(self) -> Observation:
-        return self.seen.observation
-
-    @property
-    def rules(self) -> VendorRules:
-        return self.seen.rules
-
-    @property
-    def view(self) -> NodeView | None:
-        """What the vendor's node source is shown (``None`` on the register annotation's path)."""
-        return self.seen.view
-
-    @property
-    def vendor(self) -> str:
-        return self.rules.vendor_key
-
-    @property
-    def hs(self) -> str:
-        return self.rules.handshake_annotation or "(no handshake annotation)"
-
-    @property
-    def res(self) -> str:
-        return self.rules.count_resource
-
-    @property
     def age(self) -> timedelta | None:
         return self.now - self.handshake.time if self.handshake.time is not None else None
 
@@ -373,15 +326,14 @@ class _Case:
         return f"{report}allocatable {self.res} is above 0, or the register value changes"
 
 
-def _explain_vendor(case: _Case, *, remembered: bool) -> VendorExplanation:
-    rules, decision, handshake = case.rules, case.decision, case.handshake
-    state = state_of(decision.reason)
+def _explain_vendor(case: _Case) -> VendorExplanation:
+    rules, seen, handshake = case.rules, case.seen, case.handshake
     return VendorExplanation(
         vendor_key=rules.vendor_key,
-        state=state,
-        summary=_summary(case, state, remembered=remembered),
-        error=decision.error,
-        register=case.register,
+        state=case.state,
+        summary=_summary(case),
+        error=case.decision.error,
+        register=_register_facts(case),
         handshake=HandshakeFacts(
             annotation=rules.handshake_annotation,
             value=case.obs.handshake if rules.handshake_annotation else None,
@@ -391,12 +343,17 @@ def _explain_vendor(case: _Case, *, remembered: bool) -> VendorExplanation:
             standing=case.standing.value,
             error=handshake.error,
         ),
-        allocatable=case.allocatable,
+        allocatable=AllocatableFacts(
+            resource=case.res,
+            raw=seen.allocatable_raw,
+            count=case.obs.allocatable,
+            invalid=seen.allocatable_invalid,
+        ),
         liveness=rules.liveness.name,
-        source=case.seen.source,
+        source=seen.source,
         next=_next_step(case),
-        notes=_notes(case, state, remembered=remembered),
-        decision=decision,
+        notes=tuple(_notes(case)),
+        decision=case.decision,
     )
 
 
@@ -405,51 +362,51 @@ def _register_facts(case: _Case) -> RegisterFacts:
     annotation, value = case.rules.register_annotation, case.obs.register
     if value is None:
         return RegisterFacts(annotation=annotation, present=False)
-    size = len(value.encode("utf-8", "surrogatepass"))
     seen = fingerprint(value)
     for known in (case.decision.memory, case.memory):
         if known.register == seen:
-            return RegisterFacts(
-                annotation=annotation, present=True, size=size, devices=len(known.devices or ())
-            )
+            decoded: tuple[DeviceInfo, ...] | str = known.devices or ()
+            break
         if known.degraded_value == seen and known.degraded is not None:
-            return RegisterFacts(annotation=annotation, present=True, size=size, error=known.degraded)
-    # Not applied by the decision (not judged, or judged dead): read it as the scheduler would on readmission.
-    decoded = _read(case, value)
-    if isinstance(decoded, str):
-        return RegisterFacts(annotation=annotation, present=True, size=size, error=decoded)
-    return RegisterFacts(annotation=annotation, present=True, size=size, devices=len(decoded))
+            decoded = known.degraded
+            break
+    else:  # not applied by the decision (not judged, or dead): read as the scheduler would on readmission
+        decoded = _read(case, value)
+    error = decoded if isinstance(decoded, str) else None
+    return RegisterFacts(
+        annotation=annotation,
+        present=True,
+        size=len(value.encode("utf-8", "surrogatepass")),
+        devices=len(decoded) if error is None else None,
+        error=error,
+    )
 
 
 def _read(case: _Case, value: str) -> tuple[DeviceInfo, ...] | str:
     """The register ``value`` (or the node source) read as the scheduler reads it: devices, or the error."""
+    view = case.seen.view
     return (
-        read_node(case.view, case.rules)
-        if case.view is not None
-        else read_register(value, case.rules, case.obs.node)
+        read_node(view, case.rules) if view is not None else read_register(value, case.rules, case.obs.node)
     )
 
 
-def _summary(case: _Case, state: VendorState, *, remembered: bool) -> str:
-    d = case.decision
+_REGISTERS = {Reason.REGISTERED: "registers now", Reason.UPDATED: "takes the new register value"}
+
+
+def _summary(case: _Case) -> str:
+    d, state = case.decision, case.state
     vendor = case.vendor
     if state is VendorState.REGISTERED:
-        count = len(d.memory.devices or ())
-        what = (
-            {Reason.REGISTERED: "registers now", Reason.UPDATED: "takes the new register value"}.get(d.reason)
-            if remembered
-            else None
+        what = _REGISTERS.get(d.reason) if case.remembered else None
+        return f"registered with {_devices(len(d.memory.devices or ()))}" + (
+            f" (the scheduler {what})" if what else ""
         )
-        return f"registered with {_devices(count)}" + (f" (the scheduler {what})" if what else "")
     if state is VendorState.DEGRADED:
-        kept = len(d.memory.devices or ())
         if d.verdict is Verdict.RULE_FAILED:
             return "degraded: the driver's liveness rule failed, so nothing is judged (see error)"
-        keep = (
-            f"the cache keeps the last good list ({_devices(kept)})"
-            if d.memory.registered
-            else "nothing to schedule on"
-        )
+        keep = "nothing to schedule on"
+        if d.memory.registered:
+            keep = f"the cache keeps the last good list ({_devices(len(d.memory.devices or ()))})"
         if case.rules.register_annotation is None:
             return f"degraded: the driver's function of the Node gives no devices (see devices); {keep}"
         return f"degraded: the register value does not decode (see register); {keep}"
@@ -465,7 +422,7 @@ def _summary(case: _Case, state: VendorState, *, remembered: bool) -> str:
         if d.reason is Reason.UNREGISTERED_ABSENT:
             return "unregistered: its register annotation is gone"
         if case.obs.handshake is not None and case.rules.handshake_annotation:
-            return f"not on this node: a {case.hs} annotation, but no {case.register.annotation}"
+            return f"not on this node: a {case.hs} annotation, but no {case.rules.register_annotation}"
         return "not on this node"
     if state is VendorState.NOT_SELECTED:
         return f"the node is outside the node selector {case.selector}: the scheduler keeps nothing of it"
@@ -483,16 +440,14 @@ def _dead_why(case: _Case) -> str:
         )
     if rule in ("handshake", "allocatable") and case.standing is StampStanding.EXPIRED and age is not None:
         return f"its stamp expired {span(age - case.window)} ago and allocatable {case.res} is 0"
-    stamp = {StampStanding.FRESH: "fresh", StampStanding.EXPIRED: "expired"}.get(case.standing, "missing")
-    return (
-        f"the liveness rule '{rule}' says dead (stamp {stamp}, allocatable {case.res} {case.obs.allocatable})"
-    )
+    stamp, count = case.standing.value, case.obs.allocatable
+    return f"the liveness rule '{rule}' says dead (stamp {stamp}, allocatable {case.res} {count})"
 
 
 def _stamp_why(case: _Case) -> str:
     """Why a stamp is written now."""
     if case.memory.awaiting_sign_of_life:
-        sign = sign_of_life(case.obs, case.memory, case.rules, now=case.now)
+        sign = _sign_of_life(case.obs, case.memory, case.rules, now=case.now)
         return (
             f"{sign} is a sign of life after the cleanup: {case.vendor} is readmitted "
             "and a fresh window starts"
@@ -548,37 +503,36 @@ def _at_deadline(case: _Case) -> str:
 
 
 def _next_step(case: _Case) -> NextStep:
-    d = case.decision
-    write = d.write
-    deadline = d.recheck_at.astimezone(case.now.tzinfo) if d.recheck_at is not None else None
-    at_deadline = _at_deadline(case) if deadline is not None else None
-    if write is not None and write.value is not None:
-        return NextStep(
-            write=WriteKind.STAMP,
-            annotation=write.annotation,
-            value=write.value,
-            why=f"stamp {write.annotation} now: {_stamp_why(case)}",
-            deadline=deadline,
-            at_deadline=at_deadline,
-        )
-    if write is not None:
-        if d.reason is Reason.CLEANED_UP:
-            why = (
-                f"delete {write.annotation} now: {case.vendor} is cleaned up: {_dead_why(case)}; its "
-                f"devices leave the cache, and it comes back only when {case.signs()}"
-            )
-        else:
-            why = (
-                f"delete {write.annotation} now: {case.vendor} was cleaned up and the node still shows "
-                f"{shorten(case.obs.handshake or '')}, the value judged then (the delete was not sent, or "
-                "has not landed)"
-            )
-        return NextStep(write=WriteKind.DELETE, annotation=write.annotation, why=why)
+    d, kind = case.decision, _write_kind(case.decision)
+    annotation = d.write.annotation if d.write is not None else None
+    if kind is WriteKind.STAMP:
+        why = f"stamp {annotation} now: {_stamp_why(case)}"
+    elif kind is WriteKind.DELETE:
+        why = f"delete {annotation} now: {_delete_why(case)}"
+    else:
+        why = "nothing to write: " + _nothing_why(case)
+    deadline = None
+    if d.recheck_at is not None and kind is not WriteKind.DELETE:
+        deadline = d.recheck_at.astimezone(case.now.tzinfo)
     return NextStep(
-        write=WriteKind.NOTHING,
-        why="nothing to write: " + _nothing_why(case),
+        write=kind,
+        annotation=annotation,
+        value=d.write.value if d.write is not None else None,
+        why=why,
         deadline=deadline,
-        at_deadline=at_deadline,
+        at_deadline=_at_deadline(case) if deadline is not None else None,
+    )
+
+
+def _delete_why(case: _Case) -> str:
+    if case.decision.reason is Reason.CLEANED_UP:
+        return (
+            f"{case.vendor} is cleaned up: {_dead_why(case)}; its devices leave the cache, and it comes back "
+            f"only when {case.signs()}"
+        )
+    return (
+        f"{case.vendor} was cleaned up and the node still shows {shorten(case.obs.handshake or '')}, the "
+        "value judged then (the delete was not sent, or has not landed)"
     )
 
 
@@ -602,37 +556,35 @@ def _nothing_why(case: _Case) -> str:
             f"is written; it comes back when {case.signs()}"
         )
     if d.verdict is Verdict.UNSTAMPED:
-        return f"the node carries neither {case.register.annotation} nor {case.hs}"
+        return f"the node carries neither {case.rules.register_annotation} nor {case.hs}"
     why = _alive_why(case)
     if d.verdict is Verdict.KEPT_BY_ALLOCATABLE:
         why += f"; it is cleaned up once allocatable {case.res} drops to 0"
     elif d.verdict is Verdict.FRESH and d.recheck_at is None and case.obs.allocatable > 0:
         why += f"; when it expires, allocatable {case.res} ({case.obs.allocatable}) keeps {vendor}"
     if d.reason is Reason.NO_VENDOR:
-        why += f"; the node carries no {case.register.annotation}, so there is nothing to register"
+        why += f"; the node carries no {case.rules.register_annotation}, so there is nothing to register"
     return why
 
 
-def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, ...]:
-    notes: list[Note] = []
+def _notes(case: _Case) -> Iterator[Note]:
     h = case.handshake
     value = shorten(h.value or "")
     vendor = case.vendor
-    if case.allocatable.invalid:
-        raw = shorten(case.allocatable.raw or "")
-        notes.append(
-            Note("allocatable-invalid", f"allocatable {case.res}={raw} is not a quantity: it counts as 0")
-        )
+    if case.seen.allocatable_invalid:
+        raw = shorten(case.seen.allocatable_raw or "")
+        yield Note("allocatable-invalid", f"allocatable {case.res}={raw} is not a quantity: it counts as 0")
     if not (case.obs.present and case.obs.selected) or case.rules.handshake_annotation is None:
-        return tuple(notes)
+        return
     is_stamp = h.kind in (HandshakeKind.STAMP, HandshakeKind.BAD_STAMP)
     if is_stamp and case.obs.register is None and not case.decision.memory.registered:
+        register = case.rules.register_annotation
         text = (
-            f"{case.hs} holds a scheduler stamp ({value}), but the node has no {case.register.annotation}: "
+            f"{case.hs} holds a scheduler stamp ({value}), but the node has no {register}: "
             "HAMi's scheduler stamps every node for every vendor, CPU-only ones included. The stamp says "
             f"nothing about {vendor} here; without its register annotation nothing is registered"
         )
-        notes.append(Note("hami-stamp-without-vendor", text))
+        yield Note("hami-stamp-without-vendor", text)
     stamp = h.kind is HandshakeKind.STAMP and h.value is not None
     layout = _stamp_layout(h.value or "") if stamp else None
     if layout is not None:
@@ -640,28 +592,28 @@ def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, 
             f"{value} is in {layout}, which HAMi v2.10 cannot parse: HAMi counts it as healthy forever "
             f"and never cleans {vendor} up through it; hami-core reads it as a stamp that expires"
         )
-        notes.append(Note("hami-cannot-parse", text))
+        yield Note("hami-cannot-parse", text)
     elif stamp and case.age is not None and case.standing is StampStanding.MISSING:
         text = (
             f"{value} lies {span(case.age)} ahead: HAMi counts it as healthy until then; hami-core "
             "counts a stamp more than a window ahead as no stamp and stamps again"
         )
-        notes.append(Note("hami-far-future", text))
+        yield Note("hami-far-future", text)
     if h.kind is HandshakeKind.BAD_STAMP:
         text = (
             f"{value} is a Requesting value without a readable time: HAMi counts it as healthy forever and "
             f"never cleans {vendor} up through it; hami-core counts it as no stamp and stamps again"
         )
-        notes.append(Note("hami-cannot-parse", text))
+        yield Note("hami-cannot-parse", text)
     if h.kind is HandshakeKind.REPORT and (h.value or "").startswith("Deleted"):
         text = (
             f"{value} is the mark HAMi up to v2.9 wrote on cleanup; HAMi v2.10 and hami-core both count it "
             "as no stamp"
         )
-        notes.append(Note("hami-deleted-mark", text))
+        yield Note("hami-deleted-mark", text)
     memory = case.memory
     if (
-        remembered
+        case.remembered
         and memory.awaiting_sign_of_life
         and h.kind is HandshakeKind.STAMP
         and fingerprint(h.value) != memory.handshake_at_cleanup
@@ -673,16 +625,16 @@ def _notes(case: _Case, state: VendorState, *, remembered: bool) -> tuple[Note, 
             "cleaning it up and re-adds its devices, then cleans it again a window later (its flapping). A "
             f"stamp is not a sign of life: hami-core keeps {vendor} out until {case.signs()}"
         )
-        notes.append(Note("hami-flapping", text))
-    if not remembered:
-        notes.extend(_without_memory(case, state))
-    return tuple(notes)
+        yield Note("hami-flapping", text)
+    if not case.remembered:
+        yield from _without_memory(case)
 
 
-def _without_memory(case: _Case, state: VendorState) -> list[Note]:
+def _without_memory(case: _Case) -> list[Note]:
     """What a scheduler with a past on this node would do differently: one that has the vendor registered,
     or one that cleaned it up when the node looked as it does now and waits for a sign of life."""
     obs = case.obs
+    state = case.state
     if state in (VendorState.NOT_SELECTED, VendorState.NODE_DELETED) or vendor_absent(obs, _NOTHING_KNOWN):
         return []
     pasts: list[tuple[str, VendorMemory]] = []
@@ -692,21 +644,17 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
             registered = VendorMemory(devices=decoded, register=fingerprint(obs.register))
             pasts.append((f"has {case.vendor} registered here", registered))
     report = obs.handshake if case.handshake.kind is HandshakeKind.REPORT else None
-    pasts.append(
-        (
-            f"cleaned {case.vendor} up here when the node looked as it does now",
-            VendorMemory(
-                awaiting_sign_of_life=True,
-                register_at_cleanup=fingerprint(obs.register),
-                handshake_at_cleanup=fingerprint(report),
-            ),
-        )
+    cleaned = VendorMemory(
+        awaiting_sign_of_life=True,
+        register_at_cleanup=fingerprint(obs.register),
+        handshake_at_cleanup=fingerprint(report),
     )
-    actual = (state in IN_CACHE, write_kind(case.decision))
+    pasts.append((f"cleaned {case.vendor} up here when the node looked as it does now", cleaned))
+    actual = (state in IN_CACHE, _write_kind(case.decision))
     others = []
     for who, memory in pasts:
-        then = evaluate(obs, memory, now=case.now, rules=case.rules, window=case.window, view=case.view)
-        if (state_of(then.reason) in IN_CACHE, write_kind(then)) != actual:
+        then = evaluate(obs, memory, now=case.now, rules=case.rules, window=case.window, view=case.seen.view)
+        if (state_of(then.reason) in IN_CACHE, _write_kind(then)) != actual:
             others.append(f"a scheduler that {who} would {_would(case, then)}")
     if not others:
         return []
@@ -718,7 +666,7 @@ def _without_memory(case: _Case, state: VendorState) -> list[Note]:
     return [Note("no-memory", text)]
 
 
-def write_kind(decision: Decision) -> WriteKind:
+def _write_kind(decision: Decision) -> WriteKind:
     """The kind of handshake write a decision makes."""
     if decision.write is None:
         return WriteKind.NOTHING
@@ -727,7 +675,7 @@ def write_kind(decision: Decision) -> WriteKind:
 
 def _would(case: _Case, then: Decision) -> str:
     """What another decision does, as the end of "a scheduler that ... would ..."."""
-    kind = write_kind(then)
+    kind = _write_kind(then)
     if kind is WriteKind.DELETE:
         return f"clean it up now (delete {case.hs})"
     state = state_of(then.reason)
@@ -746,21 +694,21 @@ def _would(case: _Case, then: Decision) -> str:
 # --- the Events' words ---------------------------------------------------------------------------------
 
 
-def sign_of_life(obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime) -> str:
+def _sign_of_life(obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime) -> str:
     """Which sign of life readmitted a vendor (spec 4.2), as the decision core found it."""
     reported = (
         rules.handshake_annotation is not None
         and classify(obs.handshake, tz=now.tzinfo or UTC).kind is HandshakeKind.REPORT
     )
-    sign = decide_sign_of_life(obs, memory, reported=reported)
+    sign = sign_of_life(obs, memory, reported=reported)
     if sign == "allocatable":
         return f"allocatable {rules.count_resource} is {obs.allocatable}"
     if sign == "report":
         return f"the plugin's report {shorten(obs.handshake or '')}"
-    return f"a new value of {source_words(rules)}"
+    return f"a new value of {_source_words(rules)}"
 
 
-def source_words(rules: VendorRules) -> str:
+def _source_words(rules: VendorRules) -> str:
     """Where a vendor's devices come from, for messages: its register annotation, or the Node's inputs."""
     if rules.register_annotation is not None:
         return rules.register_annotation
@@ -784,47 +732,66 @@ def _handshake_words(obs: Observation, rules: VendorRules, *, now: datetime, win
     return f"the handshake is {shorten(obs.handshake or '')}, not a stamp"
 
 
-def cleanup_message(
-    obs: Observation, memory: VendorMemory, rules: VendorRules, *, now: datetime, window: timedelta
-) -> str:
-    """The Warning Event (and log line) of a cleanup: the rule, the stamp, the count, what follows."""
-    count = len(memory.devices or ())
-    allocatable = f"allocatable {rules.count_resource} is {obs.allocatable}"
-    if obs.allocatable == 0 and memory.allocatable_seen:
-        allocatable += " (it was above 0)"
-    stamp = _handshake_words(obs, rules, now=now, window=window)
-    return (
-        f"{rules.vendor_key} cleaned up by the {rules.liveness.name!r} liveness rule: {stamp}, "
-        f"{allocatable}; its {_devices(count)} left the device cache until a sign of life (a plugin "
-        f"report, {rules.count_resource} above 0, or a new register value)"
-    )
+#: The Event reasons of a vendor's registration changing on a node this replica already knew: a Warning when
+#: it is cleaned up, Normal when it registers, or comes back after a sign of life.
+CLEANED_UP = "HamiVendorCleanedUp"
+REGISTERED = "HamiVendorRegistered"
+READMITTED = "HamiVendorReadmitted"
 
 
-def readmitted_message(
-    obs: Observation, memory: VendorMemory, rules: VendorRules, count: int, *, now: datetime
-) -> str:
-    sign = sign_of_life(obs, memory, rules, now=now)
-    return f"{rules.vendor_key} is back after a sign of life ({sign}): {_devices(count)} registered"
-
-
-def registered_message(rules: VendorRules, count: int) -> str:
-    return f"{rules.vendor_key} registered {_devices(count)} from {source_words(rules)}"
+def registration_event(
+    obs: Observation,
+    memory: VendorMemory,
+    decision: Decision,
+    rules: VendorRules,
+    *,
+    now: datetime,
+    window: timedelta,
+    seen_before: bool,
+) -> tuple[Literal["Normal", "Warning"], str, str] | None:
+    """The Event a decision is worth, as (type, reason, message), or ``None``. A registration found on the
+    first sight of a Node object is how the node was, not news: only a change this replica saw happen is
+    worth an Event (a scheduler that starts posts none for the nodes it finds registered)."""
+    vendor = rules.vendor_key
+    if decision.reason is Reason.CLEANED_UP:  # the rule, the stamp, the count, what follows
+        allocatable = f"allocatable {rules.count_resource} is {obs.allocatable}"
+        if obs.allocatable == 0 and memory.allocatable_seen:
+            allocatable += " (it was above 0)"
+        stamp = _handshake_words(obs, rules, now=now, window=window)
+        message = (
+            f"{vendor} cleaned up by the {rules.liveness.name!r} liveness rule: {stamp}, {allocatable}; "
+            f"its {_devices(len(memory.devices or ()))} left the device cache until a sign of life (a "
+            f"plugin report, {rules.count_resource} above 0, or a new register value)"
+        )
+        return "Warning", CLEANED_UP, message
+    count = _devices(len(decision.devices or ()))
+    if decision.reason is Reason.REGISTERED and memory.awaiting_sign_of_life:
+        sign = _sign_of_life(obs, memory, rules, now=now)
+        return "Normal", READMITTED, f"{vendor} is back after a sign of life ({sign}): {count} registered"
+    if decision.reason is Reason.REGISTERED and seen_before:
+        return "Normal", REGISTERED, f"{vendor} registered {count} from {_source_words(rules)}"
+    return None
 
 
 # --- JSON -------------------------------------------------------------------------------------------------
 
 
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat() if moment is not None else None
+def _plain(value: object) -> object:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return round(value.total_seconds(), 3)
+    return value.value if isinstance(value, enum.Enum) else value
 
 
-def _seconds(delta: timedelta | None) -> float | None:
-    return round(delta.total_seconds(), 3) if delta is not None else None
+def _facts_json(facts: attrs.AttrsInstance, **renamed: str) -> dict[str, object]:
+    """Facts as JSON, field by field in their order (``renamed``: field -> JSON key)."""
+    return {renamed.get(f.name, f.name): _plain(getattr(facts, f.name)) for f in attrs.fields(type(facts))}
 
 
-def vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
+def _vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
     """One vendor's explanation as JSON (``/cache/<node>`` and ``hami doctor --json``)."""
-    e = explanation
+    e, r = explanation, explanation.register
     return {
         "vendor": e.vendor_key,
         "state": e.state.value,
@@ -835,52 +802,23 @@ def vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
         "liveness": e.liveness,
         "source": e.source,
         "register": {
-            "annotation": e.register.annotation,
-            "present": e.register.present,
-            "bytes": e.register.size,
-            "decodes": e.register.decodes,
-            "devices": e.register.devices,
-            "error": e.register.error,
+            "annotation": r.annotation,
+            "present": r.present,
+            "bytes": r.size,
+            "decodes": r.decodes,
+            "devices": r.devices,
+            "error": r.error,
         },
-        "handshake": {
-            "annotation": e.handshake.annotation,
-            "value": e.handshake.value,
-            "kind": e.handshake.kind,
-            "time": _iso(e.handshake.time),
-            "age_seconds": _seconds(e.handshake.age),
-            "standing": e.handshake.standing,
-            "error": e.handshake.error,
-        },
-        "allocatable": {
-            "resource": e.allocatable.resource,
-            "value": e.allocatable.raw,
-            "count": e.allocatable.count,
-            "invalid": e.allocatable.invalid,
-        },
-        "next": {
-            "write": e.next.write.value,
-            "annotation": e.next.annotation,
-            "value": e.next.value,
-            "why": e.next.why,
-            "deadline": _iso(e.next.deadline),
-            "at_deadline": e.next.at_deadline,
-        },
-        "notes": [{"code": n.code, "text": n.text} for n in e.notes],
+        "handshake": _facts_json(e.handshake, age="age_seconds"),
+        "allocatable": _facts_json(e.allocatable, raw="value"),
+        "next": _facts_json(e.next),
+        "notes": [_facts_json(n) for n in e.notes],
     }
 
 
 def explanation_json(explanation: NodeExplanation) -> dict[str, Any]:
     """A node's explanation as JSON; ``vendors`` is keyed by vendor key."""
-    e = explanation
-    return {
-        "node": e.node,
-        "present": e.present,
-        "uid": e.uid,
-        "resource_version": e.resource_version,
-        "selected": e.selected,
-        "selector": e.selector,
-        "judged_at": e.now.isoformat(),
-        "window_seconds": e.window.total_seconds(),
-        "remembered": e.remembered,
-        "vendors": {v.vendor_key: vendor_json(v) for v in e.vendors},
-    }
+    body = _facts_json(explanation, now="judged_at", window="window_seconds")
+    body["window_seconds"] = explanation.window.total_seconds()  # unrounded
+    body["vendors"] = {v.vendor_key: _vendor_json(v) for v in explanation.vendors}
+    return body

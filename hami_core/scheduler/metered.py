@@ -29,10 +29,6 @@ class MeteredCluster:
         self._requests = metrics.api_requests
         self._duration = metrics.api_request_duration
 
-    @property
-    def inner(self) -> Cluster:
-        return self._inner
-
     def _measure(
         self, verb: str, resource: str, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs
     ) -> T:

@@ -120,9 +120,7 @@ _LIVE_GAUGES = (
 
 def status_class(status: int | None) -> str:
     """``2xx``, ``4xx``, ``5xx`` for an HTTP status; ``error`` for none (or one outside those classes)."""
-    if status is None:
-        return "error"
-    klass = f"{status // 100}xx"
+    klass = "error" if status is None else f"{status // 100}xx"
     return klass if klass in PATCH_RESULTS else "error"
 
 

@@ -1,12 +1,7 @@
-"""One vendor on one Node snapshot as the decision core reads it: the ``Observation``.
-
-The registrar and the explanation (``scheduler/explain.py``, behind ``/cache/<node>`` and ``hami doctor``)
-both build their observations here, so what they show the decision core cannot differ.
-
-A vendor with a node source (spec 1b) is judged on it where the Node shows its inputs: the observation's
-register value is then the source's key (``FromNode.key``: the declared inputs as one string, so the
-decision core re-reads them only when they change), there is no handshake, and ``view`` is what the
-driver's function is shown. Elsewhere it is judged on its register annotation, if it has one.
+"""One vendor on one Node snapshot as the decision core reads it: the ``Observation``, built here for the
+registrar and the explanation (``scheduler/explain.py``) alike, so what they show it cannot differ. A
+vendor with a node source (spec 1b) is judged on it where the Node shows its inputs (docs/architecture.md,
+"Vendor drivers"), elsewhere on its register annotation, if it has one.
 """
 
 from __future__ import annotations
@@ -76,12 +71,7 @@ def _int64(raw: str | None) -> int | None:
 def _counts(names: tuple[str, ...], source: Mapping[str, str]) -> dict[str, int]:
     """The declared quantities as HAMi reads them (``AsInt64``): one that is not an integer fitting
     int64 is absent from the view, as HAMi finds no such count."""
-    counts: dict[str, int] = {}
-    for name in names:
-        value = _int64(source.get(name))
-        if value is not None:
-            counts[name] = value
-    return counts
+    return {name: value for name in names if (value := _int64(source.get(name))) is not None}
 
 
 def observe(name: str, node: NodeSnapshot | None, rules: VendorRules, *, selected: bool) -> Observed:

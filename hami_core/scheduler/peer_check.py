@@ -105,19 +105,16 @@ class PeerCheck:
     def check(self, now: datetime) -> PeerState:
         """Read HAMi's Lease once and say whether its registrar is active; ``now`` must be aware."""
         first, self._checked = not self._checked, True
-        if self.where is None:
-            return PeerState(active=False)
-        namespace, name = self.where
-        if self.where == self._own:
-            if first:
+        if self.where is None or self.where == self._own:
+            if first and self.where is not None:
                 log.warning(
                     "this scheduler's Lease %s/%s is the one HAMi's scheduler uses: cannot check whether "
                     "HAMi's scheduler is active; give hami-core its own Lease (--lease-name, "
                     "--lease-namespace)",
-                    namespace,
-                    name,
+                    *self.where,
                 )
             return PeerState(active=False)
+        namespace, name = self.where
         try:
             lease: Lease | None = self._cluster.get_lease(namespace, name)
         except NotFound:

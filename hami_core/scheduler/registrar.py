@@ -1,15 +1,14 @@
-"""The registrar: turns one node's snapshot into decisions for every vendor, and keeps cache and memory.
-
-It is the scheduler's single writer of the device cache and of the per node+vendor memory. It does no
-I/O and knows nothing of requests in flight: it is shown the Node as it will be once this replica's own
-writes land (``scheduler/view.py``), and returns the annotation patch the protocol asks for now (one
-merge patch per node, all vendors together) and when to look at the node again. Leader and follower
-decide alike; only the leader sends the patch.
+"""The registrar: turns one node's snapshot (as ``scheduler/view.py`` shows it) into decisions for every
+vendor, the single writer of the device cache and of the per node+vendor memory; no I/O. It returns the
+one merge patch the protocol asks for now and when to look again (docs/architecture.md, "One node event,
+end to end", steps 4-6); leader and follower decide alike, only the leader sends.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import operator
 import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -23,7 +22,6 @@ from hami_core.kube.port import NodeSnapshot
 from hami_core.protocol.decide import (
     CacheChange,
     Decision,
-    Observation,
     Reason,
     VendorMemory,
     VendorRules,
@@ -38,27 +36,25 @@ from hami_core.protocol.nodesource import FromNode
 from hami_core.protocol.pairscores import decode_pair_scores, scores_for
 from hami_core.protocol.states import KEPT_STATES, VendorState, state_of
 from hami_core.scheduler.cache import DeviceCache, VendorEntry
-from hami_core.scheduler.explain import cleanup_message, readmitted_message, registered_message
+from hami_core.scheduler.explain import CLEANED_UP, READMITTED, REGISTERED, registration_event
 from hami_core.scheduler.metrics import SchedulerMetrics
-from hami_core.scheduler.observe import Observed, observe, source_key
+from hami_core.scheduler.observe import observe, source_key
 from hami_core.scheduler.selector import NodeSelector
 
-__all__ = ["EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent"]
+__all__ = ["CLEANED_UP", "EVENT_REASONS", "Evaluation", "Registrar", "VendorEvent"]
 
 log = logging.getLogger(__name__)
 
 _NOTHING_KNOWN = VendorMemory()
+_READ = operator.attrgetter(
+    "register_annotation", "handshake_annotation", "marker_annotation", "pair_scores_annotation"
+)
 
 #: Event reasons of the warnings: a register value that does not decode, a driver's liveness rule that raised.
 INVALID_REGISTER = "HamiRegisterAnnotationInvalid"
 LIVENESS_RULE_FAILED = "HamiLivenessRuleFailed"
 #: Event reason of a pair-score value that does not decode: the devices stay, without scores (spec 1b).
 PAIR_SCORES_INVALID = "HamiPairScoresInvalid"
-#: Event reasons of a vendor's registration changing on a node this replica already knew: a Warning when
-#: it is cleaned up, Normal when it registers, or comes back after a sign of life.
-CLEANED_UP = "HamiVendorCleanedUp"
-REGISTERED = "HamiVendorRegistered"
-READMITTED = "HamiVendorReadmitted"
 EVENT_REASONS = (
     INVALID_REGISTER,
     LIVENESS_RULE_FAILED,
@@ -129,28 +125,11 @@ class Registrar:
         self._sources = tuple(
             path.node_source if path is not None else None for path in (v.node_path() for v in self._vendors)
         )
+        judged = [j for v in self._vendors for j in (v, v.node_path()) if j is not None]
         #: The count resources whose capacity a liveness rule reads.
-        self._capacities = tuple(
-            sorted(
-                {
-                    v.count_resource
-                    for v in self._vendors
-                    for judged in (v, v.node_path())
-                    if judged is not None and reads_capacity(judged.liveness)
-                }
-            )
-        )
+        self._capacities = tuple(sorted({j.count_resource for j in judged if reads_capacity(j.liveness)}))
         #: Every annotation a decision, or the cache's pair scores, reads (``None``: the vendor has none).
-        self._annotations = tuple(
-            key
-            for v in self._vendors
-            for key in (
-                v.register_annotation,
-                v.handshake_annotation,
-                v.marker_annotation,
-                v.pair_scores_annotation,
-            )
-        )
+        self._annotations = tuple(key for v in self._vendors for key in _READ(v))
         self.cache = cache
         self._selector = selector or NodeSelector({})
         self._window = window
@@ -221,13 +200,10 @@ class Registrar:
             self._uids.pop(name, None)
         else:
             self._uids[name] = node.uid
-        patch: dict[str, str | None] = {}
-        conditional = False
         warnings: list[VendorEvent] = []
         events: list[VendorEvent] = []
         decisions: dict[str, Decision] = {}
         first_states: dict[str, VendorState] = {}
-        recheck: datetime | None = None
         selected = node is not None and self._selector.matches(node.labels)
         uid = node.uid if node else ""
         for declared, node_source in zip(self._vendors, self._sources, strict=True):
@@ -237,7 +213,14 @@ class Registrar:
                 self._set_state(key, None)
                 continue  # nothing of this vendor on the node and nothing remembered: nothing to decide
             memory = known or _NOTHING_KNOWN
-            seen = self._observe(name, node, declared, selected=selected)
+            seen = observe(name, node, declared, selected=selected)
+            if seen.allocatable_invalid:
+                log.warning(
+                    "allocatable %s=%r is not a quantity; counted as 0",
+                    declared.count_resource,
+                    seen.allocatable_raw,
+                    extra={"node": name, "vendor": declared.vendor_key},
+                )
             observed, rules = seen.observation, seen.rules
             vendor = rules.vendor_key
             if not view_current:
@@ -258,52 +241,51 @@ class Registrar:
                     self._memory.pop(key, None)
                 else:
                     self._memory[key] = decision.memory
-            if decision.write is not None:
-                patch[decision.write.annotation] = decision.write.value
-            if decision.marker is not None:
-                patch[decision.marker.annotation] = decision.marker.value
-            conditional = conditional or decision.conditional
             reason = decision.reason
             if reason is Reason.CLEANUP_WITHHELD:  # nothing changed: the vendor stands where it stood
-                reason = self._state_reason(key) or (
-                    Reason.UNCHANGED if memory.registered else Reason.AWAITING_SIGN_OF_LIFE
-                )
+                with self._states_lock:
+                    reason = self._states.get(key) or (
+                        Reason.UNCHANGED if memory.registered else Reason.AWAITING_SIGN_OF_LIFE
+                    )
             if self._set_state(key, reason):
                 first_states[vendor] = state_of(reason)
             self._apply_cache(name, vendor, decision, now, seen.source)
+            about = functools.partial(VendorEvent, node=name, uid=uid, vendor_key=vendor)
             if declared.pair_scores_annotation is not None:
-                warning = self._apply_pair_scores(name, node, declared)
-                if warning is not None:
-                    self.metrics.decode_errors.labels(vendor=declared.vendor_key).inc()
-                    warnings.append(warning)
+                bad_scores = self._apply_pair_scores(name, node, declared)
+                if bad_scores is not None:
+                    self.metrics.decode_errors.labels(vendor=vendor).inc()
+                    warnings.append(about(reason=PAIR_SCORES_INVALID, message=bad_scores))
             if decision.reason is Reason.CLEANED_UP:
                 self.metrics.cleanups.labels(vendor=vendor).inc()
             elif decision.reason is Reason.CLEANUP_WITHHELD:
                 self.metrics.cleanups_withheld.labels(vendor=vendor).inc()
             elif decision.clock_stepped:
                 self.metrics.clock_step_restamps.labels(vendor=vendor).inc()
-            event = self._event(observed, memory, decision, rules, now=now, seen_before=seen_before)
+            event = registration_event(
+                observed, memory, decision, rules, now=now, window=self._window, seen_before=seen_before
+            )
             if event is not None:
-                t, r, m = event
-                events.append(VendorEvent(node=name, uid=uid, vendor_key=vendor, type=t, reason=r, message=m))
+                events.append(about(type=event[0], reason=event[1], message=event[2]))
             error = decision.error if decision.error_is_new else None
             if error is not None:
                 rule_failed = decision.verdict is Verdict.RULE_FAILED
                 errors = self.metrics.liveness_rule_errors if rule_failed else self.metrics.decode_errors
                 errors.labels(vendor=vendor).inc()
                 code = LIVENESS_RULE_FAILED if rule_failed else INVALID_REGISTER
-                warnings.append(
-                    VendorEvent(node=name, uid=uid, vendor_key=vendor, reason=code, message=error)
-                )
-            if decision.recheck_at is not None and (recheck is None or decision.recheck_at < recheck):
-                recheck = decision.recheck_at
+                warnings.append(about(reason=code, message=error))
         if node is None:
             self.cache.remove_node(name)
+        patch = {
+            w.annotation: w.value for d in decisions.values() for w in (d.write, d.marker) if w is not None
+        }
         return Evaluation(
             node=name,
             patch=patch,
-            conditional=conditional and bool(patch),
-            recheck_at=recheck,
+            conditional=any(d.conditional for d in decisions.values()) and bool(patch),
+            recheck_at=min(
+                (d.recheck_at for d in decisions.values() if d.recheck_at is not None), default=None
+            ),
             warnings=tuple(warnings),
             events=tuple(events),
             decisions=decisions,
@@ -311,10 +293,6 @@ class Registrar:
             first_states=first_states,
             withheld=any(d.reason is Reason.CLEANUP_WITHHELD for d in decisions.values()),
         )
-
-    def _state_reason(self, key: tuple[str, str]) -> Reason | None:
-        with self._states_lock:
-            return self._states.get(key)
 
     def _set_state(self, key: tuple[str, str], reason: Reason | None) -> bool:
         """Keep (or with ``None``, drop) a vendor's state; True when it had none before and keeps one."""
@@ -329,55 +307,22 @@ class Registrar:
     def state_counts(self) -> Counter[tuple[str, VendorState]]:
         """(vendor key, state) -> how many nodes the vendor is in that state on (any thread)."""
         with self._states_lock:
-            reasons = Counter((vendor, reason) for (_, vendor), reason in self._states.items())
-        counts: Counter[tuple[str, VendorState]] = Counter()
-        for (vendor, reason), count in reasons.items():
-            counts[(vendor, state_of(reason))] += count
-        return counts
+            return Counter((vendor, state_of(reason)) for (_, vendor), reason in self._states.items())
 
     def states_in(self, wanted: frozenset[VendorState]) -> dict[str, dict[str, tuple[VendorState, Reason]]]:
         """node -> vendor key -> (state, reason), of every vendor in one of ``wanted`` (any thread)."""
-        with self._states_lock:
-            found = [(key, reason) for key, reason in self._states.items() if state_of(reason) in wanted]
         nodes: dict[str, dict[str, tuple[VendorState, Reason]]] = {}
-        for (node, vendor), reason in sorted(found, key=lambda item: item[0]):
-            nodes.setdefault(node, {})[vendor] = (state_of(reason), reason)
+        with self._states_lock:
+            for (node, vendor), reason in sorted(self._states.items(), key=lambda item: item[0]):
+                if state_of(reason) in wanted:
+                    nodes.setdefault(node, {})[vendor] = (state_of(reason), reason)
         return nodes
-
-    def _event(
-        self,
-        obs: Observation,
-        memory: VendorMemory,
-        decision: Decision,
-        rules: VendorRules,
-        *,
-        now: datetime,
-        seen_before: bool,
-    ) -> tuple[Literal["Normal", "Warning"], str, str] | None:
-        """The Event a decision is worth, as (type, reason, message), or ``None``.
-
-        A registration found on the first sight of a Node object is how the node was, not news: only a
-        change this replica saw happen is worth an Event (a scheduler that starts posts none for the
-        nodes it finds registered)."""
-        if decision.reason is Reason.CLEANED_UP:
-            return "Warning", CLEANED_UP, cleanup_message(obs, memory, rules, now=now, window=self._window)
-        if decision.reason is not Reason.REGISTERED:
-            return None
-        count = len(decision.devices or ())
-        if memory.awaiting_sign_of_life:
-            return "Normal", READMITTED, readmitted_message(obs, memory, rules, count, now=now)
-        if seen_before:
-            return "Normal", REGISTERED, registered_message(rules, count)
-        return None
 
     @staticmethod
     def _absent(node: NodeSnapshot, rules: VendorRules, node_source: FromNode | None) -> bool:
-        ann = node.annotations
-        return (
-            (rules.register_annotation is None or rules.register_annotation not in ann)
-            and (rules.handshake_annotation is None or rules.handshake_annotation not in ann)
-            and rules.marker_annotation not in ann
-            and (node_source is None or source_key(node, node_source) is None)
+        keys = (rules.register_annotation, rules.handshake_annotation, rules.marker_annotation)
+        return not any(key in node.annotations for key in keys if key is not None) and (
+            node_source is None or source_key(node, node_source) is None
         )
 
     def _forget_node(self, name: str) -> None:
@@ -388,32 +333,13 @@ class Registrar:
             self._scores.pop((name, rules.vendor_key), None)
         self.cache.remove_node(name)
 
-    def _observe(
-        self, name: str, node: NodeSnapshot | None, rules: VendorRules, *, selected: bool
-    ) -> Observed:
-        seen = observe(name, node, rules, selected=selected)
-        if seen.allocatable_invalid:
-            log.warning(
-                "allocatable %s=%r is not a quantity; counted as 0",
-                rules.count_resource,
-                seen.allocatable_raw,
-                extra={"node": name, "vendor": rules.vendor_key},
-            )
-        return seen
-
-    def _apply_pair_scores(
-        self, name: str, node: NodeSnapshot | None, rules: VendorRules
-    ) -> VendorEvent | None:
+    def _apply_pair_scores(self, name: str, node: NodeSnapshot | None, rules: VendorRules) -> str | None:
         """Keep the vendor's pair scores beside its cached devices (spec 1b); a value that does not decode
-        leaves the devices without scores and is worth one Warning per distinct value."""
-        key = (name, rules.vendor_key)
+        leaves the devices without scores and is worth one Warning per distinct value (its message)."""
+        key, annotation = (name, rules.vendor_key), rules.pair_scores_annotation
         entry = self.cache.vendor(name, rules.vendor_key)
-        annotation = rules.pair_scores_annotation
-        if entry is None or node is None or annotation is None:
-            self._scores.pop(key, None)
-            return None
-        value = node.annotations.get(annotation)
-        if value is None and not entry.pair_scores:
+        value = None if node is None or annotation is None else node.annotations.get(annotation)
+        if entry is None or node is None or annotation is None or (value is None and not entry.pair_scores):
             self._scores.pop(key, None)  # nothing to keep: the common case costs no memory
             return None
         last, seen = self._scores.get(key), fingerprint(value)
@@ -426,13 +352,9 @@ class Registrar:
                 scores = scores_for(entry.devices, decode_pair_scores(value))
             except DecodeError as error:
                 if last is None or last[0] != seen:
-                    warning = VendorEvent(
-                        node=name,
-                        uid=node.uid,
-                        vendor_key=rules.vendor_key,
-                        reason=PAIR_SCORES_INVALID,
-                        message=f"node {name}: annotation {annotation}: {error}; "
-                        "the devices stay registered without pair scores",
+                    warning = (
+                        f"node {name}: annotation {annotation}: {error}; the devices stay registered without "
+                        "pair scores"
                     )
             if not any(s is not None for s in scores):
                 scores = ()
@@ -445,15 +367,12 @@ class Registrar:
     def _apply_cache(
         self, node: str, vendor_key: str, decision: Decision, now: datetime, source: str
     ) -> None:
-        if decision.cache is CacheChange.DROP:
-            self.cache.remove(node, vendor_key)
-            return
         degraded = decision.reason is Reason.DEGRADED
         devices = decision.memory.devices
         if devices is None and degraded:
             devices = ()  # degraded with no good list yet: shown, with nothing to schedule on
-        if devices is None:
-            self.cache.remove(node, vendor_key)  # not registered (removing an absent entry is a no-op)
+        if decision.cache is CacheChange.DROP or devices is None:
+            self.cache.remove(node, vendor_key)  # dropped, or not registered (removing no entry is a no-op)
             return
         entry = self.cache.vendor(node, vendor_key)
         state = VendorState.DEGRADED if degraded else VendorState.REGISTERED

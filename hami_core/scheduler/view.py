@@ -73,14 +73,11 @@ class NodeView:
             writes = list(self._pending.get(name, ()))
         if node is None or not writes:
             return node
-        for write in writes:
-            if write.uid != node.uid:
-                continue
-            if write.reply is not None:
-                if not _not_older(node, write.reply):
-                    node = write.reply
-            else:
+        for write in (w for w in writes if w.uid == node.uid):
+            if write.reply is None:
                 node = _overlay(node, write.patch)
+            elif not _not_older(node, write.reply):
+                node = write.reply
         return node
 
     def expect(self, node: NodeSnapshot, patch: Patch, *, conditional: bool = False) -> PendingWrite:
@@ -108,8 +105,7 @@ class NodeView:
         the node again.
         """
         with self._lock:
-            writes = self._pending.get(write.node)
-            if writes is None or write not in writes:
+            if write not in self._pending.get(write.node, ()):
                 return False
             current = self._watched(write.node)
             if current is not None and _not_older(current, reply):
@@ -126,10 +122,7 @@ class NodeView:
     def observed(self, node: NodeSnapshot) -> None:
         """The watch shows ``node``: drop the writes it confirms (replied, and not newer than it)."""
         with self._lock:
-            writes = self._pending.get(node.name)
-            if not writes:
-                return
-            for write in list(writes):
+            for write in list(self._pending.get(node.name, ())):
                 if write.uid != node.uid or (write.reply is not None and _not_older(node, write.reply)):
                     self._drop(write)
 
@@ -144,10 +137,8 @@ class NodeView:
             return sum(len(w) for w in self._pending.values())
 
     def _drop(self, write: PendingWrite) -> None:
-        writes = self._pending.get(write.node)
-        if writes is None:
-            return
+        writes = self._pending.get(write.node, [])
         if write in writes:
             writes.remove(write)
         if not writes:
-            del self._pending[write.node]
+            self._pending.pop(write.node, None)

@@ -71,9 +71,8 @@ class WorkQueue(Generic[K]):
             if self._closed:
                 return
             when = self._clock.monotonic() + delay
-            previous = self._due.get(key)
-            if previous is not None and previous <= when:
-                return
+            if self._due.get(key, float("inf")) <= when:
+                return  # an earlier (or the same) time is pending already
             self._due[key] = when
             heapq.heappush(self._delayed, (when, next(self._seq), key))
             self._cond.notify()
@@ -104,18 +103,13 @@ class WorkQueue(Generic[K]):
                     self._dirty.discard(key)
                     self._processing.add(key)
                     return key
-                waits = []
-                if self._delayed:
-                    waits.append(self._delayed[0][0] - self._clock.monotonic())
-                if deadline is not None:
-                    remaining = deadline - self._clock.monotonic()
-                    if remaining <= 0:
-                        return None
-                    waits.append(remaining)
-                if waits:
-                    self._cond.wait(max(0.0, min(waits)))
-                else:
-                    self._cond.wait()
+                now = self._clock.monotonic()
+                if deadline is not None and deadline <= now:
+                    return None
+                ends = [
+                    t for t in (self._delayed[0][0] if self._delayed else None, deadline) if t is not None
+                ]
+                self._cond.wait(max(0.0, min(ends) - now) if ends else None)
 
     def done(self, key: K) -> None:
         """The worker finished ``key``; if it was added meanwhile, it is queued again now."""

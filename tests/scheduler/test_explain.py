@@ -74,9 +74,10 @@ def expected_kind(write: HandshakeWrite | None) -> WriteKind:
 def test_the_explanation_and_the_scheduler_agree_on_every_row_of_the_decide_table(row: Row) -> None:
     obs, rules = row.observation, row.rules
     node = snapshot(obs, rules)
-    explained = explain_node(
+    (explained,) = explain_node(
         obs.node, node, [rules], {rules.vendor_key: row.memory}, selector=SELECTOR, now=row.now
-    ).vendor(rules.vendor_key)
+    ).vendors
+    assert explained.vendor_key == rules.vendor_key
     # the decision core's own answer, and the spec row's
     assert explained.decision == evaluate(obs, row.memory, now=row.now, rules=rules)
     d = explained.decision
@@ -153,9 +154,11 @@ def explain(
     selector: NodeSelector | None = None,
     now: datetime = NOW,
 ) -> VendorExplanation:
-    return explain_node(
+    (explained,) = explain_node(
         "gpu-1", snap, [rules], memory, selector=selector or NodeSelector({}), now=now
-    ).vendor(rules.vendor_key)
+    ).vendors
+    assert explained.vendor_key == rules.vendor_key
+    return explained
 
 
 def codes(e: VendorExplanation) -> list[str]:
