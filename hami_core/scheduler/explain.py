@@ -320,10 +320,14 @@ class _Case:
         return self.now - self.handshake.time if self.handshake.time is not None else None
 
     def signs(self) -> str:
-        """The signs of life that readmit the vendor (spec 4.2)."""
-        handshake = self.rules.handshake_annotation
-        report = f"the plugin reports in {handshake}, " if handshake else ""
-        return f"{report}allocatable {self.res} is above 0, or the register value changes"
+        return _signs_of_life(self.rules)
+
+
+def _signs_of_life(rules: VendorRules) -> str:
+    """The signs of life that readmit a cleaned-up vendor (spec 4.2), in the one wording of them."""
+    handshake = rules.handshake_annotation
+    report = f"the plugin reports in {handshake}, " if handshake else ""
+    return f"{report}allocatable {rules.count_resource} is above 0, or the register value changes"
 
 
 def _explain_vendor(case: _Case) -> VendorExplanation:
@@ -760,8 +764,8 @@ def registration_event(
         stamp = _handshake_words(obs, rules, now=now, window=window)
         message = (
             f"{vendor} cleaned up by the {rules.liveness.name!r} liveness rule: {stamp}, {allocatable}; "
-            f"its {_devices(len(memory.devices or ()))} left the device cache until a sign of life (a "
-            f"plugin report, {rules.count_resource} above 0, or a new register value)"
+            f"its {_devices(len(memory.devices or ()))} left the device cache until "
+            f"{_signs_of_life(rules)}"
         )
         return "Warning", CLEANED_UP, message
     count = _devices(len(decision.devices or ()))

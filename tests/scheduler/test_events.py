@@ -44,8 +44,8 @@ def test_a_cleanup_warns_with_why_and_a_sign_of_life_is_a_normal_event(world: Wo
     assert re.fullmatch(
         r"DCU cleaned up by the 'handshake' liveness rule: "
         r"the scheduler's stamp is 1 min( 1 s)? old \(window 1 min\), allocatable hygon.com/dcunum is 0 "
-        r"\(it was above 0\); its 2 devices left the device cache until a sign of life "
-        r"\(a plugin report, hygon.com/dcunum above 0, or a new register value\)",
+        r"\(it was above 0\); its 2 devices left the device cache until the plugin reports in "
+        r"hami.io/node-handshake-dcu, allocatable hygon.com/dcunum is above 0, or the register value changes",
         cleanup["message"],
     ), cleanup["message"]
     assert node not in cleanup["message"]  # the Event is about the node: the message does not name it

@@ -72,8 +72,8 @@ def test_a_cleanup_says_the_rule_the_stamp_age_and_the_count() -> None:
     assert event.message == (
         "ACME cleaned up by the 'handshake' liveness rule: the scheduler's stamp is 1 min 15 s old "
         "(window 1 min), allocatable example.com/acme is 0 (it was above 0); its 2 devices left the "
-        "device cache until a sign of life (a plugin report, example.com/acme above 0, or a new register "
-        "value)"
+        "device cache until the plugin reports in hami.io/node-handshake-acme, allocatable "
+        "example.com/acme is above 0, or the register value changes"
     )
     assert registrar.metrics.totals()["cleanups"] == 1
 
