@@ -36,4 +36,5 @@ def check_value(value: object, encoding: str) -> None:
     """What every decoder checks first: ``value`` is a str and within ``MAX_ANNOTATION_BYTES``."""
     if not isinstance(value, str):
         raise DecodeError(f"{encoding} value must be a str, got {type(value).__name__}")
-    check_size(value, encoding)
+    if len(value) * 4 > MAX_ANNOTATION_BYTES:  # check_size's own first test, without the call
+        check_size(value, encoding)

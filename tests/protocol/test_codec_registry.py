@@ -57,6 +57,11 @@ def test_decode_any_reads_both_encodings_of_the_same_devices() -> None:
     assert decode_any("null") == decode_any(" [ ] ") == decode_any("::") == []
 
 
+@pytest.mark.parametrize("value", ["nvidia-0,1,1,1,T,0,true:", " GPU-0,1,1,1,T,0,true:", "\tn,1,1,1,T,0,1:"])
+def test_decode_any_reads_a_legacy_value_that_starts_as_json_could(value: str) -> None:
+    assert decode_any(value) == hami_core.decode_legacy(value) != []
+
+
 @pytest.mark.parametrize("value", ["", "[", "{}", "GPU-0,1:", "[null]"])
 def test_decode_any_refuses_with_decode_error(value: str) -> None:
     with pytest.raises(DecodeError):

@@ -296,6 +296,22 @@ def test_values_as_hami_writes_them_take_the_table_written_reader() -> None:
             legacy._READ_PLAIN(odd)
 
 
+def test_the_reader_keeps_at_most_1024_integer_texts_and_none_it_refuses() -> None:
+    kept = legacy._READ_PLAIN.__globals__["_DIGITS"]
+    many = "".join(
+        record(count=str(n), devmem=str(n + 1), devcore=str(n + 2)) for n in range(10**6, 10**6 + 900)
+    )
+    devices = decode_legacy(many)
+    assert [d.count for d in devices] == list(range(10**6, 10**6 + 900))
+    assert legacy._READ_PLAIN(many) == devices  # the reader of values as HAMi writes them took it
+    assert len(kept) <= 1024 + 5  # cleared once full, then the record's own texts
+    assert decode_legacy(many) == devices  # read again, partly from what was kept
+    assert decode_legacy(record(count="+5"))[0].count == 5  # Go's reading, by record
+    with pytest.raises(DecodeError, match="not a base-10 integer"):
+        decode_legacy(record(count="٥"))
+    assert "+5" not in kept and "٥" not in kept
+
+
 # ---- encoder ---------------------------------------------------------------------------------------------
 
 
