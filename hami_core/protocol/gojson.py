@@ -5,6 +5,11 @@ Beyond HAMi, a ``null`` device is a decode error instead of a scheduler crash.
 The syntax is Python's ``json`` with its extensions closed off: no ``NaN``/``Infinity``, numbers kept as
 text until their Go type is known, every key/value pair kept in order, lone surrogate escapes read as
 U+FFFD, nesting allowed to Go's 10000 levels and no deeper.
+
+For any other schema of Go's (a vendor's own annotation), read as Go would into the shape you describe:
+``parse_json`` (the tree: ``JsonObject`` pairs, ``JsonNumber`` text, lists, str, bool, ``None``), then per
+value ``fold_key`` (the key a struct field's name matches), ``read_int`` (a Go integer type),
+``read_any`` (Go's ``any``) or ``type_error`` (Go's refusal of any other mismatch), each naming its path.
 """
 
 from __future__ import annotations
@@ -132,13 +137,13 @@ def encode_json(devices: Sequence[DeviceInfo]) -> str:
     return _go_json(plain)
 
 
-class _Object(list[tuple[str, Any]]):
-    """A JSON object as its (key, value) pairs in document order, duplicates kept."""
+class JsonObject(list[tuple[str, Any]]):
+    """A JSON object as its (key, value) pairs in document order, duplicates kept (Go assigns in order)."""
 
     __slots__ = ()
 
 
-class _Number(str):
+class JsonNumber(str):
     """A number literal, kept as text until the target Go type is known."""
 
     __slots__ = ()
@@ -148,12 +153,12 @@ class _Constant(ValueError):
     """``NaN``, ``Infinity`` or ``-Infinity``."""
 
 
-def _refuse_constant(name: str) -> NoReturn:
+def _refuse(name: str) -> NoReturn:
     raise _Constant(name)
 
 
 _DECODER = json.JSONDecoder(
-    object_pairs_hook=_Object, parse_float=_Number, parse_int=_Number, parse_constant=_refuse_constant
+    object_pairs_hook=JsonObject, parse_float=JsonNumber, parse_int=JsonNumber, parse_constant=_refuse
 )
 #: What Go's encoding/json counts as whitespace.
 JSON_BLANK = " \t\n\r"
@@ -191,6 +196,13 @@ def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
     return not text[error.pos :].strip(JSON_BLANK)
 
 
+def parse_json(value: str, what: str = "JSON") -> Any:
+    """``value`` parsed as Go's decoder parses it (invalid UTF-8 as U+FFFD, within the annotation size
+    limit), or ``DecodeError`` naming what is wrong and where (``what`` names the value for the size)."""
+    check_value(value, what)
+    return _tree(go_text(value))
+
+
 def _tree(text: str) -> Any:
     """Parse ``text`` as Go would, or raise ``JsonDecodeError`` naming what is wrong and where."""
     if "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None:
@@ -217,37 +229,38 @@ def _tree(text: str) -> Any:
         _syntax(text, found, f"invalid literal {exc}", "json_syntax")
 
 
-_NOUNS: dict[type, str] = {_Object: "an object", list: "an array", str: "a string", bool: "a bool"}
+_NOUNS: dict[type, str] = {JsonObject: "an object", list: "an array", str: "a string", bool: "a bool"}
 
 
 def _render(value: Any, room: int) -> str:
     """``value`` as compact JSON, its items rendered only until ``room`` characters are spent."""
     kind = type(value)
-    if kind is not _Object and kind is not list:
-        return str(value) if kind is _Number else json.dumps(value)
+    if kind is not JsonObject and kind is not list:
+        return str(value) if kind is JsonNumber else json.dumps(value)
     parts: list[str] = []
     for item in value:
         if room <= 0:
             break
         parts.append(
             f"{json.dumps(item[0])}:{_render(item[1], room - 1)}"
-            if kind is _Object
+            if kind is JsonObject
             else _render(item, room - 1)
         )
         room -= len(parts[-1]) + 1
-    return ("{%s}" if kind is _Object else "[%s]") % ",".join(parts)
+    return ("{%s}" if kind is JsonObject else "[%s]") % ",".join(parts)
 
 
-def _type_error(path: str, value: Any, go_type: str) -> JsonDecodeError:
+def type_error(path: str, value: Any, go_type: str) -> JsonDecodeError:
+    """Go's refusal of ``value`` at ``path`` for a field of ``go_type``, to raise."""
     text = _render(value, 60)
-    shown = shorten(text, 60)[1:-1] if type(value) is _Number else text[:60] + " ..." * (len(text) > 60)
-    noun = "number" if type(value) is _Number else _NOUNS[type(value)]
+    shown = shorten(text, 60)[1:-1] if type(value) is JsonNumber else text[:60] + " ..." * (len(text) > 60)
+    noun = "number" if type(value) is JsonNumber else _NOUNS[type(value)]
     return JsonDecodeError("json_type", f"{path}: cannot decode {noun} {shown} into Go {go_type}")
 
 
-def _int(value: Any, go_range: IntRange, path: str, key: str = "") -> int:
-    """An integer field at ``path`` (member ``key`` of it, if given): only integer literals in range."""
-    if type(value) is _Number:
+def read_int(value: Any, go_range: IntRange, path: str, key: str = "") -> int:
+    """An integer field (``INT32``...) at ``path`` (member ``key`` of it): integer literals in range."""
+    if type(value) is JsonNumber:
         text = value
         if "." in text or "e" in text or "E" in text:
             problem = "is not an integer"
@@ -258,14 +271,14 @@ def _int(value: Any, go_range: IntRange, path: str, key: str = "") -> int:
         else:
             return number
     where = member_path(path, key) if key else path  # built only for the message
-    if type(value) is not _Number:
-        raise _type_error(where, value, go_range.go_type)
+    if type(value) is not JsonNumber:
+        raise type_error(where, value, go_range.go_type)
     raise JsonDecodeError(
         "json_type", f"{where}: number {shorten(value, 60)} {problem} for Go {go_range.go_type}"
     )
 
 
-def _fold(key: str) -> str:
+def fold_key(key: str) -> str:
     """Go's folding of a key as far as it can match an ASCII name: KELVIN SIGN and LONG S reach ASCII."""
     if not key.isascii():
         key = key.replace("\u212a", "K").replace("\u017f", "S")
@@ -287,7 +300,7 @@ _TEMPLATE_KEYS: dict[str, IntRange | type] = {"NAME": str, "CORE": INT32, "MEMOR
 _LOOKUP: dict[type, dict[str, WireField]] = {}
 _ZERO: dict[type, dict[str, Any]] = {}
 for _cls in _RECORDS:
-    _LOOKUP[_cls] = {k: f for f in fields_of(_cls) for k in (f.key, _fold(f.key))}
+    _LOOKUP[_cls] = {k: f for f in fields_of(_cls) for k in (f.key, fold_key(f.key))}
     _ZERO[_cls] = {f.name: getattr(_cls(), f.name) for f in fields_of(_cls)}
     _ZERO[_cls].update({f.name: None for f in fields_of(_cls) if f.record is not None})
 
@@ -296,33 +309,33 @@ def _templates(value: Any, path: str) -> None:
     for position, geometry in enumerate(_checked_list(value, "[][]MigTemplate", path)):
         for slot, template in enumerate(_checked_list(geometry, "[]MigTemplate", f"{path}[{position}]")):
             where = f"{path}[{position}][{slot}]"
-            if template is not None and type(template) is not _Object:
-                raise _type_error(where, template, "MigTemplate")
+            if template is not None and type(template) is not JsonObject:
+                raise type_error(where, template, "MigTemplate")
             for key, item in template or ():
-                kind = _TEMPLATE_KEYS.get(_fold(key))
+                kind = _TEMPLATE_KEYS.get(fold_key(key))
                 if isinstance(kind, IntRange) and item is not None:
-                    _int(item, kind, member_path(where, key))
+                    read_int(item, kind, member_path(where, key))
                 elif kind is str and item is not None and type(item) is not str:
-                    raise _type_error(member_path(where, key), item, "string")
+                    raise type_error(member_path(where, key), item, "string")
 
 
 def _checked_list(value: Any, go_type: str, path: str) -> list[Any]:
     if value is not None and type(value) is not list:
-        raise _type_error(path, value, go_type)
+        raise type_error(path, value, go_type)
     return value or []
 
 
 def _record(cls: type, value: Any, state: dict[str, Any] | None, path: str) -> dict[str, Any]:
     """An object decoded into a record's state (attribute name -> value), merged into ``state``."""
-    if type(value) is not _Object:
-        raise _type_error(path, value, cls.__name__)
+    if type(value) is not JsonObject:
+        raise type_error(path, value, cls.__name__)
     lookup = _LOOKUP[cls]
     if state is None:
         state = dict(_ZERO[cls])
     for key, item in value:
-        field = lookup.get(key) or lookup.get(_fold(key))
+        field = lookup.get(key) or lookup.get(fold_key(key))
         if field is None:
-            if cls is DeviceInfo and _fold(key) == "MIGTEMPLATE":
+            if cls is DeviceInfo and fold_key(key) == "MIGTEMPLATE":
                 _templates(item, f"{path}.migtemplate")
             continue
         name, kind = field.name, field.kind
@@ -331,10 +344,10 @@ def _record(cls: type, value: Any, state: dict[str, Any] | None, path: str) -> d
                 state[name] = None
         elif kind is str or kind is bool:
             if type(item) is not kind:
-                raise _type_error(f"{path}.{field.key}", item, field.go_type)
+                raise type_error(f"{path}.{field.key}", item, field.go_type)
             state[name] = item
         elif isinstance(kind, IntRange):
-            state[name] = _int(item, kind, path, field.key)
+            state[name] = read_int(item, kind, path, field.key)
         elif kind is dict:
             state[name] = _custominfo(state[name], item, f"{path}.{field.key}")
         else:
@@ -344,7 +357,7 @@ def _record(cls: type, value: Any, state: dict[str, Any] | None, path: str) -> d
 
 def _slice(current: _Slice | None, value: Any, cls: type, path: str) -> _Slice:
     if type(value) is not list:
-        raise _type_error(path, value, f"[]{cls.__name__}")
+        raise type_error(path, value, f"[]{cls.__name__}")
     if not value or current is None:
         current = _Slice()
     backing = current
@@ -369,14 +382,14 @@ def _build(cls: type, state: dict[str, Any] | None) -> Any:
     return cls(**state)
 
 
-def _plain(value: Any, path: str) -> Any:
-    """A value of ``custominfo`` as Go's ``any`` holds it (numbers are float64); iterative."""
+def read_any(value: Any, path: str) -> Any:
+    """A value as Go's ``any`` holds it (dict, list, float64 numbers, str, bool, None); iterative."""
     holder: list[Any] = [None]
     work: list[tuple[Any, Any, Any]] = [(value, holder, 0)]
     while work:
         source, target, slot = work.pop()
         kind = type(source)
-        if kind is _Object:
+        if kind is JsonObject:
             last = dict(source)
             converted: dict[str, Any] = dict.fromkeys(last)
             target[slot] = converted
@@ -385,7 +398,7 @@ def _plain(value: Any, path: str) -> Any:
             items: list[Any] = [None] * len(source)
             target[slot] = items
             work.extend((item, items, position) for position, item in enumerate(source))
-        elif kind is _Number:
+        elif kind is JsonNumber:
             number = float(source)
             if math.isinf(number):
                 message = f"{path}: number {shorten(source, 60)} is out of range for Go float64"
@@ -397,22 +410,21 @@ def _plain(value: Any, path: str) -> Any:
 
 
 def _custominfo(current: dict[str, Any] | None, value: Any, path: str) -> dict[str, Any]:
-    if type(value) is not _Object:
-        raise _type_error(path, value, "map[string]any")
+    if type(value) is not JsonObject:
+        raise type_error(path, value, "map[string]any")
     result = {} if current is None else current  # Go adds to a map that is already there
     for key, item in value:
-        result[key] = _plain(item, member_path(path, key))
+        result[key] = read_any(item, member_path(path, key))
     return result
 
 
 def decode_json(value: str) -> list[DeviceInfo]:
     """HAMi's ``UnMarshalNodeDevices``; ``JsonDecodeError`` names a path (``[2].count``) or an offset."""
-    check_value(value, "JSON")
-    tree = _tree(go_text(value))
+    tree = parse_json(value)
     if tree is None:
         return []
     if type(tree) is not list:
-        raise _type_error("top level", tree, "[]*DeviceInfo")
+        raise type_error("top level", tree, "[]*DeviceInfo")
     states = [
         None if item is None else _record(DeviceInfo, item, None, f"[{i}]") for i, item in enumerate(tree)
     ]

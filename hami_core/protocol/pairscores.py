@@ -22,9 +22,8 @@ from typing import Any
 
 import attrs
 
-from hami_core.protocol.gojson import _fold, _int, _Object, _tree, _type_error, go_text
+from hami_core.protocol.gojson import JsonObject, fold_key, parse_json, read_int, type_error
 from hami_core.protocol.model import INT64, DeviceInfo
-from hami_core.protocol.size import check_size
 
 __all__ = ["PairScore", "decode_pair_scores", "scores_for"]
 
@@ -40,36 +39,35 @@ class PairScore:
 def _entry(item: Any, path: str) -> PairScore:
     if item is None:
         return PairScore()
-    if type(item) is not _Object:
-        raise _type_error(path, item, "DevicePairScore")
+    if type(item) is not JsonObject:
+        raise type_error(path, item, "DevicePairScore")
     uuid = ""
     scores: dict[str, int] | None = None  # Go's zero DevicePairScore: a nil map
     for key, value in item:
-        field = _fold(key)
+        field = fold_key(key)
         if field == "UUID" and value is not None:
             if type(value) is not str:
-                raise _type_error(f"{path}.uuid", value, "string")
+                raise type_error(f"{path}.uuid", value, "string")
             uuid = value
         elif field == "SCORE" and value is None:
             scores = None
         elif field == "SCORE":
-            if type(value) is not _Object:
-                raise _type_error(f"{path}.score", value, "map[string]int")
+            if type(value) is not JsonObject:
+                raise type_error(f"{path}.score", value, "map[string]int")
             scores = {} if scores is None else scores
             for name, score in value:
-                scores[name] = 0 if score is None else _int(score, INT64, f"{path}.score", name)
+                scores[name] = 0 if score is None else read_int(score, INT64, f"{path}.score", name)
     return PairScore(uuid, MappingProxyType(scores or {}))
 
 
 def decode_pair_scores(value: str) -> tuple[PairScore, ...]:
     """The entries of a pair-score annotation value; ``DecodeError`` (one line) when Go's decoder would
     refuse it."""
-    check_size(value, "the")
-    tree = _tree(go_text(value))
+    tree = parse_json(value, "the")
     if tree is None:
         return ()
     if type(tree) is not list:
-        raise _type_error("top level", tree, "[]DevicePairScore")
+        raise type_error("top level", tree, "[]DevicePairScore")
     return tuple(_entry(item, f"[{i}]") for i, item in enumerate(tree))
 
 
