@@ -64,7 +64,7 @@ def _blocks(text: str, kind: str) -> list[str]:
 
 def test_the_capacity_derived_driver_shown_is_the_in_tree_one_word_for_word() -> None:
     """Section 2b's Python is the code of ``vendors/mthreads`` (the whole module below its docstring),
-    its tests and MetaX's whole GPUs: so it runs, as their tests prove."""
+    its tests, MetaX's whole GPUs and its sGPU entries: so it runs, as their tests prove."""
     shown = _blocks(_section("2b."), "python")
     module = (ROOT / "vendors/mthreads/src/hami_vendor_mthreads/__init__.py").read_text(encoding="utf-8")
     assert shown[0] == module[module.index(shown[0].splitlines()[0]) :]
@@ -72,7 +72,8 @@ def test_the_capacity_derived_driver_shown_is_the_in_tree_one_word_for_word() ->
         (ROOT / "vendors/mthreads/tests/test_mthreads_driver.py").read_text(encoding="utf-8"),
         (ROOT / "vendors/metax/src/hami_vendor_metax/__init__.py").read_text(encoding="utf-8"),
     ]
-    assert len(shown) == 3 and all(block in source for block, source in zip(shown[1:], sources, strict=True))
+    sources.append(sources[-1])
+    assert len(shown) == 4 and all(block in source for block, source in zip(shown[1:], sources, strict=True))
 
 
 def test_the_capacity_derived_driver_shows_in_hami_vendors_as_the_guide_says() -> None:

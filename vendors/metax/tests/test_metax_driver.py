@@ -107,6 +107,33 @@ def test_keys_match_as_go_matches_them() -> None:
     )
 
 
+def test_text_and_skipped_values_are_read_as_go_reads_them() -> None:
+    """Where Python's json read otherwise (HAMi's oracle agrees): a lone surrogate escape is U+FFFD, and an
+    unknown key may hold a number past Python's 4300 digits or arrays nested 3000 deep (Go skips them)."""
+    (device,) = _sgpu('[{"uuid":"\\ud800a","qosPolicy":"\\udc00","totalDevCount":2}]')
+    assert (device.id, device.count) == ("\ufffda", 2)
+    assert device.custominfo == {"QosPolicy": "\ufffd", "Model": "", "LinkZone": 0}
+    for skipped in ("9" * 5000, "[" * 3000 + "]" * 3000):
+        (device,) = _sgpu(f'[{{"uuid":"a","x":{skipped},"totalDevCount":2}}]')
+        assert (device.id, device.count) == ("a", 2)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ('[{"uuid":"a"},{"totalVRam":1e2}]', "[1].totalVRam: number '1e2' is not an integer for Go int32"),
+        ('[{"NUMA":2147483648}]', "[0].numa: number '2147483648' is out of range for Go int32"),
+        ('[{"healthy":"true"}]', '[0].healthy: cannot decode a string "true" into Go bool'),
+        ("{}", "node-gpu-devices: cannot decode an object {} into Go []*MetaxSDeviceInfo"),
+        ("[" * 10001 + "]" * 10001, "exceeded max depth 10000"),
+    ],
+)
+def test_a_refusal_names_the_field_and_the_go_type(value: str, says: str) -> None:
+    with pytest.raises(DecodeError) as refused:
+        _sgpu(value)
+    assert says in str(refused.value) and "\n" not in str(refused.value)
+
+
 @pytest.mark.parametrize("value", ["[]", "null", " null "])
 def test_an_empty_list_is_no_devices(value: str) -> None:
     """HAMi: "no sdevice found on node", and CheckHealth unhealthy: the vendor leaves the node."""

@@ -6,7 +6,7 @@ handshake, nothing written:
 * ``Metax-GPU`` (``pkg/device/metax/device.go``): N whole GPUs from ``status.capacity`` of
   ``metax-tech.com/gpu``, alive while that capacity is above 0;
 * ``Metax-SGPU`` (``metax/sdevice.go``, ``metax/protocol.go``): the devices MetaX's own device plugin lists
-  in ``metax-tech.com/node-gpu-devices`` (its own JSON schema, read here with Go ``encoding/json`` rules),
+  in ``metax-tech.com/node-gpu-devices`` (its own JSON schema, read with the core's Go ``encoding/json``),
   registered while that list has devices.
 
 The resource names are HAMi's device config section ``metax``.
@@ -14,21 +14,25 @@ The resource names are HAMi's device config section ``metax``.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from typing import Any
 
 from hami_core import (
-    MAX_ANNOTATION_BYTES,
+    INT32,
     DecodeError,
     DeviceConfig,
     DeviceInfo,
     FromNode,
+    IntRange,
+    JsonObject,
     NodeView,
     VendorSpec,
     capacity_count,
+    fold_key,
     hookimpl,
     numbered_devices,
+    parse_json,
+    read_int,
+    type_error,
 )
 
 __all__ = ["SGPU_ANNOTATION", "__version__", "hami_vendor_drivers", "sgpus", "whole_gpus"]
@@ -45,83 +49,43 @@ def whole_gpus(node: NodeView, count: str) -> list[DeviceInfo]:
     return numbered_devices(node, "metax", gpus, count=1, devmem=65536, devcore=100, type="Metax-GPU")
 
 
-class _Pairs(list[tuple[str, Any]]):
-    """A JSON object as its key/value pairs in document order (Go assigns fields in that order)."""
-
-
-class _Float(float):
-    """A JSON number written with a fraction or an exponent (Go refuses it for an integer field)."""
-
-
-def _refuse(constant: str) -> Any:
-    raise ValueError(f"invalid character {constant[0]!r} looking for beginning of value")
-
-
-def _go_json(value: str) -> Any:
-    """``value`` parsed as Go's encoding/json parses it (strict JSON), objects as ``_Pairs``."""
-    if len(value.encode("utf-8", "surrogatepass")) > MAX_ANNOTATION_BYTES:
-        raise DecodeError(f"value is larger than {MAX_ANNOTATION_BYTES} bytes")
-    try:
-        return json.loads(value, object_pairs_hook=_Pairs, parse_float=_Float, parse_constant=_refuse)
-    except ValueError as error:
-        raise DecodeError(f"not JSON: {error}") from None
-
-
-def _fold(key: str) -> str:
-    """Go's case-insensitive key match for ASCII field names (the Kelvin sign and long s fold too)."""
-    return "".join({"\u212a": "k", "\u017f": "s"}.get(c, c.lower() if c.isascii() else c) for c in key)
-
-
-def _int32(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or isinstance(value, _Float):
-        raise DecodeError(f"{where}: cannot unmarshal {json.dumps(value)[:40]} into Go value of type int32")
-    if not -(2**31) <= value < 2**31:
-        raise DecodeError(f"{where}: number {value} overflows int32")
-    return value
-
-
-def _typed(kind: type) -> Callable[[Any, str], Any]:
-    def check(value: Any, where: str) -> Any:
-        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-            name = {str: "string", bool: "bool"}[kind]
-            raise DecodeError(
-                f"{where}: cannot unmarshal {json.dumps(value)[:40]} into Go value of type {name}"
-            )
-        return value
-
-    return check
-
-
-#: ``MetaxSDeviceInfo`` (protocol.go): JSON key -> (Go type check, zero value).
-_SDEVICE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
-    "uuid": (_typed(str), ""),
-    "bdf": (_typed(str), ""),
-    "model": (_typed(str), ""),
-    "totaldevcount": (_int32, 0),
-    "totalcompute": (_int32, 0),
-    "totalvram": (_int32, 0),
-    "availabledevcount": (_int32, 0),
-    "availablecompute": (_int32, 0),
-    "availablevram": (_int32, 0),
-    "numa": (_int32, 0),
-    "healthy": (_typed(bool), False),
-    "qospolicy": (_typed(str), ""),
-    "linkzone": (_int32, 0),
+#: ``MetaxSDeviceInfo`` (protocol.go): each field's JSON key, Go type and zero value.
+_SDEVICE: dict[str, tuple[type | IntRange, Any]] = {
+    "uuid": (str, ""),
+    "bdf": (str, ""),
+    "model": (str, ""),
+    "totalDevCount": (INT32, 0),
+    "totalCompute": (INT32, 0),
+    "totalVRam": (INT32, 0),
+    "availableDevCount": (INT32, 0),
+    "availableCompute": (INT32, 0),
+    "availableVRam": (INT32, 0),
+    "numa": (INT32, 0),
+    "healthy": (bool, False),
+    "qosPolicy": (str, ""),
+    "linkZone": (INT32, 0),
 }
+#: The fields by the key Go matches them with (``fold_key``).
+_FIELDS = {fold_key(key): (key, kind) for key, (kind, _) in _SDEVICE.items()}
 
 
 def _sdevice(item: Any, where: str) -> dict[str, Any]:
+    """One entry as Go decodes it into a ``MetaxSDeviceInfo``: fields by JSON key."""
     if item is None:  # HAMi dereferences it and panics
         raise DecodeError(f"{where}: a null device")
-    if not isinstance(item, _Pairs):
-        raise DecodeError(
-            f"{where}: cannot unmarshal {json.dumps(item)[:40]} into Go struct MetaxSDeviceInfo"
-        )
+    if type(item) is not JsonObject:
+        raise type_error(where, item, "MetaxSDeviceInfo")
     fields = {key: zero for key, (_, zero) in _SDEVICE.items()}
     for key, value in item:
-        name = _fold(key)
-        if name in _SDEVICE and value is not None:  # unknown keys are ignored, null leaves the field as it is
-            fields[name] = _SDEVICE[name][0](value, f"{where}.{key}")
+        name, kind = _FIELDS.get(fold_key(key), ("", None))
+        if kind is None or value is None:  # unknown keys are skipped, null leaves the field as it is
+            continue
+        if isinstance(kind, IntRange):
+            fields[name] = read_int(value, kind, where, name)
+        elif type(value) is not kind:
+            raise type_error(f"{where}.{name}", value, "string" if kind is str else "bool")
+        else:
+            fields[name] = value
     return fields
 
 
@@ -131,18 +95,19 @@ def sgpus(node: NodeView) -> list[DeviceInfo]:
     value = node.annotations.get(SGPU_ANNOTATION)
     if value is None:
         return []
-    listed = _go_json(value)
+    where = f"annotation {SGPU_ANNOTATION}"
+    listed = parse_json(value, where)
     if listed is None:
         return []
-    if not isinstance(listed, list) or isinstance(listed, _Pairs):
-        raise DecodeError(f"annotation {SGPU_ANNOTATION}: expected a JSON array of MetaxSDeviceInfo")
+    if type(listed) is not list:
+        raise type_error(where, listed, "[]*MetaxSDeviceInfo")
     devices = []
     for i, item in enumerate(listed):
-        f = _sdevice(item, f"annotation {SGPU_ANNOTATION}: [{i}]")
-        info = {"QosPolicy": f["qospolicy"], "Model": f["model"], "LinkZone": f["linkzone"]}
+        f = _sdevice(item, f"{where}: [{i}]")
+        info = {"QosPolicy": f["qosPolicy"], "Model": f["model"], "LinkZone": f["linkZone"]}
         devices.append(
-            DeviceInfo(id=f["uuid"], index=i, count=f["totaldevcount"], devmem=f["totalvram"],
-                       devcore=f["totalcompute"], type="Metax-SGPU", numa=f["numa"], mode="",
+            DeviceInfo(id=f["uuid"], index=i, count=f["totalDevCount"], devmem=f["totalVRam"],
+                       devcore=f["totalCompute"], type="Metax-SGPU", numa=f["numa"], mode="",
                        health=f["healthy"], custominfo=info)
         )  # fmt: skip
     return devices
