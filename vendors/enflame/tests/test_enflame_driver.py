@@ -143,6 +143,56 @@ def test_keys_match_as_go_matches_them() -> None:
 
 
 @pytest.mark.parametrize(
+    ("lists", "expected"),
+    [
+        # a second list decodes into the first one's elements: the index "1" stays
+        ('[{"index":"1","capacity":4}],"devices":[{"capacity":5}]', [(1, 5)]),
+        # a null element leaves the one already there; the list is as long as the last one
+        ('[{"index":"1","capacity":4},{"capacity":4}],"devices":[null]', [(1, 4)]),
+        ('[{"index":"1","capacity":4},{"index":"2","capacity":4}],"devices":[{}],"devices":[{},{}]',
+         [(1, 4), (2, 4)]),
+        # an empty list or null starts afresh
+        ('[{"index":"1","capacity":4}],"devices":[],"devices":[{"capacity":4}]', [(0, 4)]),
+        ('[{"index":"1","capacity":4}],"devices":null,"devices":[{"capacity":4}]', [(0, 4)]),
+    ],
+)  # fmt: skip
+def test_a_repeated_devices_key_decodes_into_the_devices_already_there(
+    lists: str, expected: list[tuple[int, int]]
+) -> None:
+    """Go reuses a slice's backing array (HAMi's oracle agrees); Python's json kept only the last list."""
+    got = _drs(f'{{"devices":{lists},"profiles":{{"4g.16gb":"1"}}}}')
+    assert [(d.index, d.count) for d in got] == expected
+
+
+def test_text_and_skipped_values_are_read_as_go_reads_them() -> None:
+    """A lone surrogate escape is U+FFFD, in a key too; an unknown key may hold a number past Python's 4300
+    digits or arrays nested 3000 deep (Go skips them); HAMi's oracle agrees."""
+    (device,) = _drs(
+        '{"devices":[{"minor":"\\ud800","capacity":1}],"profiles":{"4g.16gb":"1","\\udc00":"2"}}'
+    )
+    profiles = {"4g.16gb": "1", "\ufffd": "2"}
+    assert device.custominfo == {"minor": "\ufffd", "index": "0", "profiles": profiles, "maxSlice": 4}
+    for skipped in ("9" * 5000, "[" * 3000 + "]" * 3000):
+        (device,) = _drs(f'{{"devices":[{{"x":{skipped},"capacity":2}}],"profiles":{{"4g.16gb":"1"}}}}')
+        assert device.count == 2
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (_value([{"capacity": 1}, {"index": 1}]), "devices[1].index: cannot decode number 1 into Go string"),
+        ('{"devices":[{"capacity":[1e400]}]}', "devices[0].capacity: number '1e400' is out of range"),
+        (_value([{"capacity": 1}], {"1g.2": 3}), 'profiles["1g.2"]: cannot decode number 3 into Go string'),
+        ('{"devices":{}}', "gcu-drs-capacity: devices: cannot decode an object {} into Go []drsDeviceSpec"),
+    ],
+)
+def test_a_refusal_names_the_field_and_the_go_type(value: str, says: str) -> None:
+    with pytest.raises(DecodeError) as refused:
+        _drs(value)
+    assert says in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
     "value",
     [
         "",

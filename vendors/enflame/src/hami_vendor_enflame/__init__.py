@@ -7,8 +7,8 @@ handshake, nothing written:
   alive while that capacity is above 0;
 * ``Enflame`` (``enflame/device.go``): one shared GCU per device of the DRS capacity annotation
   ``enflame.com/gcu-drs-capacity`` that Enflame's device plugin writes (its own JSON schema,
-  ``{"devices": [{"index", "minor", "capacity"}], "profiles": {name: id}}``, read here with Go
-  ``encoding/json`` rules); always healthy.
+  ``{"devices": [{"index", "minor", "capacity"}], "profiles": {name: id}}``, read with the core's Go
+  ``encoding/json``); always healthy.
 
 The resource names are HAMi's device config section ``enflame``.
 """
@@ -20,16 +20,22 @@ import re
 from typing import Any
 
 from hami_core import (
-    MAX_ANNOTATION_BYTES,
+    INT32,
     DecodeError,
     DeviceConfig,
     DeviceInfo,
     FromNode,
+    JsonObject,
     NodeView,
     VendorSpec,
     capacity_count,
+    fold_key,
     hookimpl,
+    member_path,
     numbered_devices,
+    parse_json,
+    read_any,
+    type_error,
 )
 
 __all__ = ["DRS_ANNOTATION", "__version__", "drs_gcus", "hami_vendor_drivers", "whole_gcus"]
@@ -39,8 +45,6 @@ __version__ = "0.1.0"
 #: Enflame's device plugin describes the node's DRS-partitionable GCUs here (``GCUDrsCapacity``).
 DRS_ANNOTATION = "enflame.com/gcu-drs-capacity"
 
-_INT32 = range(-(2**31), 2**31)
-
 
 def whole_gcus(node: NodeView, count: str) -> list[DeviceInfo]:
     """HAMi's GetNodeDevices for ``GCU``: N GCUs ``<node>-GCU-<i>``."""
@@ -48,42 +52,7 @@ def whole_gcus(node: NodeView, count: str) -> list[DeviceInfo]:
     return numbered_devices(node, "GCU", gcus, count=1, devmem=100, devcore=100, type="GCU")
 
 
-# --- Go's encoding/json and strconv, as far as the DRS capacity needs them ------------------------------
-
-
-class _Pairs(list[tuple[str, Any]]):
-    """A JSON object as its key/value pairs in document order (Go assigns fields in that order)."""
-
-
-def _refuse(constant: str) -> Any:
-    raise ValueError(f"invalid character {constant[0]!r} looking for beginning of value")
-
-
-def _go_json(value: str) -> Any:
-    """``value`` parsed as Go's encoding/json parses it (strict JSON), objects as ``_Pairs``; a number
-    with a fraction or exponent is a float (``interface{}`` holds every number as float64)."""
-    if len(value.encode("utf-8", "surrogatepass")) > MAX_ANNOTATION_BYTES:
-        raise DecodeError(f"value is larger than {MAX_ANNOTATION_BYTES} bytes")
-    try:
-        return json.loads(value, object_pairs_hook=_Pairs, parse_constant=_refuse)
-    except ValueError as error:
-        raise DecodeError(f"not JSON: {error}") from None
-
-
-def _fold(key: str) -> str:
-    """Go's case-insensitive key match for ASCII field names (the Kelvin sign and long s fold too)."""
-    return "".join({"\u212a": "k", "\u017f": "s"}.get(c, c.lower() if c.isascii() else c) for c in key)
-
-
-def _kind(value: Any) -> str:
-    kinds = {bool: "bool", str: "string", int: "number", float: "number", list: "array", _Pairs: "object"}
-    return kinds.get(type(value), "null")
-
-
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise DecodeError(f"{where}: cannot unmarshal {_kind(value)} into Go value of type string")
-    return value
+# --- Go's strconv and HAMi's parsing, as far as the DRS capacity needs them ------------------------------
 
 
 #: What Go's strings.TrimSpace removes (unicode.IsSpace); Python's str.strip removes more.
@@ -112,59 +81,67 @@ def _profile(name: str) -> tuple[int, int]:
 
 
 def _capacity(raw: Any) -> int | None:
-    """HAMi's parseDRSCapacity: a JSON number truncated to int32, a decimal string clamped to it."""
-    if isinstance(raw, bool) or raw is None:
-        return None
-    if isinstance(raw, int | float):
-        try:
-            number = float(raw)
-        except OverflowError:
-            return None
-        return int(number) if -(2**31) <= number <= 2**31 - 1 else None
-    if isinstance(raw, str):
+    """HAMi's parseDRSCapacity of Go's ``any``: a float64 truncated to int32, a decimal string clamped."""
+    if type(raw) is float:
+        return int(raw) if INT32.low <= raw <= INT32.high else None
+    if type(raw) is str:
         parsed = _atoi(raw.strip(_SPACE))
-        return None if parsed is None else min(max(parsed, -(2**31)), 2**31 - 1)
+        return None if parsed is None else min(max(parsed, INT32.low), INT32.high)
     return None
 
 
+def _string(value: Any, where: str) -> str:
+    if type(value) is not str:
+        raise type_error(where, value, "string")
+    return value
+
+
 def _drs_spec(value: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The annotation as Go decodes it into HAMi's ``drsCapacitySpec``: devices and profiles."""
+    """The annotation as Go decodes it into HAMi's ``drsCapacitySpec``: devices and profiles. As Go does,
+    a repeated ``devices`` decodes into the elements already there (a ``null`` element leaves one as it
+    is), ``null`` makes it empty; a repeated ``profiles`` adds to the map, ``null`` empties it."""
     where = f"annotation {DRS_ANNOTATION}"
-    spec = _go_json(value)
-    devices: list[dict[str, Any]] = []
+    spec = parse_json(value, where)
+    devices: list[dict[str, Any]] = []  # Go's backing array: the slice is its first ``length`` elements
+    length = 0
     profiles: dict[str, str] = {}
-    if spec is None:
-        return devices, profiles
-    if not isinstance(spec, _Pairs):
-        raise DecodeError(f"{where}: cannot unmarshal {_kind(spec)} into Go value of type drsCapacitySpec")
-    for key, field in spec:
-        name = _fold(key)
-        if name == "devices":
-            if (field is not None and not isinstance(field, list)) or isinstance(field, _Pairs):
-                raise DecodeError(f"{where}: {key}: cannot unmarshal {_kind(field)} into Go value of type []")
-            devices = [_drs_device(item, f"{where}: {key}[{i}]") for i, item in enumerate(field or ())]
-        elif name == "profiles":
-            if field is None:  # null makes the map nil; a second object adds to the first (Go reuses the map)
-                profiles = {}
-            elif not isinstance(field, _Pairs):
-                raise DecodeError(f"{where}: {key}: cannot unmarshal {_kind(field)} into Go map")
-            else:
-                profiles.update((k, "" if v is None else _string(v, f"{where}: {key}.{k}")) for k, v in field)
-    return devices, profiles
+    if spec is not None and type(spec) is not JsonObject:
+        raise type_error(where, spec, "drsCapacitySpec")
+    for key, field in spec or ():
+        name = fold_key(key)
+        if name == "DEVICES" and field is None:
+            devices, length = [], 0
+        elif name == "DEVICES":
+            if type(field) is not list:
+                raise type_error(f"{where}: devices", field, "[]drsDeviceSpec")
+            devices = devices if field else []
+            devices += [{"index": "", "minor": "", "capacity": None}] * (len(field) - len(devices))
+            for i, item in enumerate(field):
+                devices[i] = _drs_device(item, devices[i], f"{where}: devices[{i}]")
+            length = len(field)
+        elif name == "PROFILES" and field is None:
+            profiles = {}
+        elif name == "PROFILES":
+            if type(field) is not JsonObject:
+                raise type_error(f"{where}: profiles", field, "map[string]string")
+            for k, v in field:
+                profiles[k] = "" if v is None else _string(v, member_path(f"{where}: profiles", k))
+    return devices[:length], profiles
 
 
-def _drs_device(item: Any, where: str) -> dict[str, Any]:
-    device: dict[str, Any] = {"index": "", "minor": "", "capacity": None}
-    if item is None:  # a null element is a zero device (Go), refused below for its capacity
+def _drs_device(item: Any, device: dict[str, Any], where: str) -> dict[str, Any]:
+    """``device`` with the entry ``item`` decoded into it as Go decodes into a ``drsDeviceSpec``."""
+    if item is None:
         return device
-    if not isinstance(item, _Pairs):
-        raise DecodeError(f"{where}: cannot unmarshal {_kind(item)} into Go value of type drsDeviceSpec")
+    if type(item) is not JsonObject:
+        raise type_error(where, item, "drsDeviceSpec")
+    device = dict(device)
     for key, field in item:
-        name = _fold(key)
-        if name == "capacity":
-            device["capacity"] = field
+        name = fold_key(key).lower()
+        if name == "capacity":  # Go's any: replaced, null included
+            device["capacity"] = read_any(field, f"{where}.capacity")
         elif name in ("index", "minor") and field is not None:
-            device[name] = _string(field, f"{where}.{key}")
+            device[name] = _string(field, f"{where}.{name}")
     return device
 
 
@@ -181,7 +158,7 @@ def drs_gcus(node: NodeView) -> list[DeviceInfo]:
     max_memory = max([0, *(m for _, m in sizes)]) or max_slice
     if max_slice <= 0:
         raise DecodeError(f"{where}: no valid DRS profile (like 4g.16gb) among {sorted(profiles)!r:.80}")
-    if max_memory * 1024 not in _INT32:
+    if not INT32.low <= max_memory * 1024 <= INT32.high:
         raise DecodeError(f"{where}: a profile of {max_memory} GB is beyond int32 MiB (HAMi wraps it)")
     devices = []
     for position, item in enumerate(listed):
