@@ -4,12 +4,9 @@ Beyond HAMi, a ``null`` device is a decode error instead of a scheduler crash.
 
 The syntax is Python's ``json`` with its extensions closed off: no ``NaN``/``Infinity``, numbers kept as
 text until their Go type is known, every key/value pair kept in order, lone surrogate escapes read as
-U+FFFD, nesting allowed to Go's 10000 levels and no deeper.
-
-For any other schema of Go's (a vendor's own annotation), read as Go would into the shape you describe:
-``parse_json`` (the tree: ``JsonObject`` pairs, ``JsonNumber`` text, lists, str, bool, ``None``), then per
-value ``fold_key`` (the key a struct field's name matches), ``read_int`` (a Go integer type),
-``read_any`` (Go's ``any``) or ``type_error`` (Go's refusal of any other mismatch), each naming its path.
+U+FFFD, nesting allowed to Go's 10000 levels and no deeper. Any other Go schema (a vendor's annotation) is
+read so too: ``parse_json`` gives the tree (``JsonObject`` pairs, ``JsonNumber`` text), then per value
+``fold_key`` (the key a field matches), ``read_int``, ``read_any`` (Go's ``any``) or ``type_error``.
 """
 
 from __future__ import annotations
@@ -197,8 +194,7 @@ def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
 
 
 def parse_json(value: str, what: str = "JSON") -> Any:
-    """``value`` parsed as Go's decoder parses it (invalid UTF-8 as U+FFFD, within the annotation size
-    limit), or ``DecodeError`` naming what is wrong and where (``what`` names the value for the size)."""
+    """``value`` as Go parses it (invalid UTF-8 as U+FFFD, at most the annotation limit) or DecodeError."""
     check_value(value, what)
     return _tree(go_text(value))
 
@@ -273,9 +269,8 @@ def read_int(value: Any, go_range: IntRange, path: str, key: str = "") -> int:
     where = member_path(path, key) if key else path  # built only for the message
     if type(value) is not JsonNumber:
         raise type_error(where, value, go_range.go_type)
-    raise JsonDecodeError(
-        "json_type", f"{where}: number {shorten(value, 60)} {problem} for Go {go_range.go_type}"
-    )
+    message = f"{where}: number {shorten(value, 60)} {problem} for Go {go_range.go_type}"
+    raise JsonDecodeError("json_type", message)
 
 
 def fold_key(key: str) -> str:

@@ -5,13 +5,12 @@ HAMi's ``DecodePairScores`` (``pkg/device/devices.go``) is Go's ``json.Unmarshal
 vendor takes the first entry whose ``uuid`` is its id (``nvidia/device.go``). HAMi keeps it inside its
 ``DeviceInfo`` but never on the wire (``json:"-"``); here it is kept beside the device list.
 
-Read with ``gojson``'s reading of Go's decoder (syntax, key folding, numbers, strings), so what Go
-accepts is accepted: ``null`` (no scores), a ``null`` element (an empty entry), unknown fields skipped.
-Per entry, as Go decodes into one struct: the last ``uuid`` wins but ``null`` leaves it, a repeated
-``score`` adds to the map already there and ``null`` resets it, a ``null`` score is 0, and any value
-that does not fit (a score not an integer literal within Go's int) refuses the whole value, even when a
-later key would have fitted. A refusal is a ``DecodeError``; spec 1b: the devices then stay registered
-without scores, and a Warning says why (HAMi refuses the vendor).
+Read with ``gojson``'s reading of Go's decoder, so what Go accepts is accepted: ``null`` (no scores), a
+``null`` element (an empty entry), unknown fields skipped. Per entry, as Go decodes into one struct: the
+last ``uuid`` wins but ``null`` leaves it, a repeated ``score`` adds to the map already there and
+``null`` resets it, a ``null`` score is 0, and a score not an integer literal within Go's int refuses
+the whole value, even when a later key fits. A refusal is a ``DecodeError``; spec 1b: the devices then
+stay registered without scores, and a Warning says why (HAMi refuses the vendor).
 """
 
 from __future__ import annotations
@@ -42,22 +41,20 @@ def _entry(item: Any, path: str) -> PairScore:
     if type(item) is not JsonObject:
         raise type_error(path, item, "DevicePairScore")
     uuid = ""
-    scores: dict[str, int] | None = None  # Go's zero DevicePairScore: a nil map
+    scores: dict[str, int] = {}  # Go's nil map (the zero DevicePairScore's) reads as an empty one
     for key, value in item:
         field = fold_key(key)
         if field == "UUID" and value is not None:
             if type(value) is not str:
                 raise type_error(f"{path}.uuid", value, "string")
             uuid = value
-        elif field == "SCORE" and value is None:
-            scores = None
         elif field == "SCORE":
-            if type(value) is not JsonObject:
+            if value is not None and type(value) is not JsonObject:
                 raise type_error(f"{path}.score", value, "map[string]int")
-            scores = {} if scores is None else scores
-            for name, score in value:
+            scores = {} if value is None else scores  # null resets the map, an object adds to it
+            for name, score in value or ():
                 scores[name] = 0 if score is None else read_int(score, INT64, f"{path}.score", name)
-    return PairScore(uuid, MappingProxyType(scores or {}))
+    return PairScore(uuid, MappingProxyType(scores))
 
 
 def decode_pair_scores(value: str) -> tuple[PairScore, ...]:
