@@ -219,8 +219,9 @@ class Scheduler:
         """The first list starts once the elector has tried the Lease: a term won then asks for a list
         before the first one begins, which serves it (no second list at a cold start, and the same
         requests on every run of ``hami simulate``; docs/architecture.md, "Leadership")."""
-        if not self._stop.is_set():  # a reflector started after ``stop`` ends at once
-            self.reflector.start()
+        with self._lock:  # started whole before ``stop`` joins it, or not at all
+            if not self._stop.is_set():
+                self.reflector.start()
 
     def stop(self, timeout: float = 10.0, *, release: bool = True) -> None:
         """Stop every loop; the elector releases the Lease so a follower takes over at once.
@@ -229,7 +230,8 @@ class Scheduler:
         """
         if not release:
             self.elector.abandon()
-        self._stop.set()
+        with self._lock:  # the reflector is started whole or not at all (``_start_reflector``)
+            self._stop.set()
         self.elector.wake()
         self.queue.shutdown()
         self.reflector.stop(timeout)

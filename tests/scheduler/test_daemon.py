@@ -317,3 +317,12 @@ def test_a_follower_whose_clock_is_behind_follows_the_leaders_cleanup(world: Wor
     assert HANDSHAKES["DCU"] not in world.annotations(node)
     assert not follower.cache.node(node)
     assert CountingCluster.of(follower).calls["patch_node_annotations"] == 0
+
+
+def test_a_replica_stopped_as_it_starts_stops_cleanly(memory_world: World) -> None:
+    """``stop`` can come while the elector's first try is ending and the reflector starting: the reflector
+    is then started whole (and joined) or not at all."""
+    for i in range(30):
+        replica = memory_world.scheduler("dcu", identity=f"brief-{i}")
+        memory_world.stop(replica)
+        assert not replica.alive()
