@@ -384,11 +384,10 @@ def read_any(value: Any, path: str) -> Any:
     while work:
         source, target, slot = work.pop()
         kind = type(source)
-        if kind is JsonObject:
-            last = dict(source)
-            converted: dict[str, Any] = dict.fromkeys(last)
-            target[slot] = converted
-            work.extend((item, converted, key) for key, item in last.items())
+        if kind is JsonObject:  # a repeated key keeps the last value, but Go reads (and checks) each one
+            last = {key: i for i, (key, _) in enumerate(source)}
+            target[slot] = into = dict.fromkeys(last)
+            work.extend((v, into, k) if last[k] == i else (v, [None], 0) for i, (k, v) in enumerate(source))
         elif kind is list:
             items: list[Any] = [None] * len(source)
             target[slot] = items

@@ -1048,6 +1048,9 @@ def test_legacy_decode_agrees(hami_oracle: Oracle, value: str) -> None:
 @SETTINGS
 @given(value=json_values())
 @example(value='[{"ID":"x","Count":1}]')
+@example(value='[{"custominfo":{"a":{"b":1e400,"b":-0}}}]')  # Go checks a repeated key's every value
+@example(value='[{"custominfo":{"a":[{"b":1e400,"b":1}]}}]')
+@example(value='[{"custominfo":{"a":{"b":1,"b":2}}}]')
 def test_json_decode_agrees(hami_oracle: Oracle, value: str) -> None:
     assert_same_decode(value, run_ours(decode_json, value), hami_oracle.decode_json(value))
 
