@@ -127,16 +127,18 @@ def all_nodes(cluster: AdminCluster, limit: int = PAGE) -> Iterator[NodeSnapshot
 
 
 def connect(
-    kubeconfig: str | None, context: str | None, *, request_timeout: float, pool_size: int = 32
+    kubeconfig: str | None, context: str | None, *, request_timeout: float, pool_size: int | None = None
 ) -> KubeCluster:
-    """The cluster from the options, or a ``ConfigError`` naming the file and why."""
+    """The cluster from the options (``pool_size``: the client's own default when not given), or a
+    ``ConfigError`` naming the file and why."""
     from hami_core.kube.client import KubeCluster
 
     timeouts: dict[str, Any] = {
         "request_timeout": request_timeout,
         "connect_timeout": min(10.0, request_timeout),
-        "pool_size": pool_size,
     }
+    if pool_size is not None:
+        timeouts["pool_size"] = pool_size
     path = kubeconfig or DEFAULT_KUBECONFIG
     try:
         if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
