@@ -482,10 +482,10 @@ class Scheduler:
         return held
 
     def _write_later(self, name: str) -> None:
-        """A write decided for ``name`` cannot go while this replica holds its term: its renewal is late
-        (or the term's list is not in yet). Decided again a retry period later, when the renewal may have
-        landed; a lost Lease ends this, and the next term's full pass decides the node."""
-        if self._holds_term:
+        """A write decided for ``name`` cannot go in the term this replica holds and has started: its
+        renewal is late. Decided again a retry period later, when the renewal may have landed; a lost
+        Lease ends this. A term not started yet needs none of it: its full pass decides every node."""
+        if self._holds_term and self._term_started == self.elector.term:
             self.queue.add_after(name, self.config.retry_period)
 
     def _note_would_write(self, name: str, patch: Mapping[str, str | None]) -> None:
