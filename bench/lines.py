@@ -10,9 +10,9 @@ base was never formatted (``ruff format`` alone added about 1,070 lines to it), 
 it (issues 17, 18 and 20 and the day's hardening). So the script also reports:
 
 - the base formatted with today's ``ruff format`` settings, the like-for-like starting point;
-- the lines of ``--rev`` that features written since the base still hold: ``git blame --first-parent``
-  gives each line the first-parent commit that last wrote it, and ``FEATURES`` lists the commits that
-  added behaviour. A line a later cut rewrote no longer counts, so this undercounts what features hold;
+- the lines of ``--rev`` that features written since the base still hold: ``git blame --first-parent
+  -C`` gives each line the first-parent commit that last wrote it (a line moved between files keeps its
+  writer), and ``FEATURES`` lists the commits that added behaviour. A line a later cut rewrote no longer counts, so this undercounts what features hold;
   and a feature commit may also have rewritten old lines in place, so each feature commit counts at
   most its surviving lines minus the lines it deleted (the lower bound used for the verdict);
 - the like-for-like size: ``--rev``'s lines minus that lower bound.
@@ -101,7 +101,7 @@ def surviving_lines(repo: Path, rev: str) -> Counter[str]:
     """Lines of ``rev``'s ``hami_core`` by the first-parent commit that last wrote them (full shas)."""
     owners: Counter[str] = Counter()
     for path in python_files(repo, rev):
-        for line in git(repo, "blame", "--first-parent", "-l", "-s", rev, "--", path).splitlines():
+        for line in git(repo, "blame", "--first-parent", "-C", "-l", "-s", rev, "--", path).splitlines():
             owners[line.split(" ", 1)[0].lstrip("^")] += 1
     return owners
 
