@@ -202,7 +202,11 @@ class DriverManager:
         for wanted in names or ():
             matches = [d for d in loaded if wanted in (d.name, d.plugin)]
             if not matches:
-                raise DriverSelectionError(self._unknown_name(wanted, loaded))
+                installed = ", ".join(sorted({d.name for d in loaded})) or "none"
+                failed = [f for f in self._failures if f.name == wanted]
+                who = f"vendor driver {wanted!r}"
+                what = f"{who} failed to load: {failed[0]}" if failed else f"unknown {who}"
+                raise DriverSelectionError(f"{what} (installed: {installed})")
             chosen.extend(d for d in matches if d not in chosen)
         overrides = dict(count_resources or {})
         for name in overrides:
@@ -219,13 +223,6 @@ class DriverManager:
         ]
         check_conflicts(chosen)
         return tuple(chosen)
-
-    def _unknown_name(self, wanted: str, loaded: Sequence[VendorDriver]) -> str:
-        installed = ", ".join(sorted({d.name for d in loaded})) or "none"
-        failed = [f for f in self._failures if f.name == wanted]
-        if failed:
-            return f"vendor driver {wanted!r} failed to load: {failed[0]} (installed: {installed})"
-        return f"unknown vendor driver {wanted!r} (installed: {installed})"
 
     def plugin_of(self, driver: VendorDriver) -> object:
         """The plugin object (usually a module) that provides ``driver``."""
