@@ -71,18 +71,15 @@ def parse_vendor_names(text: str | None) -> list[str] | None:
 def parse_count_resources(items: Iterable[str]) -> dict[str, str]:
     """Parse operator overrides ``DRIVER=RESOURCE``; each item may hold several, separated by commas."""
     overrides: dict[str, str] = {}
-    for item in items:
-        for part in (p.strip() for p in item.split(",")):
-            if not part:
-                continue
-            name, equals, resource = (s.strip() for s in part.partition("="))
-            if not equals or not name or not resource:
-                raise DriverSelectionError(f"count resource override {part!r}: expected DRIVER=RESOURCE")
-            if problem := resource_name_problem(resource):
-                raise DriverSelectionError(
-                    f"count resource override {part!r}: {resource!r} is not a resource name: {problem}"
-                )
-            overrides[name] = resource
+    for part in filter(None, (p.strip() for item in items for p in item.split(","))):
+        name, equals, resource = (s.strip() for s in part.partition("="))
+        if not equals or not name or not resource:
+            raise DriverSelectionError(f"count resource override {part!r}: expected DRIVER=RESOURCE")
+        if problem := resource_name_problem(resource):
+            raise DriverSelectionError(
+                f"count resource override {part!r}: {resource!r} is not a resource name: {problem}"
+            )
+        overrides[name] = resource
     return overrides
 
 

@@ -118,9 +118,7 @@ def _field_problem(spec: VendorSpec) -> str | None:
         return f"count_resource {spec.count_resource!r} is malformed: {problem}"
     if not isinstance(spec.writes_reported, bool):
         return f"writes_reported must be True or False, got {spec.writes_reported!r}"
-    if spec.from_node is not None:
-        return _node_source_problem(spec.from_node)
-    return None
+    return None if spec.from_node is None else _node_source_problem(spec.from_node)
 
 
 def _node_source_problem(source: object) -> str | None:
