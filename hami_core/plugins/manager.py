@@ -205,7 +205,7 @@ class DriverManager:
                 what = f"{who} failed to load: {failed[0]}" if failed else f"unknown {who}"
                 raise DriverSelectionError(f"{what} (installed: {installed})")
             chosen.extend(d for d in matches if d not in chosen)
-        overrides = dict(count_resources or {})
+        overrides = count_resources or {}
         for name in overrides:
             if not any(d.name == name for d in chosen):
                 selected = ", ".join(d.name for d in chosen) or "none"
