@@ -107,7 +107,7 @@ def home_of(name: str) -> str:
 
 
 def __getattr__(name: str) -> Any:
-    if name not in __all__ or name == "__version__":
+    if name not in __all__:  # ``__version__`` is a global: never looked up here
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(home_of(name)), name)
     globals()[name] = value

@@ -12,7 +12,7 @@ import attrs
 from hami_core.protocol.codecs import Codec
 from hami_core.protocol.errors import DecodeError
 from hami_core.protocol.evaluate import reader
-from hami_core.protocol.model import DeviceInfo
+from hami_core.protocol.model import INT32, INT64, DeviceInfo
 from hami_core.protocol.nodesource import NodeView
 
 __all__ = [
@@ -55,10 +55,10 @@ def memory_per_device(node: NodeView, memory: str, cores: str, *, factor: int, p
         return 0
     scale = factor * per_device
     product = units * scale
-    if not -(2**63) <= product < 2**63:
+    if product not in INT64:
         raise DecodeError(f"capacity {memory} = {units} times {scale} is beyond int64 (HAMi wraps it)")
     share = abs(product) // total * (1 if product >= 0 else -1)
-    if not -(2**31) <= share < 2**31:
+    if share not in INT32:
         raise DecodeError(f"capacity {memory} gives {share} MiB per device, beyond int32 (HAMi wraps it)")
     return share
 

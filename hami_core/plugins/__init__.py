@@ -1,4 +1,4 @@
-"""Vendor drivers: hook specifications, discovery through entry points, validation, selection, test kit.
+"""Vendor drivers: hook specifications, discovery through entry points, validation, selection.
 The daemons call ``load_drivers``; driver authors use ``hookimpl`` and ``VendorSpec`` from ``hami_core``."""
 
 from __future__ import annotations

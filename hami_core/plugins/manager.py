@@ -71,18 +71,15 @@ def parse_vendor_names(text: str | None) -> list[str] | None:
 def parse_count_resources(items: Iterable[str]) -> dict[str, str]:
     """Parse operator overrides ``DRIVER=RESOURCE``; each item may hold several, separated by commas."""
     overrides: dict[str, str] = {}
-    for item in items:
-        for part in (p.strip() for p in item.split(",")):
-            if not part:
-                continue
-            name, equals, resource = (s.strip() for s in part.partition("="))
-            if not equals or not name or not resource:
-                raise DriverSelectionError(f"count resource override {part!r}: expected DRIVER=RESOURCE")
-            if problem := resource_name_problem(resource):
-                raise DriverSelectionError(
-                    f"count resource override {part!r}: {resource!r} is not a resource name: {problem}"
-                )
-            overrides[name] = resource
+    for part in filter(None, (p.strip() for item in items for p in item.split(","))):
+        name, equals, resource = (s.strip() for s in part.partition("="))
+        if not equals or not name or not resource:
+            raise DriverSelectionError(f"count resource override {part!r}: expected DRIVER=RESOURCE")
+        if problem := resource_name_problem(resource):
+            raise DriverSelectionError(
+                f"count resource override {part!r}: {resource!r} is not a resource name: {problem}"
+            )
+        overrides[name] = resource
     return overrides
 
 
@@ -202,9 +199,13 @@ class DriverManager:
         for wanted in names or ():
             matches = [d for d in loaded if wanted in (d.name, d.plugin)]
             if not matches:
-                raise DriverSelectionError(self._unknown_name(wanted, loaded))
+                installed = ", ".join(sorted({d.name for d in loaded})) or "none"
+                failed = [f for f in self._failures if f.name == wanted]
+                who = f"vendor driver {wanted!r}"
+                what = f"{who} failed to load: {failed[0]}" if failed else f"unknown {who}"
+                raise DriverSelectionError(f"{what} (installed: {installed})")
             chosen.extend(d for d in matches if d not in chosen)
-        overrides = dict(count_resources or {})
+        overrides = count_resources or {}
         for name in overrides:
             if not any(d.name == name for d in chosen):
                 selected = ", ".join(d.name for d in chosen) or "none"
@@ -219,13 +220,6 @@ class DriverManager:
         ]
         check_conflicts(chosen)
         return tuple(chosen)
-
-    def _unknown_name(self, wanted: str, loaded: Sequence[VendorDriver]) -> str:
-        installed = ", ".join(sorted({d.name for d in loaded})) or "none"
-        failed = [f for f in self._failures if f.name == wanted]
-        if failed:
-            return f"vendor driver {wanted!r} failed to load: {failed[0]} (installed: {installed})"
-        return f"unknown vendor driver {wanted!r} (installed: {installed})"
 
     def plugin_of(self, driver: VendorDriver) -> object:
         """The plugin object (usually a module) that provides ``driver``."""

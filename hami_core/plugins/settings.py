@@ -32,22 +32,6 @@ _KINDS: dict[type, tuple[Callable[[object], bool], Callable[[Any], Setting], str
 }
 
 
-def _checked(value: object, default: Setting, where: str) -> Setting:
-    """``value`` if it has the default's type (an integer is a number too), else ``DeviceConfigError``."""
-    accepts, take, kind = _KINDS[type(default)]
-    if not accepts(value):
-        raise DeviceConfigError(f"{where}: expected {kind}, got {value!r:.60}")
-    return take(value)
-
-
-def _values(found: Mapping[str, Any], defaults: Mapping[str, Setting], where: str) -> dict[str, Setting]:
-    """``defaults``, each overridden by the value ``found`` holds, checked against the default's type."""
-    return {
-        key: _checked(found[key], default, f"{where}.{key}") if key in found else default
-        for key, default in defaults.items()
-    }
-
-
 class DeviceConfig:
     """HAMi's device config as drivers read it. ``DeviceConfig()`` is the empty one: every default."""
 
@@ -73,9 +57,7 @@ class DeviceConfig:
             at = f" (line {mark.line + 1})" if mark is not None else ""
             problem = getattr(error, "problem", None) or type(error).__name__
             raise DeviceConfigError(f"device config {path}: not YAML{at}: {problem}") from None
-        if data is None:
-            data = {}
-        if not isinstance(data, Mapping):
+        if not isinstance(data, Mapping | None):
             raise DeviceConfigError(f"device config {path}: expected a mapping of sections, got {data!r:.60}")
         return cls(data, source=str(path))
 
@@ -94,13 +76,7 @@ class DeviceConfig:
         ``DeviceConfigError`` for a value of another type than its default's."""
         self._claimed.setdefault(name, set()).update(defaults)
         found = self._part(name)
-        if found is None:
-            found = {}
-        if not isinstance(found, Mapping):
-            raise DeviceConfigError(f"{self.source}: {name}: expected a mapping, got {found!r:.60}")
-        values = _values(found, defaults, f"{self.source}: {name}")
-        self.reads.extend((name, key, values[key], key in found) for key in defaults)
-        return MappingProxyType(values)
+        return self._read(name, {} if found is None else found, defaults, from_file=True)
 
     def entries(
         self, name: str, default: Sequence[Mapping[str, Setting]], **fields: Setting
@@ -109,18 +85,31 @@ class DeviceConfig:
         reads them."""
         self._claimed.setdefault(name, set()).update(fields)
         found = self._part(name)
-        from_file = found is not None
-        items: object = found if from_file else default
+        items: object = default if found is None else found
         if not isinstance(items, Sequence) or isinstance(items, str):
             raise DeviceConfigError(f"{self.source}: {name}: expected a list, got {items!r:.60}")
-        result: list[Mapping[str, Setting]] = []
-        for i, item in enumerate(items):
-            if not isinstance(item, Mapping):
-                raise DeviceConfigError(f"{self.source}: {name}[{i}]: expected a mapping, got {item!r:.60}")
-            values = _values(item, fields, f"{self.source}: {name}[{i}]")
-            result.append(MappingProxyType(values))
-            self.reads.extend((f"{name}[{i}]", k, values[k], from_file and k in item) for k in fields)
-        return result
+        return [
+            self._read(f"{name}[{i}]", item, fields, from_file=found is not None)
+            for i, item in enumerate(items)
+        ]
+
+    def _read(
+        self, label: str, found: object, fields: Mapping[str, Setting], *, from_file: bool
+    ) -> Mapping[str, Setting]:
+        """The mapping ``found`` (at ``label``) as ``fields`` reads it: each the file's value if it has the
+        default's type, else ``DeviceConfigError``; the default when absent. Recorded in ``reads``."""
+        where = f"{self.source}: {label}"
+        if not isinstance(found, Mapping):
+            raise DeviceConfigError(f"{where}: expected a mapping, got {found!r:.60}")
+        values = dict(fields)
+        for key, default in fields.items():
+            if key in found:
+                accepts, take, kind = _KINDS[type(default)]
+                if not accepts(found[key]):
+                    raise DeviceConfigError(f"{where}.{key}: expected {kind}, got {found[key]!r:.60}")
+                values[key] = take(found[key])
+        self.reads.extend((label, key, values[key], from_file and key in found) for key in fields)
+        return MappingProxyType(values)
 
     def unknown(self) -> list[str]:
         """What the file holds that no driver asked for: ``section.key`` and whole ``section`` names."""

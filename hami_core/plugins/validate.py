@@ -3,6 +3,9 @@ is a ``DriverError`` whose one-line message names the driver, its package and th
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import attrs
 
 from hami_core.k8snames import is_dns_label, is_label_value, qualified_name_problem
@@ -31,7 +34,7 @@ def annotation_key_problem(key: object) -> str | None:
 
 def resource_name_problem(name: object) -> str | None:
     """Why ``name`` is not a valid extended resource name (``domain/name``), or ``None``."""
-    if isinstance(name, bool) or not isinstance(name, str):
+    if not isinstance(name, str):
         return f"it must be a resource name string, got {name!r} ({type(name).__name__})"
     return qualified_name_problem(name, prefix_required=True)
 
@@ -54,33 +57,33 @@ def vendor_key_problem(key: object) -> str | None:
     return None
 
 
-def _codec(encoding: object) -> Codec | str:
-    """The codec for ``encoding``, or why there is none."""
+def _codec(encoding: object, refuse: Callable[[str], DriverError]) -> Codec:
+    """The codec for ``encoding``; ``refuse`` says why there is none."""
     if isinstance(encoding, str):
         if encoding not in CODECS:
             known = ", ".join(sorted(CODECS))
-            return f"encoding {encoding!r} is unknown (known: {known}; or pass a codec object)"
+            raise refuse(f"encoding {encoding!r} is unknown (known: {known}; or pass a codec object)")
         return CODECS[encoding]
     not_callable = [attr for attr in ("encode", "decode") if not callable(getattr(encoding, attr, None))]
     if not_callable:
-        return f"encoding {encoding!r} is not a codec: {' and '.join(not_callable)} not callable"
+        raise refuse(f"encoding {encoding!r} is not a codec: {' and '.join(not_callable)} not callable")
     name = getattr(encoding, "name", None)
     if not isinstance(name, str) or not name:
-        return f"encoding {encoding!r} is not a codec: it has no name"
+        raise refuse(f"encoding {encoding!r} is not a codec: it has no name")
     assert isinstance(encoding, Codec)
     return encoding
 
 
-def _liveness(rule: object) -> LivenessRule | str:
-    """The liveness rule for ``rule``, or why there is none."""
+def _liveness(rule: object, refuse: Callable[[str], DriverError]) -> LivenessRule:
+    """The liveness rule for ``rule``; ``refuse`` says why there is none."""
     if isinstance(rule, str):
         if rule not in BUILTIN_RULES:
             known = ", ".join(sorted(BUILTIN_RULES))
-            return f"liveness rule {rule!r} is unknown (known: {known}; or pass a rule object)"
+            raise refuse(f"liveness rule {rule!r} is unknown (known: {known}; or pass a rule object)")
         return BUILTIN_RULES[rule]
     name = getattr(rule, "name", None)
     if not isinstance(name, str) or not name or not callable(getattr(rule, "alive", None)):
-        return f"liveness {rule!r} is not a rule: it needs a name and alive(facts)"
+        raise refuse(f"liveness {rule!r} is not a rule: it needs a name and alive(facts)")
     assert isinstance(rule, LivenessRule)
     return rule
 
@@ -115,9 +118,7 @@ def _field_problem(spec: VendorSpec) -> str | None:
         return f"count_resource {spec.count_resource!r} is malformed: {problem}"
     if not isinstance(spec.writes_reported, bool):
         return f"writes_reported must be True or False, got {spec.writes_reported!r}"
-    if spec.from_node is not None:
-        return _node_source_problem(spec.from_node)
-    return None
+    return None if spec.from_node is None else _node_source_problem(spec.from_node)
 
 
 def _node_source_problem(source: object) -> str | None:
@@ -151,27 +152,19 @@ def _qualified_problem(name: object) -> str | None:
 def driver_from_spec(spec: object, *, plugin: str, package: str, version: str) -> VendorDriver:
     """Check one ``VendorSpec`` and build the ``VendorDriver``; raise ``DriverError`` naming the bad field."""
     origin = origin_of(plugin, package, version)
+    refuse_plugin = functools.partial(DriverError, plugin, origin, kind="plugin")
     if not isinstance(spec, VendorSpec):
-        detail = f"hami_vendor_drivers must yield VendorSpec records, got {type(spec).__name__}"
-        raise DriverError(plugin, origin, detail, kind="plugin")
+        raise refuse_plugin(f"hami_vendor_drivers must yield VendorSpec records, got {type(spec).__name__}")
     if problem := driver_name_problem(spec.name):
-        raise DriverError(plugin, origin, f"driver name {spec.name!r} is malformed: {problem}", kind="plugin")
+        raise refuse_plugin(f"driver name {spec.name!r} is malformed: {problem}")
+    refuse = functools.partial(DriverError, spec.name, origin)
     if problem := _field_problem(spec):
-        raise DriverError(spec.name, origin, problem)
-    codec: Codec | None = None
-    liveness = _liveness(spec.liveness)
-    if isinstance(liveness, str):
-        raise DriverError(spec.name, origin, liveness)
-    if spec.register_annotation is not None:
-        found = _codec(spec.encoding)
-        if isinstance(found, str):
-            raise DriverError(spec.name, origin, found)
-        codec = found
+        raise refuse(problem)
+    liveness = _liveness(spec.liveness, refuse)
+    codec = None if spec.register_annotation is None else _codec(spec.encoding, refuse)
     source = spec.from_node
     if source is not None:
-        node_liveness = _liveness(source.liveness)
-        if isinstance(node_liveness, str):
-            raise DriverError(spec.name, origin, f"from_node: {node_liveness}")
+        node_liveness = _liveness(source.liveness, lambda detail: refuse(f"from_node: {detail}"))
         source = attrs.evolve(source, liveness=node_liveness)
         if spec.register_annotation is None:
             liveness = node_liveness
@@ -187,7 +180,7 @@ def driver_from_spec(spec: object, *, plugin: str, package: str, version: str) -
             pair_scores_annotation=spec.pair_scores_annotation,
         )
     except (TypeError, ValueError) as error:  # the checks above leave nothing for these; say it anyway
-        raise DriverError(spec.name, origin, str(error).splitlines()[0]) from error
+        raise refuse(str(error).splitlines()[0]) from error
     return VendorDriver(
         name=spec.name,
         vendor=rules,
