@@ -12,9 +12,10 @@ it (issues 17, 18 and 20 and the day's hardening). So the script also reports:
 - the base formatted with today's ``ruff format`` settings, the like-for-like starting point;
 - the lines of ``--rev`` that features written since the base still hold: ``git blame --first-parent
   -C`` gives each line the first-parent commit that last wrote it (a line moved between files keeps its
-  writer), and ``FEATURES`` lists the commits that added behaviour. A line a later cut rewrote no longer counts, so this undercounts what features hold;
-  and a feature commit may also have rewritten old lines in place, so each feature commit counts at
-  most its surviving lines minus the lines it deleted (the lower bound used for the verdict);
+  writer), and ``FEATURES`` lists the commits that added behaviour. A line a later cut rewrote no
+  longer counts, so this undercounts what features hold; and a feature commit may also have rewritten
+  old lines in place, so each feature commit counts at most its surviving lines minus the lines it
+  deleted (the lower bound used for the verdict);
 - the like-for-like size: ``--rev``'s lines minus that lower bound.
 
 Commits made after the list was written count as the same features (cuts and fixes), so the verdict
