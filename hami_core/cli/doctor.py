@@ -281,9 +281,8 @@ def scheduler_settings(endpoint: SchedulerEndpoint | None, flags: Mapping[str, A
 
 
 def _differs_why(
-    mine: VendorExplanation, theirs: Mapping[str, Any], view: Mapping[str, Any], explanation: NodeExplanation
+    mine: VendorExplanation, state: object, view: Mapping[str, Any], explanation: NodeExplanation
 ) -> str:
-    state = theirs.get("state")
     if view.get("resource_version") != explanation.resource_version:
         return (
             f"the scheduler judged resourceVersion {view.get('resource_version')}, the doctor read "
@@ -331,7 +330,7 @@ def compare_with_scheduler(
         if isinstance(theirs, dict):
             scheduler = {"state": theirs.get("state"), "write": (theirs.get("next") or {}).get("write")}
             agrees = scheduler == doctor
-            why = None if agrees else _differs_why(mine, theirs, view, explanation)
+            why = None if agrees else _differs_why(mine, scheduler["state"], view, explanation)
         vendors[key] = {"agrees": agrees, "scheduler": scheduler, "doctor": doctor, "why": why}
     compared = [v["agrees"] for v in vendors.values() if v["agrees"] is not None]
     agrees = all(compared) if compared else None
@@ -459,8 +458,7 @@ def render(
         lines.append(settings.describe())
     if lease is not None:
         lines.append(lease_summary(lease, now))
-    lines.append("no memory of earlier evaluations: judged as a scheduler that has just started would")
-    lines.append("")
+    lines += ["no memory of earlier evaluations: judged as a scheduler that has just started would", ""]
     header = ("VENDOR", "STATE", "REGISTER", "HANDSHAKE", "ALLOCATABLE", "VERDICT", "NEXT WRITE")
     rows = [header] + [
         (
@@ -476,11 +474,9 @@ def render(
     ]
     lines += table(rows)
     for vendor in e.vendors:
-        lines.append("")
-        lines += _vendor_details(vendor, now)
+        lines += ["", *_vendor_details(vendor, now)]
     if agreement is not None:
-        lines.append("")
-        lines += _agreement_text(agreement)
+        lines += ["", *_agreement_text(agreement)]
     return "\n".join(lines)
 
 
