@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 import attrs
@@ -53,35 +53,19 @@ def annotation_keys(drivers: Iterable[VendorDriver]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(keys))
 
 
-def _split(
-    keys: Sequence[str],
-    annotations: Mapping[str, str],
-    managers: Mapping[str, tuple[str, ...]],
-    foreign: bool,
-) -> tuple[list[str], list[str]]:
-    """(keys to remove, foreign keys kept, each with its owners in words) of the keys present."""
-    remove: list[str] = []
-    kept: list[str] = []
-    for key in keys:
-        if key not in annotations:
-            continue
-        owners = managers.get(key, ())
-        if foreign or (owners and set(owners) <= OUR_MANAGERS):
-            remove.append(key)
-        else:
-            words = f"owned by {', '.join(owners)}" if owners else "no field manager recorded"
-            kept.append(f"{key} ({words})")
-    return remove, kept
+def _owned_by(managers: Sequence[str]) -> str:
+    return f"owned by {', '.join(managers)}" if managers else "no field manager recorded"
 
 
 def _clean_node(
     cluster: AdminCluster, name: str, keys: Sequence[str], *, foreign: bool, dry_run: bool
-) -> tuple[list[str], list[str]]:
-    """Delete what is ours, conditional on the version read (read and decide again on a conflict).
-    Returns (removed, kept in words)."""
-    for attempt in range(_TRIES):
+) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    """Delete the ``keys`` present that are ours (all, with ``foreign``), conditional on the version read
+    (read and decide again on a conflict). Returns (removed, kept: each key with its field managers)."""
+    for attempt in range(1, _TRIES + 1):
         owners = cluster.node_annotation_managers(name)
-        remove, kept = _split(keys, owners.node.annotations, owners.managers, foreign)
+        present = {key: owners.managers.get(key, ()) for key in keys if key in owners.node.annotations}
+        remove = [key for key, by in present.items() if foreign or (by and set(by) <= OUR_MANAGERS)]
         try:
             if remove and not dry_run:
                 cluster.patch_node_annotations(
@@ -90,11 +74,10 @@ def _clean_node(
                     resource_version=owners.node.resource_version,
                     field_manager=CLEANUP_MANAGER,
                 )
+            return remove, {key: by for key, by in present.items() if key not in remove}
         except Conflict:
-            if attempt + 1 == _TRIES:
+            if attempt == _TRIES:
                 raise
-            continue
-        return remove, kept
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -129,8 +112,8 @@ def cleanup(
             changed.append(name)
             echo(f"node/{name}: {verb} {', '.join(removed)}")
         if kept:
-            kept_all += [f"node/{name} {item.partition(' ')[0]}" for item in kept]
-            echo(f"node/{name}: kept {', '.join(kept)}")
+            kept_all += [f"node/{name} {key}" for key in kept]
+            echo(f"node/{name}: kept {', '.join(f'{key} ({_owned_by(by)})' for key, by in kept.items())}")
     deleted: list[str] = []
     for namespace, lease_name in leases:
         where = f"lease/{namespace}/{lease_name}"
@@ -260,12 +243,11 @@ def cleanup_command(
             raise click.ClickException(
                 f"{'; '.join(running)}; it would stamp the nodes again: uninstall it first, or pass --force"
             )
-        found = [(lease.namespace, lease.name) for lease in search.leases]
         result = cleanup(
             cluster,
             keys,
             nodes=None if all_nodes else nodes,
-            leases=() if keep_lease else found,
+            leases=() if keep_lease else [(lease.namespace, lease.name) for lease in search.leases],
             dry_run=dry_run,
             echo=click.echo,
             include_foreign=include_foreign,

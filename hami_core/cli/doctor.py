@@ -167,9 +167,9 @@ def lease_summary(search: LeaseSearch, now: datetime) -> str:
     if not holder:
         return f"{where}: released: no replica holds it (a leader that stopped hands it over this way)"
     renewed_at, until = _renewed_until(lease)
-    if until is None:
+    if renewed_at is None or until is None:
         return f"{where}: held by {holder} (no renew time or duration recorded)"
-    renewed = f"renewed {span(now - renewed_at)} ago" if renewed_at is not None else "renewed"
+    renewed = f"renewed {span(now - renewed_at)} ago"
     if until > now:
         return f"{where}: held by {holder}, {renewed}, valid until {_clock(until, now)}"
     return (
@@ -281,9 +281,8 @@ def scheduler_settings(endpoint: SchedulerEndpoint | None, flags: Mapping[str, A
 
 
 def _differs_why(
-    mine: VendorExplanation, theirs: Mapping[str, Any], view: Mapping[str, Any], explanation: NodeExplanation
+    mine: VendorExplanation, state: object, view: Mapping[str, Any], explanation: NodeExplanation
 ) -> str:
-    state = theirs.get("state")
     if view.get("resource_version") != explanation.resource_version:
         return (
             f"the scheduler judged resourceVersion {view.get('resource_version')}, the doctor read "
@@ -323,7 +322,7 @@ def compare_with_scheduler(
         return {"url": url, "error": view, **dict.fromkeys(facts), "agrees": None, "vendors": {}}
     vendors: dict[str, dict[str, Any]] = {}
     for mine in explanation.vendors:
-        key, theirs = mine.vendor_key, (view.get("vendors") or {}).get(mine.vendor_key)
+        key, theirs = mine.vendor_key, view["vendors"].get(mine.vendor_key)
         doctor = {"state": mine.state.value, "write": mine.next.write.value}
         scheduler: dict[str, Any] = {"state": None, "write": None}
         agrees: bool | None = None
@@ -331,7 +330,7 @@ def compare_with_scheduler(
         if isinstance(theirs, dict):
             scheduler = {"state": theirs.get("state"), "write": (theirs.get("next") or {}).get("write")}
             agrees = scheduler == doctor
-            why = None if agrees else _differs_why(mine, theirs, view, explanation)
+            why = None if agrees else _differs_why(mine, scheduler["state"], view, explanation)
         vendors[key] = {"agrees": agrees, "scheduler": scheduler, "doctor": doctor, "why": why}
     compared = [v["agrees"] for v in vendors.values() if v["agrees"] is not None]
     agrees = all(compared) if compared else None
@@ -432,7 +431,7 @@ def _vendor_details(e: VendorExplanation, now: datetime) -> list[str]:
 def render(
     explanation: NodeExplanation,
     *,
-    source: dict[str, Any],
+    file: str | None,
     lease: LeaseSearch | None,
     agreement: dict[str, Any] | None,
     settings: Settings | None,
@@ -443,12 +442,12 @@ def render(
     now = e.now
     if as_json:
         body = explanation_json(e)
-        body["source"] = source
+        body["source"] = {"kind": "cluster" if file is None else "file", "file": file}
         body["settings"] = settings.to_json() if settings is not None else None
         body["lease"] = lease_json(lease, now) if lease is not None else None
         body["scheduler"] = agreement
         return json.dumps(body, indent=2)
-    where = f"from {source['file']}" if source["file"] is not None else "from the cluster"
+    where = f"from {file}" if file is not None else "from the cluster"
     lines = [f"Node {e.node} ({where}; uid {e.uid or '-'}, resourceVersion {e.resource_version or '-'})"]
     if not e.selector:
         selected = "no node selector: every node is judged"
@@ -459,8 +458,7 @@ def render(
         lines.append(settings.describe())
     if lease is not None:
         lines.append(lease_summary(lease, now))
-    lines.append("no memory of earlier evaluations: judged as a scheduler that has just started would")
-    lines.append("")
+    lines += ["no memory of earlier evaluations: judged as a scheduler that has just started would", ""]
     header = ("VENDOR", "STATE", "REGISTER", "HANDSHAKE", "ALLOCATABLE", "VERDICT", "NEXT WRITE")
     rows = [header] + [
         (
@@ -476,11 +474,9 @@ def render(
     ]
     lines += table(rows)
     for vendor in e.vendors:
-        lines.append("")
-        lines += _vendor_details(vendor, now)
+        lines += ["", *_vendor_details(vendor, now)]
     if agreement is not None:
-        lines.append("")
-        lines += _agreement_text(agreement)
+        lines += ["", *_agreement_text(agreement)]
     return "\n".join(lines)
 
 
@@ -568,37 +564,24 @@ def judging_options(command: F) -> F:
     return command
 
 
-@attrs.frozen(kw_only=True)
-class Judging:
-    """What a live examination judges with: the settings, the Lease, the scheduler to compare."""
-
-    settings: Settings
-    lease: LeaseSearch
-    endpoint: SchedulerEndpoint | None
-    #: The scheduler was named (even when it fails), or its settings were read.
-    compare: bool
-
-
-def judging(cluster: AdminCluster, flags: Mapping[str, Any]) -> Judging:
-    """From ``judging_options``: the scheduler at the URL or Service given, else the chart's Service in the
-    namespace of the Lease found, else none."""
+def judging(
+    cluster: AdminCluster, flags: Mapping[str, Any]
+) -> tuple[Settings, LeaseSearch, SchedulerEndpoint | None]:
+    """From ``judging_options``: the settings, the Lease, and the scheduler to compare with: the one at the
+    URL or Service given (even when it fails), else the chart's Service in the namespace of the Lease
+    found when its settings could be read, else none."""
     namespace, url, service = flags["lease_namespace"], flags["scheduler_url"], flags["scheduler_service"]
     lease = find_scheduler_leases(cluster, flags["lease_name"], namespace)
-    found = lease.latest
-    endpoint = None
-    if url is not None or service is not None:
-        endpoint = SchedulerEndpoint(url=url, service=service, cluster=cluster)
-    elif found is not None:
-        endpoint = SchedulerEndpoint(service=(found.namespace, DEFAULT_SERVICE), cluster=cluster)
+    found, named = lease.latest, url is not None or service is not None
+    if not named and found is not None:
+        service = (found.namespace, DEFAULT_SERVICE)
+    endpoint = SchedulerEndpoint(url=url, service=service, cluster=cluster) if url or service else None
     settings = scheduler_settings(endpoint, flags)
     own = (found.namespace, found.name) if found is not None else (namespace, lease.name)
     if settings.lease is not None and namespace is None and settings.lease != own:
         # the running scheduler says which Lease is its own
         lease = find_scheduler_leases(cluster, settings.lease[1], settings.lease[0])
-    named = url is not None or service is not None
-    return Judging(
-        settings=settings, lease=lease, endpoint=endpoint, compare=named or settings.from_scheduler
-    )
+    return settings, lease, endpoint if named or settings.from_scheduler else None
 
 
 def _explain(
@@ -661,27 +644,24 @@ def node(name: str | None, from_file: str | None, at: str | None, as_json: bool,
             f"{name!r} is not a Node name (a lower-case DNS subdomain)", param_hint="'NAME'"
         )
     drivers = _drivers(flags)
-    judged: Judging | None = None
+    lease, endpoint = None, None
     if from_file is not None:
         snapshot = load_node_file(from_file, name)
         settings = scheduler_settings(None, flags)  # a file is judged with the flags given, as always
-        source: dict[str, Any] = {"kind": "file", "file": from_file}
     else:
         assert name is not None
         cluster = _live(flags)
         snapshot = _get_node(cluster, name)
-        judged = judging(cluster, flags)
-        settings = judged.settings
-        source = {"kind": "cluster", "file": None}
+        settings, lease, endpoint = judging(cluster, flags)
     now = _moment(at, settings.zone) if at is not None else SYSTEM.now().astimezone(settings.zone)
     explanation = _explain(snapshot, [d.rules() for d in drivers], settings, now)
     agreement = None
-    if judged is not None and judged.endpoint is not None and judged.compare:
-        view = fetch_scheduler_view(judged.endpoint, snapshot.name)
-        agreement = compare_with_scheduler(explanation, judged.endpoint.where, view)
-    lease, shown = (judged.lease, settings) if judged is not None else (None, None)
+    if endpoint is not None:
+        view = fetch_scheduler_view(endpoint, snapshot.name)
+        agreement = compare_with_scheduler(explanation, endpoint.where, view)
+    shown = settings if from_file is None else None
     click.echo(
-        render(explanation, source=source, lease=lease, agreement=agreement, settings=shown, as_json=as_json)
+        render(explanation, file=from_file, lease=lease, agreement=agreement, settings=shown, as_json=as_json)
     )
 
 
@@ -749,15 +729,13 @@ def nodes(wanted: frozenset[VendorState], as_json: bool, **flags: Any) -> None:
     """
     drivers = _drivers(flags)
     cluster = _live(flags)
-    judged = judging(cluster, flags)
-    view: dict[str, Any] | None = None
-    view_error: str | None = None
-    if judged.endpoint is not None and judged.compare:
-        kept = ",".join(state.value for state in KEPT_STATES)
-        answer = judged.endpoint.get_json("/cache", [("state", kept)])
-        view, view_error = (None, str(answer)) if isinstance(answer, Unanswered) else (answer, None)
+    settings, lease, endpoint = judging(cluster, flags)
+    kept = ",".join(state.value for state in KEPT_STATES)
+    answer = endpoint.get_json("/cache", [("state", kept)]) if endpoint is not None else None
+    view = answer if isinstance(answer, dict) else None
+    view_error = str(answer) if isinstance(answer, Unanswered) else None
     try:
-        fleet = fleet_states(cluster, [d.rules() for d in drivers], judged.settings, view)
+        fleet = fleet_states(cluster, [d.rules() for d in drivers], settings, view)
     except ClusterError as exc:
         raise click.ClickException(describe_error(exc)) from None
     shown = {
@@ -769,13 +747,13 @@ def nodes(wanted: frozenset[VendorState], as_json: bool, **flags: Any) -> None:
         body = {
             "nodes": shown,
             "states": sorted(state.value for state in wanted) or None,
-            "settings": judged.settings.to_json(),
-            "lease": lease_json(judged.lease, SYSTEM.now().astimezone(judged.settings.zone)),
-            "scheduler": {"where": judged.endpoint.where if judged.endpoint else None, "error": view_error},
+            "settings": settings.to_json(),
+            "lease": lease_json(lease, SYSTEM.now().astimezone(settings.zone)),
+            "scheduler": {"where": settings.source, "error": view_error},
         }
         click.echo(json.dumps(body, indent=2))
         return
-    click.echo(judged.settings.describe())
+    click.echo(settings.describe())
     if view_error is not None:
         click.echo(f"states: the doctor's own judgement, without the scheduler's memory ({view_error})")
     width = max(map(len, shown)) if shown else 0

@@ -113,11 +113,9 @@ def _unraisable(unraisable: Any) -> None:
 
 
 def configure_logging(fmt: str, level: str) -> None:
-    """Every record (ours, the libraries', Python's warnings, escaped exceptions) to stderr in ``fmt``."""
+    """Every record (ours, the libraries', Python's warnings, escaped exceptions) to stderr in ``fmt`` (one
+    of ``LOG_FORMATS``, as ``log_options`` gives it)."""
     global _active
-    fmt = fmt.lower()
-    if fmt not in LOG_FORMATS:
-        raise ValueError(f"log format {fmt!r} is not one of {', '.join(LOG_FORMATS)}")
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()

@@ -44,7 +44,7 @@ class SchedulerEndpoint:
     url: str | None = None
     #: (namespace, ``NAME[:PORT]``)
     service: tuple[str, str] | None = None
-    cluster: AdminCluster | None = attrs.field(default=None, eq=False, repr=False)
+    cluster: AdminCluster = attrs.field(eq=False, repr=False)
 
     @property
     def where(self) -> str:
@@ -74,10 +74,10 @@ class SchedulerEndpoint:
                     return data
             except urllib.error.HTTPError as exc:
                 raise Unanswered(f"{target} answered HTTP {exc.code}", code=exc.code) from None
-            except (urllib.error.URLError, OSError) as exc:
+            except OSError as exc:  # a URLError, or a socket's
                 reason = getattr(exc, "reason", exc)
                 raise Unanswered(f"the scheduler at {self.url} is not reachable: {reason}") from None
-        assert self.service is not None and self.cluster is not None
+        assert self.service is not None
         namespace, service = self.service
         try:
             return self.cluster.proxy_get(namespace, service, path, query)
