@@ -487,22 +487,18 @@ def _at_deadline(case: _Case) -> str:
 
 def _next_step(case: _Case) -> NextStep:
     d, kind = case.decision, _write_kind(case.decision)
-    annotation = d.write.annotation if d.write is not None else None
-    if kind is WriteKind.STAMP:
-        why = f"stamp {annotation} now: {_stamp_why(case)}"
-    elif kind is WriteKind.DELETE:
-        why = f"delete {annotation} now: {_delete_why(case)}"
-    else:
+    if d.write is None:
         why = "nothing to write: " + _nothing_why(case)
-    deadline = None
-    if d.recheck_at is not None and kind is not WriteKind.DELETE:
-        deadline = d.recheck_at.astimezone(case.now.tzinfo)
+    else:
+        why = f"{kind.value} {d.write.annotation} now: "
+        why += _stamp_why(case) if kind is WriteKind.STAMP else _delete_why(case)
+    deadline = d.recheck_at if kind is not WriteKind.DELETE else None
     return NextStep(
         write=kind,
-        annotation=annotation,
+        annotation=d.write.annotation if d.write is not None else None,
         value=d.write.value if d.write is not None else None,
         why=why,
-        deadline=deadline,
+        deadline=deadline.astimezone(case.now.tzinfo) if deadline is not None else None,
         at_deadline=_at_deadline(case) if deadline is not None else None,
     )
 
