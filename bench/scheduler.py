@@ -178,14 +178,14 @@ def bench_resync(n: int) -> tuple[str, str]:
     try:
         wait_settled([scheduler], writes, timeout=600)
         assert len(scheduler.cache.nodes()) == n
-        evaluations = scheduler.registrar.counters["evaluations"]
+        evaluations = scheduler.registrar.metrics.totals()["evaluations"]
         samples = []
         for _ in range(5):
             start = time.process_time()
             scheduler._resync()  # the worker's resync pass, on this thread
             samples.append(time.process_time() - start)
             wait_settled([scheduler], writes, timeout=600)
-        triggered = scheduler.registrar.counters["evaluations"] - evaluations
+        triggered = int(scheduler.registrar.metrics.totals()["evaluations"] - evaluations)
     finally:
         scheduler.stop(10)
     best = min(samples)

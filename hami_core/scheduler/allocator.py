@@ -9,7 +9,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-from typing import Any
 
 __all__ = ["ARENAS", "limit_malloc_arenas", "pin_mmap_threshold"]
 
@@ -25,9 +24,13 @@ _M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
 
 
-def _mallopt() -> Any:
-    """glibc's ``mallopt``, or ``None`` elsewhere (only glibc has ``gnu_get_libc_version``; musl's
-    ``mallopt`` does nothing)."""
+def _mallopt(chosen: set[str], *settings: tuple[int, int]) -> bool | None:
+    """glibc's ``mallopt`` for each (parameter, value), True when every one was set; ``None``, setting
+    nothing, when one of ``chosen`` is in the environment (the operator's choice, already applied by glibc)
+    or the C library is not glibc (only glibc has ``gnu_get_libc_version``; musl's ``mallopt`` does
+    nothing)."""
+    if chosen & os.environ.keys():
+        return None
     try:
         libc = ctypes.CDLL(None)
         libc.gnu_get_libc_version  # noqa: B018
@@ -35,30 +38,24 @@ def _mallopt() -> Any:
     except (OSError, AttributeError):
         return None
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    return mallopt
+    return all(bool(mallopt(parameter, value)) for parameter, value in settings)
 
 
 def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
-    """Limit glibc's malloc to ``arenas`` arenas for the threads started from now on; True when set.
-
-    False when ``MALLOC_ARENA_MAX`` is in the environment (the operator's choice, already applied by
-    glibc) or the C library is not glibc."""
-    mallopt = None if "MALLOC_ARENA_MAX" in os.environ else _mallopt()
-    if mallopt is None:
-        return False
-    done = bool(mallopt(_M_ARENA_MAX, arenas))
-    log.debug("malloc arenas limited to %d: %s", arenas, done)
-    return done
+    """Limit glibc's malloc to ``arenas`` arenas for the threads started from now on; True when set,
+    False when ``MALLOC_ARENA_MAX`` is in the environment or the C library is not glibc."""
+    done = _mallopt({"MALLOC_ARENA_MAX"}, (_M_ARENA_MAX, arenas))
+    if done is not None:
+        log.debug("malloc arenas limited to %d: %s", arenas, done)
+    return bool(done)
 
 
 def pin_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
     """Keep glibc's mmap and trim thresholds at ``threshold`` bytes, so a large block (a page of the node
     list) is always mapped and returned when freed, never left on the heap between register values that
     outlive it; True when set. False when either is in the environment or the C library is not glibc."""
-    chosen = {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"} & os.environ.keys()
-    mallopt = None if chosen else _mallopt()
-    if mallopt is None:
-        return False
-    done = bool(mallopt(_M_MMAP_THRESHOLD, threshold)) and bool(mallopt(_M_TRIM_THRESHOLD, threshold))
-    log.debug("malloc mmap and trim thresholds pinned at %d bytes: %s", threshold, done)
-    return done
+    chosen = {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"}
+    done = _mallopt(chosen, (_M_MMAP_THRESHOLD, threshold), (_M_TRIM_THRESHOLD, threshold))
+    if done is not None:
+        log.debug("malloc mmap and trim thresholds pinned at %d bytes: %s", threshold, done)
+    return bool(done)

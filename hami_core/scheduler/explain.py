@@ -32,7 +32,6 @@ from hami_core.protocol.errors import shorten
 from hami_core.protocol.evaluate import evaluate, read_node, read_register
 from hami_core.protocol.handshake import (
     DEFAULT_WINDOW,
-    Handshake,
     HandshakeKind,
     StampStanding,
     classify,
@@ -82,15 +81,12 @@ class RegisterFacts:
     present: bool
     #: The value's size in bytes (0 when absent).
     size: int = 0
+    #: ``None`` when absent.
+    decodes: bool | None = None
     #: How many devices it decodes to; ``None`` when absent or when it does not decode.
     devices: int | None = None
     #: Why it does not decode (the codec's message, naming the position and the bad text).
     error: str | None = None
-
-    @property
-    def decodes(self) -> bool | None:
-        """``None`` when absent."""
-        return None if not self.present else self.error is None
 
 
 @attrs.frozen(kw_only=True)
@@ -280,7 +276,8 @@ def explain_node(
 
 @attrs.define(slots=False)
 class _Case:
-    """Everything one vendor's explanation is made of: the scheduler's observation and its own decision."""
+    """Everything one vendor's explanation is made of: the scheduler's observation and its own decision,
+    and what the prose reads of them."""
 
     seen: Observed
     memory: VendorMemory
@@ -290,37 +287,18 @@ class _Case:
     selector: NodeSelector = attrs.field(kw_only=True)
     #: Judged with the scheduler's memory (False: with none, as ``hami doctor``).
     remembered: bool = attrs.field(kw_only=True)
-    obs: Observation = attrs.field(init=False)
-    rules: VendorRules = attrs.field(init=False)
-    #: The vendor key, its handshake annotation (for prose) and its count resource.
-    vendor: str = attrs.field(init=False)
-    hs: str = attrs.field(init=False)
-    res: str = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.obs, self.rules = self.seen.observation, self.seen.rules
+        # the vendor key, its handshake annotation (for prose) and its count resource
         self.vendor, self.res = self.rules.vendor_key, self.rules.count_resource
         self.hs = self.rules.handshake_annotation or "(no handshake annotation)"
-
-    @functools.cached_property
-    def handshake(self) -> Handshake:
+        self.signs = _signs_of_life(self.rules)
         observed = self.obs.handshake if self.rules.handshake_annotation else None
-        return classify(observed, tz=self.now.tzinfo or UTC)  # now is aware: explain_node checks it
-
-    @functools.cached_property
-    def standing(self) -> StampStanding:
-        return stamp_standing(self.handshake, now=self.now, window=self.window)
-
-    @functools.cached_property
-    def state(self) -> VendorState:
-        return state_of(self.decision.reason)
-
-    @functools.cached_property
-    def age(self) -> timedelta | None:
-        return self.now - self.handshake.time if self.handshake.time is not None else None
-
-    def signs(self) -> str:
-        return _signs_of_life(self.rules)
+        self.handshake = classify(observed, tz=self.now.tzinfo or UTC)  # now is aware: explain_node checks it
+        self.standing = stamp_standing(self.handshake, now=self.now, window=self.window)
+        self.state = state_of(self.decision.reason)
+        self.age = self.now - self.handshake.time if self.handshake.time is not None else None
 
 
 def _signs_of_life(rules: VendorRules) -> str:
@@ -381,6 +359,7 @@ def _register_facts(case: _Case) -> RegisterFacts:
         annotation=annotation,
         present=True,
         size=len(value.encode("utf-8", "surrogatepass")),
+        decodes=error is None,
         devices=len(decoded) if error is None else None,
         error=error,
     )
@@ -508,22 +487,18 @@ def _at_deadline(case: _Case) -> str:
 
 def _next_step(case: _Case) -> NextStep:
     d, kind = case.decision, _write_kind(case.decision)
-    annotation = d.write.annotation if d.write is not None else None
-    if kind is WriteKind.STAMP:
-        why = f"stamp {annotation} now: {_stamp_why(case)}"
-    elif kind is WriteKind.DELETE:
-        why = f"delete {annotation} now: {_delete_why(case)}"
-    else:
+    if d.write is None:
         why = "nothing to write: " + _nothing_why(case)
-    deadline = None
-    if d.recheck_at is not None and kind is not WriteKind.DELETE:
-        deadline = d.recheck_at.astimezone(case.now.tzinfo)
+    else:
+        why = f"{kind.value} {d.write.annotation} now: "
+        why += _stamp_why(case) if kind is WriteKind.STAMP else _delete_why(case)
+    deadline = d.recheck_at if kind is not WriteKind.DELETE else None
     return NextStep(
         write=kind,
-        annotation=annotation,
+        annotation=d.write.annotation if d.write is not None else None,
         value=d.write.value if d.write is not None else None,
         why=why,
-        deadline=deadline,
+        deadline=deadline.astimezone(case.now.tzinfo) if deadline is not None else None,
         at_deadline=_at_deadline(case) if deadline is not None else None,
     )
 
@@ -532,7 +507,7 @@ def _delete_why(case: _Case) -> str:
     if case.decision.reason is Reason.CLEANED_UP:
         return (
             f"{case.vendor} is cleaned up: {_dead_why(case)}; its devices leave the cache, and it comes back "
-            f"only when {case.signs()}"
+            f"only when {case.signs}"
         )
     return (
         f"{case.vendor} was cleaned up and the node still shows {shorten(case.obs.handshake or '')}, the "
@@ -552,12 +527,12 @@ def _nothing_why(case: _Case) -> str:
     if d.reason is Reason.AWAITING_SIGN_OF_LIFE and d.verdict is Verdict.DEAD:
         return (
             f"{_dead_why(case)}, but {vendor} never got into the cache here: there is nothing to clean "
-            f"and the stamp is left as it is; it registers when {case.signs()}"
+            f"and the stamp is left as it is; it registers when {case.signs}"
         )
     if d.reason is Reason.AWAITING_SIGN_OF_LIFE:
         return (
             f"{vendor} was cleaned up and has shown no sign of life since; a stamp is not one, so none "
-            f"is written; it comes back when {case.signs()}"
+            f"is written; it comes back when {case.signs}"
         )
     if d.verdict is Verdict.UNSTAMPED:
         return f"the node carries neither {case.rules.register_annotation} nor {case.hs}"
@@ -627,7 +602,7 @@ def _notes(case: _Case) -> Iterator[Note]:
             f"{vendor} was cleaned up here and has shown no sign of life since, yet the node carries a "
             f"stamp hami-core did not write ({value}{age}): HAMi's scheduler stamps a vendor again after "
             "cleaning it up and re-adds its devices, then cleans it again a window later (its flapping). A "
-            f"stamp is not a sign of life: hami-core keeps {vendor} out until {case.signs()}"
+            f"stamp is not a sign of life: hami-core keeps {vendor} out until {case.signs}"
         )
         yield Note("hami-flapping", text)
     if not case.remembered:
@@ -691,7 +666,7 @@ def _would(case: _Case, then: Decision) -> str:
             if case.handshake.kind is HandshakeKind.STAMP
             else ""
         )
-        return f"keep it out and write nothing until {case.signs()}{alone}"
+        return f"keep it out and write nothing until {case.signs}{alone}"
     return f"write nothing and show it {state.value}"
 
 
@@ -793,9 +768,8 @@ def _facts_json(facts: attrs.AttrsInstance, **renamed: str) -> dict[str, object]
     return {renamed.get(f.name, f.name): _plain(getattr(facts, f.name)) for f in attrs.fields(type(facts))}
 
 
-def _vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
+def _vendor_json(e: VendorExplanation) -> dict[str, Any]:
     """One vendor's explanation as JSON (``/cache/<node>`` and ``hami doctor --json``)."""
-    e, r = explanation, explanation.register
     return {
         "vendor": e.vendor_key,
         "state": e.state.value,
@@ -805,14 +779,7 @@ def _vendor_json(explanation: VendorExplanation) -> dict[str, Any]:
         "error": e.error,
         "liveness": e.liveness,
         "source": e.source,
-        "register": {
-            "annotation": r.annotation,
-            "present": r.present,
-            "bytes": r.size,
-            "decodes": r.decodes,
-            "devices": r.devices,
-            "error": r.error,
-        },
+        "register": _facts_json(e.register, size="bytes"),
         "handshake": _facts_json(e.handshake, age="age_seconds"),
         "allocatable": _facts_json(e.allocatable, raw="value"),
         "next": _facts_json(e.next),

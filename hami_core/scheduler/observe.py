@@ -19,11 +19,6 @@ from hami_core.protocol.nodesource import FromNode, NodeView
 
 __all__ = ["Observed", "observe", "source_key"]
 
-#: Allocatable strings repeat across nodes and resyncs: parse each distinct one once.
-_allocatable_count = functools.lru_cache(maxsize=4096)(quantity_count)
-#: The same for the capacity HAMi reads with ``AsInt64``.
-_as_int64 = functools.lru_cache(maxsize=4096)(quantity_int64)
-
 
 @attrs.frozen(kw_only=True)
 class Observed:
@@ -50,20 +45,22 @@ def source_key(node: NodeSnapshot, source: FromNode) -> str | None:
     return source.key(node.capacity, node.allocatable, node.annotations, node.labels)
 
 
+@functools.lru_cache(maxsize=4096)  # quantities repeat across nodes and resyncs: each read once
 def _count(raw: str | None) -> tuple[int, bool]:
     """A quantity as a count (absent: 0) and whether it was not a quantity (then 0)."""
     try:
-        return max(0, _allocatable_count(raw)), False
+        return max(0, quantity_count(raw)), False
     except QuantityError:
         return 0, True
 
 
+@functools.lru_cache(maxsize=4096)
 def _int64(raw: str | None) -> int | None:
     """A quantity as Go's ``AsInt64`` reads it (``None``: absent, not an int64 integer, not a quantity)."""
     if raw is None:
         return None
     try:
-        return _as_int64(raw)
+        return quantity_int64(raw)
     except QuantityError:
         return None  # the API server stores only quantities
 

@@ -120,16 +120,16 @@ class Registrar:
         window: timedelta = DEFAULT_WINDOW,
         metrics: SchedulerMetrics | None = None,
     ) -> None:
-        self._vendors = tuple(vendors)
+        self.vendors = tuple(vendors)
         #: Each vendor's node source, where it has one (read by ``relevant`` and ``_absent``).
         self._sources = tuple(
-            path.node_source if path is not None else None for path in (v.node_path() for v in self._vendors)
+            path.node_source if path is not None else None for path in (v.node_path() for v in self.vendors)
         )
-        judged = [j for v in self._vendors for j in (v, v.node_path()) if j is not None]
+        judged = [j for v in self.vendors for j in (v, v.node_path()) if j is not None]
         #: The count resources whose capacity a liveness rule reads.
         self._capacities = tuple(sorted({j.count_resource for j in judged if reads_capacity(j.liveness)}))
         #: Every annotation a decision, or the cache's pair scores, reads (``None``: the vendor has none).
-        self._annotations = tuple(key for v in self._vendors for key in _READ(v))
+        self._annotations = tuple(key for v in self.vendors for key in _READ(v))
         self.cache = cache
         self._selector = selector or NodeSelector({})
         self._window = window
@@ -146,18 +146,6 @@ class Registrar:
         self._states_lock = threading.Lock()
         self.metrics = metrics if metrics is not None else SchedulerMetrics([v.vendor_key for v in vendors])
 
-    @property
-    def vendors(self) -> tuple[VendorRules, ...]:
-        return self._vendors
-
-    @property
-    def counters(self) -> Counter[str]:
-        """What the registrar counted, summed over vendors (a snapshot of its metrics, for tests)."""
-        totals = self.metrics.totals()
-        return Counter(
-            {k: int(totals[k]) for k in ("evaluations", "decode_errors", "liveness_rule_errors", "cleanups")}
-        )
-
     def memory(self, node: str, vendor_key: str) -> VendorMemory:
         return self._memory.get((node, vendor_key), _NOTHING_KNOWN)
 
@@ -170,7 +158,7 @@ class Registrar:
         return (
             self._selector.matches(node.labels),
             tuple(kept_form(ann, key) if key else None for key in self._annotations),
-            tuple(node.allocatable.get(v.count_resource) for v in self._vendors),
+            tuple(node.allocatable.get(v.count_resource) for v in self.vendors),
             tuple(source_key(node, s) if s is not None else None for s in self._sources),
             tuple(node.capacity.get(c) for c in self._capacities),
         )
@@ -206,7 +194,7 @@ class Registrar:
         first_states: dict[str, VendorState] = {}
         selected = node is not None and self._selector.matches(node.labels)
         uid = node.uid if node else ""
-        for declared, node_source in zip(self._vendors, self._sources, strict=True):
+        for declared, node_source in zip(self.vendors, self._sources, strict=True):
             key = (name, declared.vendor_key)
             known = self._memory.get(key)
             if known is None and (node is None or self._absent(node, declared, node_source)):
@@ -251,8 +239,8 @@ class Registrar:
                 first_states[vendor] = state_of(reason)
             self._apply_cache(name, vendor, decision, now, seen.source)
             about = functools.partial(VendorEvent, node=name, uid=uid, vendor_key=vendor)
-            if declared.pair_scores_annotation is not None:
-                bad_scores = self._apply_pair_scores(name, node, declared)
+            if (pair_scores := declared.pair_scores_annotation) is not None:
+                bad_scores = self._apply_pair_scores(name, node, vendor, pair_scores)
                 if bad_scores is not None:
                     self.metrics.decode_errors.labels(vendor=vendor).inc()
                     warnings.append(about(reason=PAIR_SCORES_INVALID, message=bad_scores))
@@ -327,19 +315,20 @@ class Registrar:
 
     def _forget_node(self, name: str) -> None:
         """Drop the memory and cache entries of the Node object ``name`` held."""
-        for rules in self._vendors:
+        for rules in self.vendors:
             self._memory.pop((name, rules.vendor_key), None)
             self._set_state((name, rules.vendor_key), None)
             self._scores.pop((name, rules.vendor_key), None)
         self.cache.remove_node(name)
 
-    def _apply_pair_scores(self, name: str, node: NodeSnapshot | None, rules: VendorRules) -> str | None:
+    def _apply_pair_scores(
+        self, name: str, node: NodeSnapshot | None, vendor: str, annotation: str
+    ) -> str | None:
         """Keep the vendor's pair scores beside its cached devices (spec 1b); a value that does not decode
         leaves the devices without scores and is worth one Warning per distinct value (its message)."""
-        key, annotation = (name, rules.vendor_key), rules.pair_scores_annotation
-        entry = self.cache.vendor(name, rules.vendor_key)
-        value = None if node is None or annotation is None else node.annotations.get(annotation)
-        if entry is None or node is None or annotation is None or (value is None and not entry.pair_scores):
+        key, entry = (name, vendor), self.cache.vendor(name, vendor)
+        value = None if node is None else node.annotations.get(annotation)
+        if entry is None or node is None or (value is None and not entry.pair_scores):
             self._scores.pop(key, None)  # nothing to keep: the common case costs no memory
             return None
         last, seen = self._scores.get(key), fingerprint(value)

@@ -111,7 +111,7 @@ def test_dead_plugin_is_cleaned_up_and_stays_out_until_a_sign_of_life(world: Wor
     world.admin.patch_node_annotations(node, {HANDSHAKES["DCU"]: "Reported_2026.11.29 10:00:00"})
     world.run_until("readmitted", lambda: registered(replica, node) == {"DCU"})
     world.run_until("re-stamped", lambda: stamped(world, node, "DCU"))
-    assert replica.registrar.counters["cleanups"] == 1
+    assert replica.registrar.metrics.totals()["cleanups"] == 1
 
 
 def test_nvidia_with_an_old_stamp_and_allocatable_stays_registered(world: World) -> None:
@@ -236,7 +236,7 @@ def test_two_replicas_one_writer_and_handover_without_cleanup(world: World) -> N
     for n in nodes:
         assert registered(follower, n) == set(HANDSHAKES)
     world.advance(WINDOW + 1)
-    assert first.registrar.counters["cleanups"] == 0 and second.registrar.counters["cleanups"] == 0
+    assert [r.registrar.metrics.totals()["cleanups"] for r in (first, second)] == [0, 0]
     for n in nodes:
         assert registered(follower, n) == set(HANDSHAKES)
 
@@ -254,7 +254,7 @@ def test_every_replica_sees_a_bad_value_but_only_the_leader_posts_the_event(worl
     world.advance(WINDOW)  # room for a second, wrong one
     [event] = _events(world, bad)
     assert event["reportingInstance"] == leader.config.identity
-    assert follower.registrar.counters["decode_errors"] == 1  # seen, logged and counted all the same
+    assert follower.registrar.metrics.totals()["decode_errors"] == 1  # seen, logged and counted all the same
 
 
 def test_a_node_deleted_and_recreated_at_once_starts_clean(world: World) -> None:

@@ -98,7 +98,7 @@ def test_a_flapping_node_cannot_flood_the_api_server(memory_world: World) -> Non
         world.admin.patch_node_status(node, {"nvidia.com/gpu": "10"})
         world.run_until("back", lambda: replica.cache.vendor(node, "NVIDIA") is not None)
     world.settle()
-    assert replica.registrar.counters["cleanups"] == 15
+    assert replica.registrar.metrics.totals()["cleanups"] == 15
     # 30 Events decided: the node's burst of 25 is posted, the rest dropped and counted.
     assert len(events(world, node)) == 25
     assert total(replica.metrics.events_dropped, cause="rate_limited") == 5

@@ -74,7 +74,7 @@ def test_outage_mid_run_stops_writes_keeps_the_cache_and_cleans_nothing(
     real_world.advance(WINDOW)
     # Allocatable is still > 0 for both: expired stamps alone clean nothing (spec 4 rule 4).
     assert _registered(replica, node) == {"DCU", "NVIDIA"}
-    assert replica.registrar.counters["cleanups"] == 0
+    assert replica.registrar.metrics.totals()["cleanups"] == 0
     assert replica.alive()
 
 
@@ -101,7 +101,7 @@ def test_watch_expiry_and_drops_relist_without_loss_duplication_or_cleanup(memor
     world.run_until("new node registered", lambda: _registered(replica, added) == {"NVIDIA"})
     world.run_until("deleted node gone", lambda: not replica.cache.node(nodes[0]))
     assert set(replica.cache.nodes()) == {*nodes[1:], added}
-    assert replica.registrar.counters["cleanups"] == 0
+    assert replica.registrar.metrics.totals()["cleanups"] == 0
 
 
 def test_failed_patches_are_retried_and_do_not_block_other_nodes(memory_world: World) -> None:

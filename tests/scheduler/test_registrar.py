@@ -241,7 +241,7 @@ def test_a_liveness_rule_that_raises_degrades_only_its_vendor_and_warns_once() -
     assert entry is not None and entry.state == "degraded" and entry.error == warning.message
     assert registrar.cache.vendor("n1", "ACME") is not None
     again = registrar.evaluate("n1", node(annotations), now=T0 + timedelta(seconds=1))
-    assert again.warnings == () and registrar.counters["liveness_rule_errors"] == 1
+    assert again.warnings == () and registrar.metrics.totals()["liveness_rule_errors"] == 1
 
 
 STAMPED = {
@@ -290,7 +290,7 @@ def test_a_raising_liveness_rule_leaves_nodes_without_its_vendor_alone() -> None
         bare = NodeSnapshot(name=name, uid=name, resource_version="1")
         result = registrar.evaluate(name, bare, now=T0)
         assert result.patch == {} and result.warnings == ()
-    assert registrar.cache.nodes() == [] and registrar.counters["liveness_rule_errors"] == 0
+    assert registrar.cache.nodes() == [] and registrar.metrics.totals()["liveness_rule_errors"] == 0
 
 
 def test_a_node_source_runs_only_when_its_declared_inputs_change() -> None:
