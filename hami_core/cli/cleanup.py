@@ -15,6 +15,7 @@ from hami_core.cli.options import parsed
 from hami_core.cli.vendors import drivers_from_options
 from hami_core.clock import SYSTEM
 from hami_core.k8snames import is_dns_subdomain
+from hami_core.kube.access import describe_error
 from hami_core.kube.port import AdminCluster, ClusterError, Conflict, Lease, NodeSnapshot, NotFound
 from hami_core.plugins import VendorDriver
 from hami_core.protocol.marker import marker_annotation
@@ -106,7 +107,7 @@ def cleanup(
         try:
             removed, kept = _clean_node(cluster, name, keys, foreign=include_foreign, dry_run=dry_run)
         except ClusterError as exc:
-            errors.append(f"node/{name}: {exc}")
+            errors.append(f"node/{name}: {describe_error(exc)}")
             continue
         if removed:
             changed.append(name)
@@ -124,7 +125,7 @@ def cleanup(
         except NotFound:
             echo(f"{where}: not found, nothing to delete")
         except ClusterError as exc:
-            errors.append(f"{where}: {exc}")
+            errors.append(f"{where}: {describe_error(exc)}")
     return CleanupResult(
         changed=tuple(changed), errors=tuple(errors), leases_deleted=tuple(deleted), kept=tuple(kept_all)
     )
@@ -253,7 +254,7 @@ def cleanup_command(
             include_foreign=include_foreign,
         )
     except ClusterError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(describe_error(exc)) from None
     finally:
         cluster.close()
     for error in result.errors:

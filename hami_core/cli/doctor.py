@@ -123,10 +123,11 @@ def load_node_file(path: str, name: str | None = None) -> NodeSnapshot:
         raise click.UsageError(f"{path}: {exc}") from None
     kind = data.get("kind")
     if kind in ("List", "NodeList"):
-        items = [
-            i for i in data.get("items") or [] if isinstance(i, dict) and i.get("kind", "Node") == "Node"
-        ]
-        names = [str((i.get("metadata") or {}).get("name")) for i in items]
+        listed = data.get("items") or []
+        if not isinstance(listed, list):
+            raise click.UsageError(f"{path}: a {kind} whose items are not a list")
+        items = [i for i in listed if isinstance(i, dict) and i.get("kind", "Node") == "Node"]
+        names = [str(m.get("name")) if isinstance(m := i.get("metadata"), dict) else "" for i in items]
         if name is not None:
             if name not in names:
                 raise click.UsageError(f"{path}: no Node {name!r} in the list (it holds {len(items)} Nodes)")
@@ -266,18 +267,27 @@ def scheduler_settings(endpoint: SchedulerEndpoint | None, flags: Mapping[str, A
         window = float(theirs["handshake_window_seconds"]) if "handshake_window_seconds" in theirs else None
         selector = parse_node_selector(theirs["node_selector"]) if "node_selector" in theirs else None
         zone = parse_timezone(theirs["timezone"]) if "timezone" in theirs else None
+        lease = _lease_named(theirs.get("lease"))
     except (TypeError, ValueError) as exc:
-        error, window, selector, zone = f"its settings do not read: {exc}", None, None, None
-    lease = theirs.get("lease") if error is None else None
+        error, window, selector, zone, lease = f"its settings do not read: {exc}", None, None, None, None
     given = flags["node_selector"]
     return Settings(
         window=timedelta(seconds=flags["handshake_window"] or window or _DEFAULT_WINDOW),
         selector=given if given is not None else selector or NodeSelector({}),
         zone=flags["zone"] or zone or parse_timezone("local"),
-        lease=(lease["namespace"], lease["name"]) if isinstance(lease, dict) else None,
+        lease=lease,
         source=endpoint.where if endpoint is not None else None,
         error=error,
     )
+
+
+def _lease_named(lease: object) -> tuple[str, str] | None:
+    """The Lease a scheduler's ``/status`` names, as (namespace, name); ``ValueError`` when unreadable."""
+    if lease is None:
+        return None
+    if isinstance(lease, dict) and all(isinstance(lease.get(key), str) for key in ("namespace", "name")):
+        return lease["namespace"], lease["name"]
+    raise ValueError(f"lease {shorten(json.dumps(lease))} names no namespace and name")
 
 
 def _differs_why(
@@ -741,7 +751,7 @@ def nodes(wanted: frozenset[VendorState], as_json: bool, **flags: Any) -> None:
     shown = {
         name: states
         for name, states in fleet.items()
-        if not wanted or any(VendorState(s["state"]) in wanted for s in states.values())
+        if not wanted or any(s["state"] in {state.value for state in wanted} for s in states.values())
     }
     if as_json:
         body = {

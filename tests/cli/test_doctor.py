@@ -8,10 +8,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from harness import rbac
@@ -19,7 +23,8 @@ from harness.admin import AdminKubeCluster, MemoryCluster
 from harness.fixtures import unique_node_name
 from harness.scheduler_world import World, real_world  # noqa: F401  (the fixture)
 
-from hami_core.cli import logs, run
+from hami_core.cli import doctor, logs, run
+from hami_core.cli.reach import SchedulerEndpoint
 from hami_core.kube.port import Lease, NotFound
 from hami_core.protocol.handshake import format_report, format_stamp
 from hami_core.scheduler.config import DEFAULT_LEASE_NAME
@@ -220,6 +225,10 @@ def test_a_list_of_nodes_and_standard_input(tmp_path: Path) -> None:
         ("- a\n- b\n", (), "{path}: not a Node: it holds a YAML list, not an object"),
         ("kind: Node\nmetadata: [\n", (), "{path}: not a Node: not valid YAML or JSON at line 3"),
         ("kind: Node\nmetadata: {}\n", (), "{path}: not a Node: malformed Node: metadata.name is None"),
+        ("kind: List\nitems: 3\n", (), "{path}: a List whose items are not a list"),
+        ("kind: NodeList\nitems: {a: 1}\n", (), "{path}: a NodeList whose items are not a list"),
+        ("kind: List\nitems: [{kind: Node, metadata: 5}]\n", (), "{path}: not a Node: malformed Node"),
+        ("kind: List\nitems: [{metadata: [1]}, {}]\n", ("n",), "{path}: no Node 'n' in the list (it holds 2"),
         (
             "kind: Node\nmetadata: {name: n, annotations: {a: [1]}}\n",
             (),
@@ -551,3 +560,93 @@ def test_doctor_reads_hamis_device_config_for_the_resource_names(tmp_path: Path)
     config.write_text("cambricon:\n  resourceCountName: [x]\n")
     bad = hami("doctor", "node", "--from-file", str(path), "--device-config", str(config))
     assert "cambricon.resourceCountName: expected a string" in one_error(bad, 2)
+
+
+# --- a scheduler's answers the doctor does not expect (another version, a broken proxy): said, or passed on
+# as they are, never a traceback. The scheduler is a real HTTP server answering fixed bodies.
+
+
+@pytest.fixture
+def answers() -> Iterator[tuple[str, dict[str, Any]]]:
+    """A scheduler at the URL returned, answering each path with the JSON put in the dict under it."""
+    bodies: dict[str, Any] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps(bodies.get(urlsplit(self.path).path, {})).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", bodies
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+FLAGS: Mapping[str, Any] = {"handshake_window": None, "node_selector": None, "zone": None}
+
+
+@pytest.mark.parametrize(
+    ("lease", "error"),
+    [
+        ({}, "its settings do not read: lease '{}' names no namespace and name"),
+        ({"namespace": "ns"}, """lease '{"namespace": "ns"}' names no namespace and name"""),
+        ({"namespace": "ns", "name": 5}, "names no namespace and name"),
+        ("ns/name", """lease '"ns/name"' names no namespace and name"""),
+    ],
+)
+def test_a_lease_the_doctor_cannot_read_is_said_and_the_defaults_judge(
+    answers: tuple[str, dict[str, Any]], lease: object, error: str
+) -> None:
+    url, bodies = answers
+    bodies["/status"] = {"settings": {"handshake_window_seconds": 90, "lease": lease}}
+    settings = doctor.scheduler_settings(SchedulerEndpoint(url=url, cluster=MemoryCluster()), FLAGS)
+    assert settings.error is not None and error in settings.error, settings.error
+    assert (
+        settings.lease is None and settings.window.total_seconds() == doctor._DEFAULT_WINDOW
+    )  # none of it read
+
+
+def test_a_lease_named_is_the_one_the_doctor_looks_at(answers: tuple[str, dict[str, Any]]) -> None:
+    url, bodies = answers
+    bodies["/status"] = {
+        "settings": {"handshake_window_seconds": 90, "lease": {"namespace": "a", "name": "b"}}
+    }
+    settings = doctor.scheduler_settings(SchedulerEndpoint(url=url, cluster=MemoryCluster()), FLAGS)
+    assert (settings.error, settings.lease, settings.window.total_seconds()) == (None, ("a", "b"), 90)
+
+
+def test_a_state_this_doctor_does_not_know_is_shown_as_the_scheduler_says_it(
+    answers: tuple[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newer scheduler may name a state this doctor has no word for: shown, and no filter matches it."""
+    url, bodies = answers
+    cluster = MemoryCluster()
+    cluster.create_node(
+        "gpu-1", annotations={DCU_REG: DCU_VALUE, DCU_HS: format_report(datetime.now().astimezone())}
+    )
+    cluster.create_node(
+        "gpu-2", annotations={DCU_REG: DCU_VALUE, DCU_HS: format_report(datetime.now().astimezone())}
+    )
+    monkeypatch.setattr(doctor, "_live", lambda flags: cluster)
+    bodies["/status"] = {"settings": {}}
+    bodies["/cache"] = {"nodes": {"gpu-1": {"DCU": {"state": "resting"}}}}
+    args = ("doctor", "nodes", "--vendors", "dcu", "--scheduler-url", url)
+
+    listed = hami(*args)
+    assert listed.returncode == 0, listed.stderr
+    assert "gpu-1  DCU=resting\n" in listed.stdout and "gpu-2  DCU=registered*\n" in listed.stdout
+
+    filtered = hami(*args, "--state", "registered", "--json")
+    assert filtered.returncode == 0, filtered.stderr
+    assert list(json.loads(filtered.stdout)["nodes"]) == ["gpu-2"]

@@ -307,11 +307,17 @@ def test_failures_are_error_lines_and_exit_1_after_the_rest_is_done(
     assert len(errors) == 2
     assert errors[0].startswith(f"error: node/{ghost}: ") and "not found" in errors[0]
     assert errors[1].startswith(f"error: lease/{apiserver_namespace}/{LEASE}: ") and "forbidden" in errors[1]
+    assert "missing RBAC permission: user" in errors[1] and "may not delete leases" in errors[1], errors[1]
     assert done.stdout.splitlines() == [
         f"node/{target}: removed hami.io/node-dcu-register, hami.io/node-handshake-dcu",
         "1 node changed",
     ]
     assert admin.get_lease(apiserver_namespace, LEASE).holder_identity == "scheduler-0_x"
+    unlisted = hami_cleanup(apiserver, "--all", "--vendors", "dcu", "--lease-namespace", apiserver_namespace,
+                            "--lease-name", LEASE, "--keep-lease", identity=operator)  # fmt: skip
+    assert unlisted.returncode == 1 and unlisted.stdout == ""
+    (line,) = unlisted.stderr.splitlines()  # the Nodes cannot be listed: one line, and what is missing
+    assert line.startswith("error: list nodes: 403") and "may not list nodes" in line, line
 
 
 def test_the_lease_is_found_in_any_namespace_and_hamis_own_lease_refuses_too(
