@@ -1,9 +1,8 @@
-"""A read-only ``Mapping[str, str]`` that keeps its long values zlib-compressed: ``PackedStrings``, for the
-store's annotations (docs/architecture.md, "One node event, end to end", step 1). A reader sees ``str``
-values byte for byte as put in (lone surrogates included: ``surrogatepass``), decompressed on each read, so
-one that keeps a value keeps its own copy. A value is packed by its length alone, so two mappings of the
-same items hold the same representations (zlib is deterministic): equality compares the compressed bytes,
-and :meth:`PackedStrings.sharing` lets a new mapping hold an older one's objects for unchanged values.
+"""A read-only ``Mapping[str, str]`` that keeps its long values zlib-compressed, for the store's annotations
+(docs/architecture.md, "One node event, end to end", step 1): a reader sees each ``str`` byte for byte as
+put in (lone surrogates included), decompressed on each read. A value is packed by its length alone, so two
+mappings of the same items hold the same representations (zlib is deterministic): equality compares the
+compressed bytes, and :meth:`PackedStrings.sharing` holds an older one's objects for unchanged values.
 """
 
 from __future__ import annotations
