@@ -230,12 +230,8 @@ class LeaderElector:
             self._on_stopped()
         if observed is None or observed.holder_identity != self.config.identity:
             return
-        released = attrs.evolve(
-            observed,
-            holder_identity=None,
-            lease_duration_seconds=1,
-            renew_time=self._clock.now().astimezone(UTC),
-        )
+        now = self._clock.now().astimezone(UTC)
+        released = attrs.evolve(observed, holder_identity=None, lease_duration_seconds=1, renew_time=now)
         try:
             self._observe(self._cluster.update_lease(released))
             log.info("leader election: released %s/%s", self.config.namespace, self.config.name)
