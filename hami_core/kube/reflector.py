@@ -393,8 +393,8 @@ class Reflector:
             token = page.continue_token
             if may_restart:
                 with self._lock:
-                    asked, requested = self._requested > serves, self._requested
-                if asked:
+                    requested = self._requested
+                if requested > serves:
                     log.debug("node reflector lists again from the start: a fresh list was asked for")
                     items, token, resource_version, serves, may_restart = {}, None, "", requested, False
                     continue
@@ -424,9 +424,7 @@ class Reflector:
             self._delivering = True  # listing_due() until the handler has been told
         self._synced.set()
         try:
-            self._handler.on_synced(relisted=relisted)
-        except Exception:
-            log.exception("node event handler failed in on_synced; the reflector carries on")
+            self._notify(self._handler.on_synced, relisted=relisted)
         finally:
             with self._lock:
                 self._delivering = False
@@ -522,9 +520,9 @@ class Reflector:
             self._store[node.name] = node
         self._notify(self._handler.on_upsert, old, node)
 
-    def _notify(self, call: Callable[..., None], *args: NodeSnapshot | None) -> None:
+    def _notify(self, call: Callable[..., None], *args: NodeSnapshot | None, **kwargs: bool) -> None:
         try:
-            call(*args)
+            call(*args, **kwargs)
         except Exception:
             log.exception("node event handler failed in %s; the reflector carries on", call.__name__)
 
