@@ -43,12 +43,12 @@ _WEBHOOK = re.compile(r'admission webhook "([^"]*)" denied the request')
 
 
 def _unquote(text: str) -> str:
-    """A Go ``%q`` string's content (JSON's escapes are the common subset)."""
+    """A Go ``%q`` string's content (JSON's escapes are the common subset); ``_QUOTED``'s match holds no
+    unescaped quote, so JSON reads it as one string or refuses it."""
     try:
-        value = json.loads(f'"{text}"')
+        return str(json.loads(f'"{text}"'))
     except ValueError:
         return text
-    return value if isinstance(value, str) else text
 
 
 def explain(error: BaseException) -> str | None:

@@ -269,7 +269,7 @@ class LeaderElector:
         cfg = self.config
         now = self._clock.now().astimezone(UTC)
         # Rounded up: followers wait what is recorded, which must not be shorter than our renew deadline.
-        duration = max(1, math.ceil(cfg.lease_duration))
+        duration = math.ceil(cfg.lease_duration)  # at least 1: the config's timings are above 0
         try:
             current = self._cluster.get_lease(cfg.namespace, cfg.name)
         except NotFound:
