@@ -43,38 +43,32 @@ _WEBHOOK = re.compile(r'admission webhook "([^"]*)" denied the request')
 
 
 def _unquote(text: str) -> str:
-    """A Go ``%q`` string's content (JSON's escapes are the common subset)."""
+    """A Go ``%q`` string's content (JSON's escapes are the common subset); ``_QUOTED``'s match holds no
+    unescaped quote, so JSON reads it as one string or refuses it."""
     try:
-        value = json.loads(f'"{text}"')
+        return str(json.loads(f'"{text}"'))
     except ValueError:
         return text
-    return value if isinstance(value, str) else text
-
-
-def _missing_permission(text: str) -> str | None:
-    """The RBAC permission a 403's message names, as ``user 'U' may not VERB R (API group G) in namespace
-    N`` (or ``cluster-wide``; a non-resource URL as ``path P``); ``None`` when it names none."""
-    match = _RBAC.search(text)
-    if match is not None:
-        user, verb, resource, group, namespace = match.groups()
-        in_group = f" (API group {_unquote(group)})" if group else ""
-        where = f"in namespace {_unquote(namespace)}" if namespace else "cluster-wide"
-        return f"user {_unquote(user)!r} may not {verb} {_unquote(resource)}{in_group} {where}"
-    match = _PATH.search(text)
-    if match is not None:
-        user, verb, path = match.groups()
-        return f"user {_unquote(user)!r} may not {verb} path {_unquote(path)} cluster-wide"
-    return None
 
 
 def explain(error: BaseException) -> str | None:
-    """One line on what a ``Forbidden`` means and what to do; ``None`` for any other error."""
+    """One line on what a ``Forbidden`` means and what to do; ``None`` for any other error. A permission
+    reads ``user 'U' may not VERB R (API group G) in namespace N`` (or ``cluster-wide``; a non-resource URL
+    as ``path P``)."""
     if not isinstance(error, Forbidden):
         return None
     text = str(error)
-    permission = _missing_permission(text)
+    permission = None
+    if (match := _RBAC.search(text)) is not None:
+        user, verb, resource, group, namespace = match.groups()
+        in_group = f" (API group {_unquote(group)})" if group else ""
+        where = f"in namespace {_unquote(namespace)}" if namespace else "cluster-wide"
+        permission = f"{verb} {_unquote(resource)}{in_group} {where}"
+    elif (match := _PATH.search(text)) is not None:
+        user, verb, path = match.groups()
+        permission = f"{verb} path {_unquote(path)} cluster-wide"
     if permission is not None:
-        return f"missing RBAC permission: {permission}; {RBAC_HINT}"
+        return f"missing RBAC permission: user {_unquote(user)!r} may not {permission}; {RBAC_HINT}"
     if error.status == 401:
         return (
             "the API server did not accept the credentials (401 Unauthorized): check the kubeconfig's "

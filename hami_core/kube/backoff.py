@@ -4,10 +4,8 @@
 ``when(item)`` counts a failure of ``item`` and returns how long to wait before its next try:
 ``base * 2**n`` for its n-th failure in a row (n from 0), capped at ``maximum``; ``forget(item)`` after a
 success starts it from ``base`` again. With ``jitter`` j the delay is drawn uniformly from
-``[d * (1 - j), d]``, so replicas that failed together do not retry in step.
-
-The work queue retries each node with one (no jitter), the reflector its list and watch as :data:`ONE`
-(with jitter: every replica's fails together); the callers wait the delays out on their ``Clock``.
+``[d * (1 - j), d]``, so replicas that failed together do not retry in step. The work queue retries each
+node with one, the reflector its list and watch as :data:`ONE`; each waits the delays out on its ``Clock``.
 """
 
 from __future__ import annotations

@@ -103,9 +103,6 @@ class LeaderElector:
         with self._lock:
             return self._observed.holder_identity if self._observed else None
 
-    def _wall(self) -> datetime:
-        return self._clock.now().astimezone(UTC)
-
     def idle(self) -> bool:
         """Waiting for its next step (not stepping, and the step not yet due)."""
         with self._lock:
@@ -125,21 +122,18 @@ class LeaderElector:
                 if first:
                     first = False
                     after_first_step()
-                self._wait_for_next_step(stop)
+                # When the step is due and the wait, from one reading of the clock under the lock ``idle``
+                # takes (docs/architecture.md, "Time"): else a fake clock moved meanwhile would strand it.
+                with self._lock:
+                    due = self._next_step_at = self._monotonic() + self.config.retry_period
+                    while not stop.is_set() and (left := due - self._monotonic()) > 0:
+                        self._between_steps.wait(left)
         finally:
             if self._release_on_stop:
                 self.release()
             else:
                 with self._lock:
                     self._leading = False
-
-    def _wait_for_next_step(self, stop: ClockEvent) -> None:
-        # When the step is due and the wait, from one reading of the clock under the lock ``idle`` takes
-        # (docs/architecture.md, "Time"): else a fake clock moved meanwhile would strand the wait.
-        with self._lock:
-            due = self._next_step_at = self._monotonic() + self.config.retry_period
-            while not stop.is_set() and (left := due - self._monotonic()) > 0:
-                self._between_steps.wait(left)
 
     def wake(self) -> None:
         """End the wait between steps now: ``run`` looks at its ``stop`` again. Any thread."""
@@ -236,9 +230,8 @@ class LeaderElector:
             self._on_stopped()
         if observed is None or observed.holder_identity != self.config.identity:
             return
-        released = attrs.evolve(
-            observed, holder_identity=None, lease_duration_seconds=1, renew_time=self._wall()
-        )
+        now = self._clock.now().astimezone(UTC)
+        released = attrs.evolve(observed, holder_identity=None, lease_duration_seconds=1, renew_time=now)
         try:
             self._observe(self._cluster.update_lease(released))
             log.info("leader election: released %s/%s", self.config.namespace, self.config.name)
@@ -274,9 +267,9 @@ class LeaderElector:
 
     def _try_acquire_or_renew(self) -> bool:
         cfg = self.config
-        now = self._wall()
+        now = self._clock.now().astimezone(UTC)
         # Rounded up: followers wait what is recorded, which must not be shorter than our renew deadline.
-        duration = max(1, math.ceil(cfg.lease_duration))
+        duration = math.ceil(cfg.lease_duration)  # at least 1: the config's timings are above 0
         try:
             current = self._cluster.get_lease(cfg.namespace, cfg.name)
         except NotFound:

@@ -23,17 +23,12 @@ __all__ = ["EventRecorder", "EventType"]
 log = logging.getLogger(__name__)
 
 EventType = Literal["Normal", "Warning"]
+#: What the worker posts: an Event's log record fields (its node, vendor and reason) and its body.
+_Queued = tuple[dict[str, str], dict[str, Any]]
 
 _MAX_MESSAGE = 1024
 #: How many nodes (rate limits) and node+vendor pairs (deduplication) are remembered, the oldest dropped.
 _REMEMBERED = 10_000
-
-
-def _fields(body: Mapping[str, Any], vendor: str) -> dict[str, str]:
-    """A log record's fields about an Event: its node (an Event about a Lease names no node)."""
-    involved = body["involvedObject"]
-    node = {"node": involved["name"]} if involved["kind"] == "Node" else {}
-    return {**node, "vendor": vendor, "reason": body["reason"]}
 
 
 class EventRecorder:
@@ -63,12 +58,10 @@ class EventRecorder:
         self._instance = instance
         self._namespace = namespace
         self._clock = clock
-        self._burst = burst
-        self._refill = refill
+        self._bucket: Callable[[], TokenBucket] = lambda: TokenBucket(1.0 / refill, burst, clock=clock)
         self._window = dedupe_window
         self._on_outcome = on_outcome
-        self._busy = 0
-        self._queue: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[_Queued | None] = queue.Queue(maxsize=queue_size)
         #: A full queue was reported in the log; not again until an Event is posted.
         self._full_reported = False
         #: (node, vendor) -> (reason, monotonic time) of the last Event queued for it.
@@ -98,33 +91,29 @@ class EventRecorder:
 
     def record(self, node: str, uid: str, *, vendor: str, type: EventType, reason: str, message: str) -> bool:
         """Queue an Event about ``vendor`` on ``node`` unless a duplicate or rate-limited; True if queued."""
+        fields = {"node": node, "vendor": vendor, "reason": reason}
         outcome = self._admit(node, vendor, reason)
         if outcome is not None:
-            log.debug(
-                "%s Event not posted: %s",
-                reason,
-                outcome.replace("_", " "),
-                extra={"node": node, "vendor": vendor, "reason": reason},
-            )
+            log.debug("%s Event not posted: %s", reason, outcome.replace("_", " "), extra=fields)
             self._on_outcome(reason, outcome)
             return False
         involved = {"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid}
-        body = self._body(involved, self._namespace, type=type, reason=reason, message=message)
-        return self._enqueue(vendor, body)
+        return self._enqueue(fields, involved, self._namespace, type, message)
 
     def record_about(
         self, involved: Mapping[str, str], *, type: EventType, reason: str, message: str
     ) -> bool:
         """Queue an Event about a namespaced object, in its namespace, with no deduplication or rate limit
         (the caller posts it once per occurrence). True if queued."""
-        body = self._body(dict(involved), involved["namespace"], type=type, reason=reason, message=message)
-        return self._enqueue("", body)
+        fields = {"vendor": "", "reason": reason}
+        return self._enqueue(fields, dict(involved), involved["namespace"], type, message)
 
-    def _body(
-        self, involved: dict[str, str], namespace: str, *, type: EventType, reason: str, message: str
-    ) -> dict[str, Any]:
+    def _enqueue(
+        self, fields: dict[str, str], involved: dict[str, str], namespace: str, type: EventType, message: str
+    ) -> bool:
+        reason = fields["reason"]
         now = self._clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return {
+        body = {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
@@ -139,16 +128,10 @@ class EventRecorder:
             "lastTimestamp": now,
             "count": 1,
         }
-
-    def _enqueue(self, vendor: str, body: dict[str, Any]) -> bool:
-        reason = body["reason"]
-        with self._lock:
-            self._busy += 1
         try:
-            self._queue.put_nowait((vendor, body))
+            self._queue.put_nowait((fields, body))
         except queue.Full:
             with self._lock:
-                self._busy -= 1
                 reported, self._full_reported = self._full_reported, True
             self._on_outcome(reason, "queue_full")
             log.log(
@@ -157,7 +140,7 @@ class EventRecorder:
                 "unreachable)",
                 reason,
                 self._queue.maxsize,
-                extra=_fields(body, vendor),
+                extra=fields,
             )
             return False
         return True
@@ -175,7 +158,7 @@ class EventRecorder:
                 self._last.popitem(last=False)
             bucket = self._buckets.get(node)
             if bucket is None:
-                bucket = self._buckets[node] = TokenBucket(1.0 / self._refill, self._burst, clock=self._clock)
+                bucket = self._buckets[node] = self._bucket()
                 while len(self._buckets) > _REMEMBERED:
                     self._buckets.popitem(last=False)
             self._buckets.move_to_end(node)
@@ -185,23 +168,18 @@ class EventRecorder:
 
     def idle(self) -> bool:
         """Nothing queued and nothing being posted."""
-        with self._lock:
-            return self._busy == 0
+        return self._queue.unfinished_tasks == 0
 
     def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
+        while (item := self._queue.get()) is not None:
             try:
                 self._post(*item)
             finally:
-                with self._lock:
-                    self._busy -= 1
+                self._queue.task_done()
+        self._queue.task_done()
 
-    def _post(self, vendor: str, body: dict[str, Any]) -> None:
-        reason = body["reason"]
-        fields = _fields(body, vendor)
+    def _post(self, fields: dict[str, str], body: dict[str, Any]) -> None:
+        reason = fields["reason"]
         try:
             self._cluster.create_event(body["metadata"]["namespace"], body)
         except ClusterError as exc:

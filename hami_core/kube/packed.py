@@ -1,16 +1,14 @@
-"""A read-only ``Mapping[str, str]`` that keeps its long values zlib-compressed: ``PackedStrings``, for the
-store's annotations (docs/architecture.md, "One node event, end to end", step 1). A reader sees ``str``
-values byte for byte as put in (lone surrogates included: ``surrogatepass``), decompressed on each read, so
-one that keeps a value keeps its own copy. A value is packed by its length alone, so two mappings of the
-same items hold the same representations (zlib is deterministic): equality compares the compressed bytes,
-and :meth:`PackedStrings.sharing` lets a new mapping hold an older one's objects for unchanged values.
+"""A read-only ``Mapping[str, str]`` that keeps its long values zlib-compressed, for the store's annotations
+(docs/architecture.md, "One node event, end to end", step 1): a reader sees each ``str`` byte for byte as
+put in (lone surrogates included), decompressed on each read. A value is packed by its length alone, so two
+mappings of the same items hold the same representations (zlib is deterministic): equality compares the
+compressed bytes, and :meth:`PackedStrings.sharing` holds an older one's objects for unchanged values.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator, Mapping
-from typing import TypeVar, overload
 
 __all__ = ["PACK_OVER", "PackedStrings", "kept_form"]
 
@@ -20,19 +18,12 @@ PACK_OVER = 64
 _LEVEL = 1
 
 _Stored = str | bytes
-_T = TypeVar("_T")
 
 
 def _pack(value: str) -> _Stored:
     if len(value) <= PACK_OVER:
         return value
     return zlib.compress(value.encode("utf-8", "surrogatepass"), _LEVEL)
-
-
-def _unpack(stored: _Stored) -> str:
-    if isinstance(stored, str):
-        return stored
-    return zlib.decompress(stored).decode("utf-8", "surrogatepass")
 
 
 class PackedStrings(Mapping[str, str]):
@@ -44,23 +35,9 @@ class PackedStrings(Mapping[str, str]):
     def __init__(self, values: Mapping[str, str]) -> None:
         self._items = {key: _pack(value) for key, value in values.items()}
 
-    @classmethod
-    def _holding(cls, items: dict[str, _Stored]) -> PackedStrings:
-        packed = cls.__new__(cls)
-        packed._items = items
-        return packed
-
     def __getitem__(self, key: str) -> str:
-        return _unpack(self._items[key])
-
-    @overload
-    def get(self, key: str, /) -> str | None: ...
-    @overload
-    def get(self, key: str, /, default: str | _T) -> str | _T: ...
-
-    def get(self, key: str, /, default: object = None) -> object:
-        stored = self._items.get(key)
-        return default if stored is None else _unpack(stored)
+        stored = self._items[key]
+        return stored if isinstance(stored, str) else zlib.decompress(stored).decode("utf-8", "surrogatepass")
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
@@ -79,22 +56,16 @@ class PackedStrings(Mapping[str, str]):
     def __repr__(self) -> str:
         return f"PackedStrings({dict(self.items())!r})"
 
-    def held_bytes(self) -> int:
-        """The bytes its values take as kept: compressed, or as UTF-8 (for tests and measurements)."""
-        return sum(
-            len(v) if isinstance(v, bytes) else len(v.encode("utf-8", "surrogatepass"))
-            for v in self._items.values()
-        )
-
     def sharing(self, before: Mapping[str, str]) -> PackedStrings:
         """This mapping, holding ``before``'s very objects for the values that did not change (``before``
         a ``PackedStrings``; anything else shares nothing)."""
         if not isinstance(before, PackedStrings):
             return self
-        old = before._items
-        return PackedStrings._holding(
-            {key: kept if (kept := old.get(key)) == value else value for key, value in self._items.items()}
-        )
+        old, shared = before._items, PackedStrings.__new__(PackedStrings)
+        shared._items = {
+            key: kept if (kept := old.get(key)) == value else value for key, value in self._items.items()
+        }
+        return shared
 
 
 def kept_form(values: Mapping[str, str], key: str) -> object:

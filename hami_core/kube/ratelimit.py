@@ -1,8 +1,6 @@
-"""A client-side token bucket for API requests (client-go's ``QPS`` and ``Burst``).
-
-The bucket holds at most ``burst`` tokens and refills at ``qps`` tokens per second. :meth:`acquire` takes
-one token, waiting for it when the bucket is empty. Waiters reserve their token under the lock and sleep
-outside it, so concurrent callers are served in arrival order at exactly ``qps`` once the burst is spent.
+"""A client-side token bucket for API requests (client-go's ``QPS`` and ``Burst``): at most ``burst``
+tokens, refilled at ``qps`` per second. Waiters reserve their token under the lock and sleep outside it, so
+concurrent callers are served in arrival order at exactly ``qps`` once the burst is spent.
 """
 
 from __future__ import annotations

@@ -1,23 +1,17 @@
-"""The project's list+watch loop for Nodes, on the ``Cluster`` port (either one); docs/architecture.md, "One
-node event, end to end", step 1. A paged consistent list (``resourceVersion=""``) fills the store, then a
-watch with bookmarks and a jittered 12-20 s timeout resumes from the last resourceVersion seen when the
-server ends it. Every list hands the handler the *difference* between its store and the new list (every
-add, update and delete exactly once). Failures back off (``kube/backoff.py``, with jitter); nothing
-escapes the thread: errors and handler exceptions are logged and the loop carries on.
+"""The project's list+watch loop for Nodes, on the ``Cluster`` port (either one): docs/architecture.md, "One
+node event, end to end", step 1 (what it lists, watches, delivers and backs off), and "Leadership" (a term's
+fresh list). Nothing escapes the thread: errors and handler exceptions are logged and the loop carries on.
 
-**Whether the view is current** (spec 5b) is the reflector's fact, for its consumer to act on: *progress*
-(a list, an event, a BOOKMARK, or a probe that shows nothing was written: :meth:`_probe`) within
-``progress_deadline`` on the wire's clock (``wire_clock``: the one the server's bookmarks and timeouts run
-on, whatever clock the consumer decides on), and no *gap* since the last list. A gap is any moment the
-watch may have missed something: a failed, dropped or half-open watch (its read timeout is its
-``timeout_seconds`` + 5 s), a 410, "too large resource version", no progress (:meth:`check_progress`),
-before the first list. **After any gap the reflector lists again**: a resumed watch could replay what was
-missed, but only a BOOKMARK after the replay, up to 20 s later, would prove it done; a list proves it at
-once, on a rare path (a watch that ends by its timeout is no gap). :meth:`relist` asks for a list that
-*starts* after the request (its ticket, for :meth:`current`): a leadership term's view from its start on.
-A store that moved backwards (a list or probe below the highest resourceVersion seen, "too large", or a
-watch whose bookmarks are older than its start, so it delivers nothing) is listed from the present, and
-the list replaces the store (logged once per list).
+**Whether the view is current** (spec 5b) is its fact, for its consumer to act on: *progress* (a list, an
+event, a BOOKMARK, or a :meth:`_probe` that shows nothing was written) within ``progress_deadline`` on the
+wire's clock (``wire_clock``), and no *gap* since the last list. A gap is any moment the watch may have
+missed something: a failed, dropped or half-open watch (its read timeout is its ``timeout_seconds`` + 5 s),
+a 410, "too large resource version", no progress (:meth:`check_progress`), before the first list. After
+any gap it lists again: a resumed watch could replay what was missed, but only a BOOKMARK up to 20 s later
+would prove it done; a list proves it at once (a watch that ends by its timeout is no gap). A store that
+moved backwards (a list or probe below the highest resourceVersion seen, "too large", or a watch whose
+bookmarks are older than its start, so it delivers nothing) is listed from the present, and the list
+replaces the store (logged once per list).
 """
 
 from __future__ import annotations
@@ -162,7 +156,6 @@ class Reflector:
         #: Fresh lists asked for (:meth:`relist`), and the highest ticket a list has served.
         self._requested = 0
         self._served = 0
-        self._dropped_silent = False
         self._delivering = False
         self._watch_was_open = False
         #: The highest resourceVersion seen (as a number), to tell a store that moved backwards.
@@ -235,9 +228,10 @@ class Reflector:
         if age <= self._config.progress_deadline:
             return False
         with self._lock:
-            if self._dropped_silent or self._gap is not None:
+            if self._gap is not None:
                 return False
-            self._dropped_silent = True
+            self._gap = f"the watch showed no progress for {age:.0f}s"
+            self._stale_count += 1
             watch = self._watch
         log.warning(
             "node watch showed no progress (no event or bookmark) for %.0fs, deadline %gs: dropping it "
@@ -245,7 +239,6 @@ class Reflector:
             age,
             self._config.progress_deadline,
         )
-        self._open_gap(f"the watch showed no progress for {age:.0f}s")
         if watch is not None:
             watch.close()
         return True
@@ -290,10 +283,6 @@ class Reflector:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
-    @property
-    def stopped(self) -> bool:
-        return self._stop.is_set()
-
     def _must_list(self) -> str | None:
         """Why the next step is a list rather than a watch (``None``: resume the watch)."""
         with self._lock:
@@ -301,8 +290,8 @@ class Reflector:
                 return self._gap
             if self._requested > self._served:
                 return "a fresh list was asked for"
-        if self.progress_age() > self._config.progress_deadline:
-            why = f"no watch progress for {self.progress_age():.0f}s"
+        if (age := self.progress_age()) > self._config.progress_deadline:
+            why = f"no watch progress for {age:.0f}s"
             self._open_gap(why)
             return why
         return None
@@ -376,7 +365,9 @@ class Reflector:
 
         A fresh list asked for while this one is read (a term that starts during the first list) makes
         it start over, once: its consumer would have to wait past the list anyway, and being handed it
-        would have the consumer decide every Node twice, holding two lists' garbage meanwhile."""
+        would have the consumer decide every Node twice, holding two lists' garbage meanwhile. A Node the
+        store holds as listed stays the store's object, a changed one shares its unchanged strings
+        (:func:`_sharing`): a relist holds one copy of the Nodes, not two."""
         items: dict[str, NodeSnapshot] = {}
         token: str | None = None
         resource_version = ""
@@ -396,12 +387,14 @@ class Reflector:
             keep, known = self._keep, self._store  # only this thread replaces or changes the store
             for node in page.items:
                 kept = node if keep is None else keep(node)
-                items[node.name] = _relisted(known.get(node.name), kept)
+                if (old := known.get(node.name)) is not None:
+                    kept = old if old == kept else _sharing(old, kept)
+                items[node.name] = kept
             token = page.continue_token
             if may_restart:
                 with self._lock:
-                    asked, requested = self._requested > serves, self._requested
-                if asked:
+                    requested = self._requested
+                if requested > serves:
                     log.debug("node reflector lists again from the start: a fresh list was asked for")
                     items, token, resource_version, serves, may_restart = {}, None, "", requested, False
                     continue
@@ -428,13 +421,10 @@ class Reflector:
         with self._lock:
             self._gap = None
             self._served = max(self._served, serves)
-            self._dropped_silent = False
             self._delivering = True  # listing_due() until the handler has been told
         self._synced.set()
         try:
-            self._handler.on_synced(relisted=relisted)
-        except Exception:
-            log.exception("node event handler failed in on_synced; the reflector carries on")
+            self._notify(self._handler.on_synced, relisted=relisted)
         finally:
             with self._lock:
                 self._delivering = False
@@ -468,10 +458,9 @@ class Reflector:
         )
         with self._lock:
             self._watch = watch
-            gap = self._gap is not None
         self._watch_was_open = True
         try:
-            if gap or self._closing():
+            if self._closing():
                 return True
             for event in watch:
                 if self._closing():
@@ -486,17 +475,17 @@ class Reflector:
         return delivered or self._closing() or self._clock() - started >= self._config.min_watch_duration
 
     def _closing(self) -> bool:
-        """The loop stops, or the watch was closed for a list (asked for, or dropped for its silence)."""
+        """The loop stops, or a list is due: asked for, or a gap (only :meth:`check_progress` opens one
+        while a watch is open: it drops the watch for its silence)."""
         with self._lock:
-            return self._stop.is_set() or self._requested > self._served or self._dropped_silent
+            return self._stop.is_set() or self._requested > self._served or self._gap is not None
 
     def _probe(self) -> bool:
-        """A consistent read of one Node before each watch (``limit=1``, ``resourceVersion=""``): it makes
-        the server's watch cache catch up with etcd, so the BOOKMARK it sends before the watch's timeout
-        carries the present resourceVersion (without it a cache of quiet Nodes sends none: it sends only
-        bookmarks newer than the watch's start). Its resourceVersion equal to the one the watch resumes
-        from means nothing was written anywhere since: the view is current, which is progress. Lower than
-        one seen: the store moved backwards; returns False (the caller lists)."""
+        """A consistent read of one Node before each watch (``limit=1``, ``resourceVersion=""``), so the
+        server's watch cache catches up with etcd and sends a BOOKMARK (a cache of quiet Nodes sends none
+        newer than the watch's start). Its resourceVersion equal to the one the watch resumes from: nothing
+        was written since, which is progress. Lower than one seen: the store moved backwards; returns False
+        (the caller lists)."""
         probe = self._cluster.list_nodes(label_selector=self._config.label_selector, limit=1)
         self.probes += 1
         now, resumes = rv_number(probe.resource_version), rv_number(self.resource_version)
@@ -531,21 +520,11 @@ class Reflector:
             self._store[node.name] = node
         self._notify(self._handler.on_upsert, old, node)
 
-    def _notify(self, call: Callable[..., None], *args: NodeSnapshot | None) -> None:
+    def _notify(self, call: Callable[..., None], *args: NodeSnapshot | None, **kwargs: bool) -> None:
         try:
-            call(*args)
+            call(*args, **kwargs)
         except Exception:
             log.exception("node event handler failed in %s; the reflector carries on", call.__name__)
-
-
-def _relisted(old: NodeSnapshot | None, new: NodeSnapshot) -> NodeSnapshot:
-    """What the store keeps of a listed Node it held as ``old``: ``old`` itself when the list shows it
-    the same, else ``new`` sharing ``old``'s unchanged strings (:func:`_sharing`). A relist (a term's
-    start, a gap) then holds one copy of the store's Nodes, not two: the list's copy is let go page by
-    page, and a consumer that kept ``old``'s values keeps no second copy alive once the store moves on."""
-    if old is None:
-        return new
-    return old if old == new else _sharing(old, new)
 
 
 def _sharing(old: NodeSnapshot, new: NodeSnapshot) -> NodeSnapshot:
