@@ -179,8 +179,6 @@ class Scheduler:
         #: (under ``_lock``).
         self._unlanded: dict[str, dict[str, VendorEvent]] = {}
         self._last_tick = clock.monotonic()
-        #: HAMi's registrar seemed active at the last check (worker thread writes, anyone reads).
-        self._peer_active = False
         #: Steps of the wall clock, looked for by the worker before every evaluation and at every resync
         #: (worker thread only).
         self._wall = WallSteps()
@@ -216,9 +214,8 @@ class Scheduler:
             self._threads.append(thread)
 
     def _start_reflector(self) -> None:
-        """The first list starts once the elector has tried the Lease: a term won then asks for a list
-        before the first one begins, which serves it (no second list at a cold start, and the same
-        requests on every run of ``hami simulate``; docs/architecture.md, "Leadership")."""
+        """The first list begins after the elector's first try of the Lease (docs/architecture.md,
+        "Leadership"): a term won then is served by it."""
         with self._lock:  # started whole before ``stop`` joins it, or not at all
             if not self._stop.is_set():
                 self.reflector.start()
@@ -361,7 +358,6 @@ class Scheduler:
         """Is HAMi's registrar active? (docs/architecture.md, "Leadership": Beside HAMi)."""
         self.queue.add_after(_PEER, self.config.resync)
         state = self.peer.check(self.clock.now())
-        self._peer_active = state.active
         self.metrics.peer_registrar_active.set(state.active)
         refusing = self.config.refuse_beside_hami
         if state.started:
@@ -376,7 +372,7 @@ class Scheduler:
                 reason=PEER_ACTIVE_REASON,
                 message=peer_event_message(state, refusing=refusing),
             )
-        if refusing and self.peer.enabled:
+        if refusing:  # never active when HAMi's Lease is this one's own: hold(None) holds nothing
             self.elector.hold(f"HAMi's scheduler is active ({state.reason})" if state.active else None)
 
     def _look_at_the_clocks(self, now: datetime, mono: float) -> None:
@@ -496,7 +492,7 @@ class Scheduler:
         seen while following is posted on becoming leader, if still current: ``_post_unposted``)."""
         node = evaluation.node
         for warning in evaluation.warnings:
-            detail = _about(node, warning.message)
+            detail = warning.message.removeprefix(f"node {node}: ")  # the record names the node already
             code = _WARNING_CODES.get(warning.reason)
             log.warning(
                 "degraded: %s", detail, extra={"node": node, "vendor": warning.vendor_key, "reason": code}
@@ -533,14 +529,9 @@ class Scheduler:
                     "%s (liveness: %s%s)", decision.reason.value, decision.verdict.value, sends, extra=fields
                 )
 
-    def _post(self, event: VendorEvent, message: str) -> None:
+    def _post(self, event: VendorEvent, text: str) -> None:
         self.events.record(
-            event.node,
-            event.uid,
-            vendor=event.vendor_key,
-            type=event.type,
-            reason=event.reason,
-            message=message,
+            event.node, event.uid, vendor=event.vendor_key, type=event.type, reason=event.reason, message=text
         )
 
     def _post_unposted(self) -> None:
@@ -553,7 +544,7 @@ class Scheduler:
             degraded = entry.state is VendorState.DEGRADED and entry.error == warning.message
             unscored = warning.reason == PAIR_SCORES_INVALID and not entry.pair_scores
             if degraded or unscored:
-                self._post(warning, _about(warning.node, warning.message))
+                self._post(warning, warning.message.removeprefix(f"node {warning.node}: "))
 
     def _note_evaluated(self, name: str | None) -> None:
         pending = self._term_pending
@@ -653,7 +644,7 @@ class Scheduler:
         return {
             "identity": self.config.identity,
             "read_only": self.config.read_only,
-            "peer_registrar_active": self._peer_active,
+            "peer_registrar_active": self.peer.active,
             "leader": self.elector.is_leader(),
             "holder": self.elector.holder,
             "term": self.elector.term,
@@ -781,9 +772,3 @@ class Scheduler:
             vendors=vendors,
             would_write=would,
         )
-
-
-def _about(node: str, message: str) -> str:
-    """``message`` without its leading ``node NAME:`` (a log record or an Event names the node already)."""
-    prefix = f"node {node}: "
-    return message[len(prefix) :] if message.startswith(prefix) else message
