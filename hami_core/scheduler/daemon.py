@@ -172,15 +172,13 @@ class Scheduler:
         #: queued again once the watch shows the Node past it (under ``_lock``).
         self._conflicted: dict[str, str] = {}
         #: The cleaned-up Events of conditional writes in flight, by the write's ``seq``: posted once the
-        #: patch lands, dropped when it does not (under ``_lock``).
+        #: patch lands, moved to ``_unlanded`` when it does not (under ``_lock``).
         self._held: dict[int, list[VendorEvent]] = {}
-        #: The cleaned-up Events of cleanups whose patch did not land, by node and vendor key: the cleanup
-        #: is decided again (``decide._awaiting``), and its Event goes with the patch that carries it
-        #: (under ``_lock``).
+        #: Cleaned-up Events of cleanups whose patch did not land, by node and vendor key (under ``_lock``):
+        #: each goes with the patch making its cleanup again (docs/architecture.md, "Conditional deletes").
         self._unlanded: dict[str, dict[str, VendorEvent]] = {}
         self._last_tick = clock.monotonic()
-        #: Steps of the wall clock, looked for by the worker before every evaluation and at every resync
-        #: (worker thread only).
+        #: Steps of the wall clock, looked for before every evaluation and at every resync (worker only).
         self._wall = WallSteps()
 
     # -- lifecycle ------------------------------------------------------------------------------------
@@ -221,10 +219,8 @@ class Scheduler:
                 self.reflector.start()
 
     def stop(self, timeout: float = 10.0, *, release: bool = True) -> None:
-        """Stop every loop; the elector releases the Lease so a follower takes over at once.
-
-        ``release=False`` leaves the Lease to expire, as a crashed replica would (for tests).
-        """
+        """Stop every loop; the elector releases the Lease so a follower takes over at once
+        (``release=False``: left to expire, as a crashed replica's is, for tests)."""
         if not release:
             self.elector.abandon()
         with self._lock:  # the reflector is started whole or not at all (``_start_reflector``)
@@ -434,9 +430,8 @@ class Scheduler:
         self._note_evaluated(name)
 
     def _send(self, node: NodeSnapshot, evaluation: Evaluation) -> bool:
-        """Hand the evaluation's patch to the writer; a cleanup's is conditional on ``node``'s
-        resourceVersion and its Events are held until it lands (True when so; docs/architecture.md,
-        "Conditional deletes")."""
+        """Hand the evaluation's patch to the writer; True when it is a cleanup's, whose Events wait for it
+        to land (docs/architecture.md, "Conditional deletes")."""
         for vendor, decision in evaluation.decisions.items():
             if decision.write is not None:
                 stamp = decision.write.value is not None

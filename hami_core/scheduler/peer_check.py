@@ -81,9 +81,7 @@ class PeerState:
 
 
 class PeerCheck:
-    """Whether HAMi's registrar is active, asked at start and on every resync (``check``).
-
-    ``where`` is HAMi's scheduler Lease (``None``: the check is off), ``own`` this scheduler's Lease:
+    """``where`` is HAMi's scheduler Lease (``None``: the check is off), ``own`` this scheduler's Lease:
     when they are the same, the check cannot tell the two apart and says so once instead. A start and an
     end are logged once each (a warning, then an info line), not at every check. A Lease that cannot be
     read (no access, unreachable) keeps the last answer and is logged at info level once until it can be
