@@ -10,7 +10,7 @@ import gc
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -417,7 +417,11 @@ class Scheduler:
             self._evaluated[name] = node.resource_version
         held = False  # a cleanup's Events wait for its patch to land
         if self.config.read_only:
-            self._note_would_write(name, evaluation.patch if node is not None else {})
+            with self._lock:
+                if evaluation.patch and node is not None:
+                    self._would_write[name] = dict(evaluation.patch)
+                else:
+                    self._would_write.pop(name, None)
         elif evaluation.patch and node is not None:
             if self._may_write():
                 held = self._send(node, evaluation)
@@ -456,13 +460,6 @@ class Scheduler:
         Lease ends this. A term not started yet needs none of it: its full pass decides every node."""
         if self._holds_term and self._term_started == self.elector.term:
             self.queue.add_after(name, self.config.retry_period)
-
-    def _note_would_write(self, name: str, patch: Mapping[str, str | None]) -> None:
-        with self._lock:
-            if patch:
-                self._would_write[name] = dict(patch)
-            else:
-                self._would_write.pop(name, None)
 
     def would_writes(self) -> dict[str, dict[str, str | None]]:
         """Read-only: every node a leader would write to now, and the merge patch it would send."""
@@ -602,16 +599,15 @@ class Scheduler:
             return
         if isinstance(error, NotLeader):
             self._write_later(write.node)
-            return
-        if isinstance(error, Conflict) and write.precondition is not None:
+        elif isinstance(error, Conflict) and write.precondition is not None:
             with self._lock:
                 current = self.reflector.snapshot(write.node)
                 if current is not None and not newer(current.resource_version, write.precondition):
                     self._conflicted[write.node] = write.precondition
                     return
             self.queue.add(write.node)
-            return
-        self.queue.add_rate_limited(write.node)
+        else:
+            self.queue.add_rate_limited(write.node)
 
     def _past_conflict(self, name: str, node: NodeSnapshot | None) -> bool:
         """The watch shows ``node`` (``None``: deleted): True when it is past the version a conflicted
