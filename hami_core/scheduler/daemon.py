@@ -9,7 +9,8 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -74,9 +75,7 @@ class Scheduler:
         *,
         clock: Clock = SYSTEM,
         on_node_deleted: Callable[[str], object] = lambda node: None,
-        wire_clock: Callable[[], float] = SYSTEM.monotonic,
     ) -> None:
-        """``wire_clock`` times the watch's progress (docs/architecture.md, "Time")."""
         if not vendors:
             raise ValueError("the scheduler needs at least one vendor driver")
         self.config = cfg = config or SchedulerConfig()
@@ -101,12 +100,10 @@ class Scheduler:
         self.queue: WorkQueue[str] = WorkQueue(clock=clock)
         #: What the store (and the view's PATCH replies) keep of a Node: what the vendors and selector read.
         self.trim = NodeTrim.of(vendors, cfg.node_selector)
-        self.reflector = Reflector(cluster, self, clock=clock, keep=self.trim, wire_clock=wire_clock)
+        self.reflector = Reflector(cluster, self, clock=clock, keep=self.trim)
         self.view = NodeView(self.reflector.snapshot)
         self.elector: LeaderElector | Standalone
-        if cfg.read_only:
-            self.elector = Standalone(on_started=self._leadership_changed, identity=cfg.identity, leads=False)
-        elif cfg.leader_elect:
+        if cfg.leader_elect and not cfg.read_only:
             self.elector = LeaderElector(
                 cluster,
                 ElectionConfig(
@@ -122,7 +119,8 @@ class Scheduler:
                 clock=clock,
             )
         else:
-            self.elector = Standalone(on_started=self._leadership_changed, identity=cfg.identity)
+            leads = not cfg.read_only
+            self.elector = Standalone(on_started=self._leadership_changed, identity=cfg.identity, leads=leads)
         self.events = EventRecorder(
             cluster,
             component=COMPONENT,
@@ -154,9 +152,11 @@ class Scheduler:
         #: The elector says this replica holds a term (set on its thread): a write that cannot go now is
         #: a renewal running late, not a lost Lease.
         self._holds_term = False
-        self._term_pending: tuple[int, set[str]] | None = None
+        #: The nodes of the started term's full pass not evaluated yet (worker thread only).
+        self._term_pending: set[str] | None = None
+        #: The last term whose full pass was done in it (written by the worker, read anywhere).
         self._synced_term = 0
-        #: (term, the reflector's ticket for the fresh list that term starts on).
+        #: (term, the reflector's ticket for the fresh list that term starts on): set whole, read anywhere.
         self._term_ticket: tuple[int, int] = (0, 0)
         #: Nodes whose cleanup was withheld on a view not known current (worker thread only).
         self._withheld: set[str] = set()
@@ -172,17 +172,13 @@ class Scheduler:
         #: queued again once the watch shows the Node past it (under ``_lock``).
         self._conflicted: dict[str, str] = {}
         #: The cleaned-up Events of conditional writes in flight, by the write's ``seq``: posted once the
-        #: patch lands, dropped when it does not (under ``_lock``).
+        #: patch lands, moved to ``_unlanded`` when it does not (under ``_lock``).
         self._held: dict[int, list[VendorEvent]] = {}
-        #: The cleaned-up Events of cleanups whose patch did not land, by node and vendor key: the cleanup
-        #: is decided again (``decide._awaiting``), and its Event goes with the patch that carries it
-        #: (under ``_lock``).
+        #: Cleaned-up Events of cleanups whose patch did not land, by node and vendor key (under ``_lock``):
+        #: each goes with the patch making its cleanup again (docs/architecture.md, "Conditional deletes").
         self._unlanded: dict[str, dict[str, VendorEvent]] = {}
         self._last_tick = clock.monotonic()
-        #: HAMi's registrar seemed active at the last check (worker thread writes, anyone reads).
-        self._peer_active = False
-        #: Steps of the wall clock, looked for by the worker before every evaluation and at every resync
-        #: (worker thread only).
+        #: Steps of the wall clock, looked for before every evaluation and at every resync (worker only).
         self._wall = WallSteps()
 
     # -- lifecycle ------------------------------------------------------------------------------------
@@ -216,18 +212,15 @@ class Scheduler:
             self._threads.append(thread)
 
     def _start_reflector(self) -> None:
-        """The first list starts once the elector has tried the Lease: a term won then asks for a list
-        before the first one begins, which serves it (no second list at a cold start, and the same
-        requests on every run of ``hami simulate``; docs/architecture.md, "Leadership")."""
+        """The first list begins after the elector's first try of the Lease (docs/architecture.md,
+        "Leadership"): a term won then is served by it."""
         with self._lock:  # started whole before ``stop`` joins it, or not at all
             if not self._stop.is_set():
                 self.reflector.start()
 
     def stop(self, timeout: float = 10.0, *, release: bool = True) -> None:
-        """Stop every loop; the elector releases the Lease so a follower takes over at once.
-
-        ``release=False`` leaves the Lease to expire, as a crashed replica would (for tests).
-        """
+        """Stop every loop; the elector releases the Lease so a follower takes over at once
+        (``release=False``: left to expire, as a crashed replica's is, for tests)."""
         if not release:
             self.elector.abandon()
         with self._lock:  # the reflector is started whole or not at all (``_start_reflector``)
@@ -255,17 +248,10 @@ class Scheduler:
     def settled(self) -> bool:
         """Nothing left to do until the clock moves or the cluster changes (for tests and the simulation,
         which advance a fake clock only once every replica has settled)."""
-        reflector = self.reflector
-        confirmed = self.view.pending() == 0 or reflector.backing_off()  # else the watch shows them
-        listed = not reflector.listing_due() or reflector.backing_off()
-        return (
-            listed
-            and self.queue.idle()
-            and self.writer.idle()
-            and confirmed
-            and self.events.idle()
-            and self.elector.idle()
-        )
+        reflector = self.reflector  # backing off, it neither lists nor shows the writes confirmed
+        if not (reflector.backing_off() or (self.view.pending() == 0 and not reflector.listing_due())):
+            return False
+        return self.queue.idle() and self.writer.idle() and self.events.idle() and self.elector.idle()
 
     # -- reflector callbacks (reflector thread) ---------------------------------------------------------
 
@@ -295,54 +281,40 @@ class Scheduler:
         self.metrics.leadership_changes.inc()
         self._holds_term = term is not None
         if term is not None:
-            ticket = self.reflector.relist()  # the term starts on a list made after this moment
-            with self._lock:
-                self._term_ticket = (term, ticket)
+            self._term_ticket = (term, self.reflector.relist())  # on a list made after this moment
         self.queue.add_first(_TERM)
 
     # -- the worker -------------------------------------------------------------------------------------
 
     def _work(self) -> None:
+        handlers = {_RESYNC: self._resync, _TERM: self._start_term, _PEER: self._check_peer}
         while not self._stop.is_set():
             key = self.queue.get(_WORKER_TICK)
             self._last_tick = self.clock.monotonic()
-            if key is None:
-                self._tick()
-                continue
             try:
-                if key == _RESYNC:
-                    self._resync()
-                elif key == _TERM:
-                    self._start_term()
-                elif key == _PEER:
-                    self._check_peer()
+                if key is None:  # a tick between keys: drop a watch that shows no progress, decide again
+                    self.reflector.check_progress()  # what waited for a current view
+                    self._decide_withheld()
+                elif key in handlers:
+                    handlers[key]()
                 else:
                     self._evaluate(key)
             except Exception:
-                log.exception("scheduler worker: unexpected error; carrying on")
+                log.exception(
+                    "scheduler worker: unexpected error%s; carrying on", " in its tick" if key is None else ""
+                )
             finally:
-                self.queue.done(key)
-
-    def _tick(self) -> None:
-        """Between keys: drop a watch that shows no progress; decide again what waited for a current
-        view."""
-        try:
-            self.reflector.check_progress()
-            self._decide_withheld()
-        except Exception:
-            log.exception("scheduler worker: unexpected error in its tick; carrying on")
+                if key is not None:
+                    self.queue.done(key)
 
     def _view_current(self) -> bool:
         """The view can be vouched for (spec 5b): the reflector's is current and, in a term, was listed
         afresh after the term began (a watch past its progress deadline is dropped here)."""
         self.reflector.check_progress()
-        ticket = 0
-        if self._in_term():
-            with self._lock:
-                term, ticket = self._term_ticket
-            if term != self.elector.term:
-                return False
-        return self.reflector.current(ticket)
+        if not self._in_term():
+            return self.reflector.current(0)
+        term, ticket = self._term_ticket
+        return term == self.elector.term and self.reflector.current(ticket)
 
     def _decide_withheld(self) -> None:
         if self._withheld and self._view_current():
@@ -370,8 +342,7 @@ class Scheduler:
             return  # the term's fresh list is not in yet: its end queues this key again
         names = set(self.reflector.names()) | self.registrar.known_nodes()
         self._term_started = term
-        with self._lock:
-            self._term_pending = (term, names)
+        self._term_pending = names
         role = "read-only" if self.config.read_only else "leader"
         log.info("%s for term %d: full pass over %d nodes", role, term, len(names), extra={"term": term})
         self._post_unposted()
@@ -383,7 +354,6 @@ class Scheduler:
         """Is HAMi's registrar active? (docs/architecture.md, "Leadership": Beside HAMi)."""
         self.queue.add_after(_PEER, self.config.resync)
         state = self.peer.check(self.clock.now())
-        self._peer_active = state.active
         self.metrics.peer_registrar_active.set(state.active)
         refusing = self.config.refuse_beside_hami
         if state.started:
@@ -398,7 +368,7 @@ class Scheduler:
                 reason=PEER_ACTIVE_REASON,
                 message=peer_event_message(state, refusing=refusing),
             )
-        if refusing and self.peer.enabled:
+        if refusing:  # never active when HAMi's Lease is this one's own: hold(None) holds nothing
             self.elector.hold(f"HAMi's scheduler is active ({state.reason})" if state.active else None)
 
     def _look_at_the_clocks(self, now: datetime, mono: float) -> None:
@@ -447,7 +417,11 @@ class Scheduler:
             self._evaluated[name] = node.resource_version
         held = False  # a cleanup's Events wait for its patch to land
         if self.config.read_only:
-            self._note_would_write(name, evaluation.patch if node is not None else {})
+            with self._lock:
+                if evaluation.patch and node is not None:
+                    self._would_write[name] = dict(evaluation.patch)
+                else:
+                    self._would_write.pop(name, None)
         elif evaluation.patch and node is not None:
             if self._may_write():
                 held = self._send(node, evaluation)
@@ -460,9 +434,8 @@ class Scheduler:
         self._note_evaluated(name)
 
     def _send(self, node: NodeSnapshot, evaluation: Evaluation) -> bool:
-        """Hand the evaluation's patch to the writer; a cleanup's is conditional on ``node``'s
-        resourceVersion and its Events are held until it lands (True when so; docs/architecture.md,
-        "Conditional deletes")."""
+        """Hand the evaluation's patch to the writer; True when it is a cleanup's, whose Events wait for it
+        to land (docs/architecture.md, "Conditional deletes")."""
         for vendor, decision in evaluation.decisions.items():
             if decision.write is not None:
                 stamp = decision.write.value is not None
@@ -488,13 +461,6 @@ class Scheduler:
         if self._holds_term and self._term_started == self.elector.term:
             self.queue.add_after(name, self.config.retry_period)
 
-    def _note_would_write(self, name: str, patch: Mapping[str, str | None]) -> None:
-        with self._lock:
-            if patch:
-                self._would_write[name] = dict(patch)
-            else:
-                self._would_write.pop(name, None)
-
     def would_writes(self) -> dict[str, dict[str, str | None]]:
         """Read-only: every node a leader would write to now, and the merge patch it would send."""
         with self._lock:
@@ -518,7 +484,7 @@ class Scheduler:
         seen while following is posted on becoming leader, if still current: ``_post_unposted``)."""
         node = evaluation.node
         for warning in evaluation.warnings:
-            detail = _about(node, warning.message)
+            detail = warning.message.removeprefix(f"node {node}: ")  # the record names the node already
             code = _WARNING_CODES.get(warning.reason)
             log.warning(
                 "degraded: %s", detail, extra={"node": node, "vendor": warning.vendor_key, "reason": code}
@@ -555,14 +521,9 @@ class Scheduler:
                     "%s (liveness: %s%s)", decision.reason.value, decision.verdict.value, sends, extra=fields
                 )
 
-    def _post(self, event: VendorEvent, message: str) -> None:
+    def _post(self, event: VendorEvent, text: str) -> None:
         self.events.record(
-            event.node,
-            event.uid,
-            vendor=event.vendor_key,
-            type=event.type,
-            reason=event.reason,
-            message=message,
+            event.node, event.uid, vendor=event.vendor_key, type=event.type, reason=event.reason, message=text
         )
 
     def _post_unposted(self) -> None:
@@ -575,21 +536,20 @@ class Scheduler:
             degraded = entry.state is VendorState.DEGRADED and entry.error == warning.message
             unscored = warning.reason == PAIR_SCORES_INVALID and not entry.pair_scores
             if degraded or unscored:
-                self._post(warning, _about(warning.node, warning.message))
+                self._post(warning, warning.message.removeprefix(f"node {warning.node}: "))
 
     def _note_evaluated(self, name: str | None) -> None:
-        with self._lock:
-            if self._term_pending is None:
-                return
-            term, pending = self._term_pending
-            if name is not None:
-                pending.discard(name)
-            if pending:
-                return
-            self._term_pending = None
-            if self.elector.term != term:
-                return
-            self._synced_term = term
+        pending = self._term_pending
+        if pending is None:
+            return
+        if name is not None:
+            pending.discard(name)
+        if pending:
+            return
+        self._term_pending = None
+        if self.elector.term != self._term_started:
+            return
+        term = self._synced_term = self._term_started
         self.metrics.last_full_pass.set(self.clock.now().timestamp())
         log.info("cache synced for term %d", term, extra={"term": term})
         if self.config.freeze_gc_after_sync and not self._gc_frozen:
@@ -639,16 +599,15 @@ class Scheduler:
             return
         if isinstance(error, NotLeader):
             self._write_later(write.node)
-            return
-        if isinstance(error, Conflict) and write.precondition is not None:
+        elif isinstance(error, Conflict) and write.precondition is not None:
             with self._lock:
                 current = self.reflector.snapshot(write.node)
                 if current is not None and not newer(current.resource_version, write.precondition):
                     self._conflicted[write.node] = write.precondition
                     return
             self.queue.add(write.node)
-            return
-        self.queue.add_rate_limited(write.node)
+        else:
+            self.queue.add_rate_limited(write.node)
 
     def _past_conflict(self, name: str, node: NodeSnapshot | None) -> bool:
         """The watch shows ``node`` (``None``: deleted): True when it is past the version a conflicted
@@ -668,23 +627,19 @@ class Scheduler:
     def ready(self) -> bool:
         """Leader (or read-only), the cache is complete for the current term (not a stale sync from an
         earlier one), and the view is current (spec 5b)."""
-        if not self._in_term():
+        if not self._in_term() or self._synced_term != self.elector.term:
             return False
-        with self._lock:
-            synced = self._synced_term
-        return synced == self.elector.term and self.reflector.has_synced and self._view_current()
+        return self.reflector.has_synced and self._view_current()
 
     def status(self) -> dict[str, Any]:
-        with self._lock:
-            synced_term = self._synced_term
         return {
             "identity": self.config.identity,
             "read_only": self.config.read_only,
-            "peer_registrar_active": self._peer_active,
+            "peer_registrar_active": self.peer.active,
             "leader": self.elector.is_leader(),
             "holder": self.elector.holder,
             "term": self.elector.term,
-            "synced_term": synced_term,
+            "synced_term": self._synced_term,
             "ready": self.ready(),
             "view": self._view_json(),
             "nodes_watched": len(self.reflector.names()),
@@ -773,40 +728,32 @@ class Scheduler:
 
     def live_state(self) -> LiveState:
         """The daemon's state for the metrics' gauges, read once per scrape (any thread)."""
-        devices: dict[str, int] = {}
+        devices: Counter[str] = Counter()
         for name in self.cache.nodes():
             for key, entry in self.cache.node(name).items():
-                devices[key] = devices.get(key, 0) + len(entry.devices)
+                devices[key] += len(entry.devices)
         states: dict[str, dict[str, int]] = {}
         for (key, state), count in self.registrar.state_counts().items():
             states.setdefault(key, {})[state.value] = count
-        vendors = {
-            v.vendor_key: VendorCounts(
-                states=states.get(v.vendor_key, {}), devices=devices.get(v.vendor_key, 0)
-            )
-            for v in self.registrar.vendors
-        }
+        keys = [v.vendor_key for v in self.registrar.vendors]
+        vendors = {key: VendorCounts(states=states.get(key, {}), devices=devices[key]) for key in keys}
         leader = self.elector.is_leader()
-        with self._lock:
-            synced_term = self._synced_term
         listed = self.reflector.has_synced
         view = self.reflector.view_state()
-        would: dict[tuple[str, str], int] | None = None
-        if self.config.read_only:
+        would: Counter[tuple[str, str]] | None = None
+        if self.config.read_only:  # a cleanup's marker is not counted: its handshake delete is
             vendor_of = {v.handshake_annotation: v.vendor_key for v in self.registrar.vendors}
-            would = {}
-            for patch in self.would_writes().values():
-                for annotation, value in patch.items():
-                    vendor = vendor_of.get(annotation)
-                    if vendor is None:  # a cleanup's marker: its handshake delete is what is counted
-                        continue
-                    pair = (vendor, "stamp" if value is not None else "delete")
-                    would[pair] = would.get(pair, 0) + 1
+            would = Counter(
+                (vendor_of[annotation], "stamp" if value is not None else "delete")
+                for patch in self.would_writes().values()
+                for annotation, value in patch.items()
+                if annotation in vendor_of
+            )
         return LiveState(
             leader=leader,
             ready=self.ready(),
             term=self.elector.term,
-            cache_synced=listed and (not leader or synced_term == self.elector.term),
+            cache_synced=listed and (not leader or self._synced_term == self.elector.term),
             nodes_watched=len(self.reflector.names()),
             view_current=self._view_current(),
             watch_progress_age_seconds=view.progress_age,
@@ -816,9 +763,3 @@ class Scheduler:
             vendors=vendors,
             would_write=would,
         )
-
-
-def _about(node: str, message: str) -> str:
-    """``message`` without its leading ``node NAME:`` (a log record or an Event names the node already)."""
-    prefix = f"node {node}: "
-    return message[len(prefix) :] if message.startswith(prefix) else message

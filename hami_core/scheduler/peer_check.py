@@ -81,9 +81,7 @@ class PeerState:
 
 
 class PeerCheck:
-    """Whether HAMi's registrar is active, asked at start and on every resync (``check``).
-
-    ``where`` is HAMi's scheduler Lease (``None``: the check is off), ``own`` this scheduler's Lease:
+    """``where`` is HAMi's scheduler Lease (``None``: the check is off), ``own`` this scheduler's Lease:
     when they are the same, the check cannot tell the two apart and says so once instead. A start and an
     end are logged once each (a warning, then an info line), not at every check. A Lease that cannot be
     read (no access, unreachable) keeps the last answer and is logged at info level once until it can be
@@ -94,13 +92,10 @@ class PeerCheck:
         self._cluster = cluster
         self.where = where
         self._own = own
-        self._active = False
+        #: HAMi's registrar seemed active at the last check (the worker writes it, anyone reads it).
+        self.active = False
         self._checked = False
         self._unreadable = False
-
-    @property
-    def enabled(self) -> bool:
-        return self.where is not None and self.where != self._own
 
     def check(self, now: datetime) -> PeerState:
         """Read HAMi's Lease once and say whether its registrar is active; ``now`` must be aware."""
@@ -128,10 +123,10 @@ class PeerCheck:
                     exc,
                 )
             self._unreadable = True
-            return PeerState(active=self._active)
+            return PeerState(active=self.active)
         self._unreadable = False
         reason = lease_in_use(lease, now)
-        was, self._active = self._active, reason is not None
+        was, self.active = self.active, reason is not None
         if reason is not None and not was:
             log.warning(
                 "HAMi's scheduler seems active in this cluster: %s. It writes the same node annotations: "

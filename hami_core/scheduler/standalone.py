@@ -41,8 +41,6 @@ class Standalone:
 
     def hold(self, reason: str | None) -> None:
         """Stop leading while ``reason`` is given; ``None`` leads again, in a new term (its full pass)."""
-        if not self._leads:
-            return
         with self._lock:
             was, self._held = self._held, reason is not None
             resumed = was and not self._held and self._running

@@ -81,9 +81,8 @@ class NodeView:
         return node
 
     def expect(self, node: NodeSnapshot, patch: Patch, *, conditional: bool = False) -> PendingWrite:
-        """A write to ``node`` (as ``get`` showed it) was decided: show it from now on. ``conditional``:
-        it may land only while the server's Node is still the version ``node`` shows (see the module's
-        note). Returns the handle for the outcome."""
+        """A write to ``node`` (as ``get`` showed it) was decided: show it from now on; ``conditional``: it
+        may land only on the version ``node`` shows. Returns the handle for the outcome."""
         # a stamp value is the same for every node decided within one second: one string for all
         shared = {key: None if value is None else shared_short(value) for key, value in patch.items()}
         write = PendingWrite(
@@ -98,12 +97,9 @@ class NodeView:
         return write
 
     def applied(self, write: PendingWrite, reply: NodeSnapshot) -> bool:
-        """The PATCH of ``write`` answered with ``reply``: show the reply until the watch catches up.
-
-        Returns True when the watch had already shown the Node past the reply: evaluations made while
-        the request was in flight judged by the patch laid over newer changes, so the caller evaluates
-        the node again.
-        """
+        """The PATCH of ``write`` answered with ``reply``: show the reply until the watch catches up. True
+        when the watch had shown the Node past the reply already: evaluations made while the request was
+        in flight judged the patch laid over newer changes, so the caller evaluates the node again."""
         with self._lock:
             if write not in self._pending.get(write.node, ()):
                 return False

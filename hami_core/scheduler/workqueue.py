@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections import deque
 from collections.abc import Hashable
 from typing import Generic, TypeVar
@@ -92,7 +93,7 @@ class WorkQueue(Generic[K]):
     def get(self, timeout: float | None = None) -> K | None:
         """The next due key, waiting up to ``timeout`` seconds on the clock; ``None`` on timeout or after
         shutdown. The caller must call :meth:`done` with it when finished."""
-        deadline = None if timeout is None else self._clock.monotonic() + timeout
+        deadline = math.inf if timeout is None else self._clock.monotonic() + timeout
         with self._cond:
             while True:
                 if self._closed:
@@ -104,12 +105,10 @@ class WorkQueue(Generic[K]):
                     self._processing.add(key)
                     return key
                 now = self._clock.monotonic()
-                if deadline is not None and deadline <= now:
+                if deadline <= now:
                     return None
-                ends = [
-                    t for t in (self._delayed[0][0] if self._delayed else None, deadline) if t is not None
-                ]
-                self._cond.wait(max(0.0, min(ends) - now) if ends else None)
+                end = min(self._delayed[0][0], deadline) if self._delayed else deadline
+                self._cond.wait(None if end == math.inf else max(0.0, end - now))
 
     def done(self, key: K) -> None:
         """The worker finished ``key``; if it was added meanwhile, it is queued again now."""

@@ -115,25 +115,21 @@ class PatchWriter:
                     self._busy.discard(node)
                     self._idle.notify_all()
                     return
-                batch = _one_precondition(writes)
+                batch, precondition = _one_request(writes)
                 if len(batch) < len(writes):
                     self._queued[node] = writes[len(batch) :]
-                writes = batch
             try:
-                self._send(node, writes)
+                self._send(node, batch, precondition)
             except Exception:  # a bug must not leave the node busy forever
                 log.exception("patch writer: unexpected error", extra={"node": node})
 
-    def _send(self, node: str, writes: list[PendingWrite]) -> None:
-        patch: dict[str, str | None] = {}
-        precondition = None
-        for write in writes:
-            patch.update(write.patch)
-            precondition = precondition or write.precondition
+    def _send(self, node: str, writes: list[PendingWrite], precondition: str | None) -> None:
+        patch = {key: value for write in writes for key, value in write.patch.items()}
         self._limiter.acquire()
         if not self._is_leader():
             self.metrics.dropped_not_leader.inc(len(writes))
-            self._fail(writes, NotLeader("not the leader"))
+            for write in writes:
+                self._on_failed(write, NotLeader("not the leader"))
             return
         try:
             reply = self._cluster.patch_node_annotations(node, patch, resource_version=precondition)
@@ -160,24 +156,19 @@ class PatchWriter:
                 )
             else:
                 log.exception("patch failed unexpectedly", extra={"node": node, "reason": "patch-failed"})
-            self._fail(writes, exc)
+            for write in writes:
+                self._on_failed(write, exc)
             return
         for write in writes:
             self._on_applied(write, reply)
 
-    def _fail(self, writes: list[PendingWrite], error: Exception) -> None:
-        for write in writes:
-            self._on_failed(write, error)
 
-
-def _one_precondition(writes: list[PendingWrite]) -> list[PendingWrite]:
-    """The first writes of a node's queue that can go in one request: up to (not including) the first
-    write conditional on another resourceVersion than an earlier one."""
+def _one_request(writes: list[PendingWrite]) -> tuple[list[PendingWrite], str | None]:
+    """The first writes of a node's queue that can go in one request, and its precondition: up to (not
+    including) the first write conditional on another resourceVersion than an earlier one."""
     precondition = None
     for i, write in enumerate(writes):
-        if write.precondition is None:
-            continue
-        if precondition is not None and write.precondition != precondition:
-            return writes[:i]
-        precondition = write.precondition
-    return writes
+        if precondition is not None and write.precondition not in (None, precondition):
+            return writes[:i], precondition
+        precondition = precondition or write.precondition
+    return writes, precondition
