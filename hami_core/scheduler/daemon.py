@@ -425,7 +425,11 @@ class Scheduler:
         elif evaluation.patch and node is not None:
             if self._may_write():
                 held = self._send(node, evaluation)
-            else:
+            else:  # not sent: a cleanup's Events wait for the patch that makes it again, as when one fails
+                cleaned = {e.vendor_key: e for e in evaluation.events if e.reason == CLEANED_UP}
+                if cleaned:
+                    with self._lock:
+                        self._unlanded.setdefault(name, {}).update(cleaned)
                 self._write_later(name)
         self._report(evaluation, held=held)
         if evaluation.recheck_at is not None:

@@ -15,7 +15,9 @@ from typing import Any
 from harness.poll import wait_for
 from harness.scheduler_world import World
 
+from hami_core.protocol.handshake import classify
 from hami_core.scheduler.daemon import Scheduler
+from hami_core.scheduler.explain import CLEANED_UP
 
 MLU = "MLU-45013011,10,23308,0,MLU-MLU370-X4,0,true,0,hami-core:"
 REGISTER = "hami.io/node-mlu-register"
@@ -129,3 +131,29 @@ def test_writes_dropped_by_the_writer_while_a_renewal_is_late_are_sent_again(mem
     assert replica.metrics.totals()["dropped_not_leader"] == len(nodes) - 1
     _renewal_lands(world, replica, cluster, term)
     assert not _unanswered(world, nodes), "dropped stamps never sent again after the late renewal"
+
+
+def test_a_cleanup_decided_while_a_renewal_is_late_is_made_and_said_once_it_lands(world: World) -> None:
+    """The cleanup is not sent while the replica may not write; the delete decided again after the
+    renewal carries the cleanup's Event (docs/architecture.md, "Conditional deletes")."""
+    node = world.node("late-dead", {REGISTER: MLU})  # no allocatable count: the handshake alone judges
+    cluster = Stalled(world.cluster())
+    replica = world.scheduler("mlu", cluster=cluster)
+    world.run_until("stamped", lambda: world.annotations(node).get(HANDSHAKE, "").startswith("Requesting_"))
+    world.settle()
+    stamp = world.annotations(node)[HANDSHAKE]
+    stamped_at = classify(stamp, tz=world.clock.now().tzinfo).time
+    assert stamped_at is not None
+    # 4 s before the stamp expires; the late renewal below moves the clock 12 s, past both deadlines
+    world.advance((stamped_at - world.clock.now()).total_seconds() + replica.config.handshake_window - 4)
+    assert replica.cache.vendor(node, "MLU") is not None and world.annotations(node)[HANDSHAKE] == stamp
+    term = replica.elector.term
+    _renewal_late(world, replica, cluster)
+    wait_for("the cleanup decided", lambda: replica.cache.vendor(node, "MLU") is None)
+    wait_for("the worker idle", lambda: replica.queue.idle() and replica.writer.idle())
+    assert world.annotations(node)[HANDSHAKE] == stamp  # not sent: the replica may not write
+    _renewal_lands(world, replica, cluster, term)
+    world.run_until("the stamp deleted", lambda: HANDSHAKE not in world.annotations(node))
+    world.run_until("the cleanup said", lambda: CLEANED_UP in [e["reason"] for e in world.events_about(node)])
+    world.settle()
+    assert [e["reason"] for e in world.events_about(node)].count(CLEANED_UP) == 1
