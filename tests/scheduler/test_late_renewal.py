@@ -142,7 +142,9 @@ def test_a_cleanup_decided_while_a_renewal_is_late_is_made_and_said_once_it_land
     world.run_until("stamped", lambda: world.annotations(node).get(HANDSHAKE, "").startswith("Requesting_"))
     world.settle()
     stamp = world.annotations(node)[HANDSHAKE]
-    stamped_at = classify(stamp, tz=world.clock.now().tzinfo).time
+    zone = world.clock.now().tzinfo
+    assert zone is not None
+    stamped_at = classify(stamp, tz=zone).time
     assert stamped_at is not None
     # 4 s before the stamp expires; the late renewal below moves the clock 12 s, past both deadlines
     world.advance((stamped_at - world.clock.now()).total_seconds() + replica.config.handshake_window - 4)
