@@ -153,15 +153,14 @@ def validate_scenario(scenario: Scenario) -> None:
             raise ScenarioError(
                 f"{where}.name", f"{node.name!r} is already the name of nodes[{nodes[node.name][0]}]"
             )
+        labels = f"{where}.labels"
         for key, value in node.labels.items():
-            _check_text(f"{where}.labels", key)
-            _check_text(member_path(f"{where}.labels", key), value)
+            _check_text(labels, key)
+            _check_text(member_path(labels, key), value)
             if not is_qualified_name(key):
-                raise ScenarioError(f"{where}.labels", f"{shorten(key)} is not a valid label key")
+                raise ScenarioError(labels, f"{shorten(key)} is not a valid label key")
             if not is_label_value(value):
-                raise ScenarioError(
-                    member_path(f"{where}.labels", key), f"{shorten(value)} is not a valid label value"
-                )
+                raise ScenarioError(member_path(labels, key), f"{shorten(value)} is not a valid label value")
         drivers: dict[str, int] = {}
         for j, plugin in enumerate(node.plugins):
             at = f"{where}.plugins[{j}]"
