@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import cattrs
 
 from hami_core.durations import MAX_SECONDS, parse_duration
 from hami_core.k8snames import is_dns_subdomain, is_label_value, is_qualified_name
@@ -348,4 +347,4 @@ def _structure(field: str, data: object, cls: type, required: tuple[str, ...]) -
 
 
 def scenario_as_json(scenario: Scenario) -> str:
-    return json.dumps(cattrs.unstructure(scenario), indent=2)
+    return json.dumps(attrs.asdict(scenario), indent=2)
