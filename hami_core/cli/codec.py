@@ -84,18 +84,13 @@ def _dump_deep(value: Any) -> str:
         elif isinstance(item, dict):
             out.append("{")
             stack.append(_Raw("}"))
-            pairs = list(item.items())
-            for position in range(len(pairs) - 1, -1, -1):
-                key, member = pairs[position]
-                stack.append(member)
-                stack.append(_Raw(("," if position else "") + json.dumps(key) + ":"))
+            for position, (key, member) in reversed(list(enumerate(item.items()))):
+                stack += [member, _Raw(("," if position else "") + json.dumps(key) + ":")]
         elif isinstance(item, list | tuple):
             out.append("[")
             stack.append(_Raw("]"))
-            for position in range(len(item) - 1, -1, -1):
-                stack.append(item[position])
-                if position:
-                    stack.append(_Raw(","))
+            for position, member in reversed(list(enumerate(item))):
+                stack += [member, _Raw(",")] if position else [member]
         else:
             out.append(json.dumps(item))
     return "".join(out)

@@ -74,11 +74,8 @@ DURATION = Duration()
 
 
 def default_of(cls: type, name: str) -> Any:
-    """The default of attrs class ``cls``'s field ``name`` (not a factory's: those are computed per use)."""
-    default = attrs.fields_dict(cls)[name].default
-    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-        raise TypeError(f"{cls.__name__}.{name} has a factory, not one default value")
-    return default
+    """The default of attrs class ``cls``'s field ``name`` (every caller's is a value, not a factory)."""
+    return attrs.fields_dict(cls)[name].default
 
 
 def parsed(parse: Callable[[str], T]) -> Callable[[click.Context, click.Parameter, str | None], T | None]:

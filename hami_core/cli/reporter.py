@@ -119,4 +119,3 @@ def run(
     finally:
         if server is not None:
             server.stop()
-    sys.exit(0)

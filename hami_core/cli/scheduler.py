@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 from typing import Any
 
 import click
@@ -24,11 +23,7 @@ from hami_core.cli.options import (
 )
 from hami_core.cli.vendors import driver_options, drivers_from_options
 from hami_core.scheduler.allocator import limit_malloc_arenas, pin_mmap_threshold
-from hami_core.scheduler.config import (
-    DEFAULT_HTTP_PORT,
-    DEFAULT_LEASE_NAMESPACE,
-    SchedulerConfig,
-)
+from hami_core.scheduler.config import DEFAULT_HTTP_PORT, DEFAULT_LEASE_NAMESPACE, SchedulerConfig
 from hami_core.scheduler.peer_check import HAMI_LEASE, parse_lease_ref
 from hami_core.scheduler.selector import parse_node_selector
 
@@ -212,4 +207,3 @@ def run(
         raise click.ClickException(f"cannot start: {exc}") from None
     daemon.wait()
     daemon.stop()
-    sys.exit(0)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 
@@ -54,7 +53,6 @@ def simulate(
         click.echo(scenario_as_json(DEFAULT_SCENARIO))
         return
     configure_logging("text", log_level)
-    logging.getLogger("hami_core").setLevel(log_level.upper())
     try:
         scenario = load_scenario(scenario_path) if scenario_path else DEFAULT_SCENARIO
     except ValueError as exc:

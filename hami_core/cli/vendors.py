@@ -15,7 +15,6 @@ from hami_core.plugins import (
     DeviceConfigError,
     DriverManager,
     DriverSelectionError,
-    LoadReport,
     PluginError,
     VendorDriver,
     load_drivers,
@@ -134,11 +133,6 @@ def _table(drivers: Sequence[VendorDriver]) -> str:
     return "\n".join(lines)
 
 
-def _report_failures(report: LoadReport) -> None:
-    for failure in report.failures:
-        click.echo(f"error: {failure}", err=True)
-
-
 @click.command("vendors")
 @driver_options
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of objects instead of a table.")
@@ -162,13 +156,14 @@ def vendors(
         click.echo(f"warning: {config.source}: unknown key {unknown}, ignored", err=True)
     try:
         selected = manager.select(names, overrides)
+        if as_json:
+            click.echo(json.dumps(vendors_json(selected), indent=2))
+        elif selected:
+            click.echo(_table(selected))
+        else:
+            click.echo("no vendor driver installed", err=True)
     except PluginError as error:
-        _report_failures(report)
         raise _as_click_error(error) from None
-    if as_json:
-        click.echo(json.dumps(vendors_json(selected), indent=2))
-    elif selected:
-        click.echo(_table(selected))
-    else:
-        click.echo("no vendor driver installed", err=True)
-    _report_failures(report)
+    finally:  # after the listing, or before the selection's error
+        for failure in report.failures:
+            click.echo(f"error: {failure}", err=True)

@@ -84,7 +84,6 @@ class Reporter:
         config: ReporterConfig,
         *,
         clock: Clock = SYSTEM,
-        metrics: ReporterMetrics | None = None,
     ) -> None:
         if not drivers:
             raise ValueError("the reporter needs at least one vendor driver")
@@ -94,7 +93,7 @@ class Reporter:
         self._discover = discover
         self.config = config
         self._clock = clock
-        self.metrics = metrics if metrics is not None else ReporterMetrics(self._drivers)
+        self.metrics = ReporterMetrics(self._drivers)
         self._stop = clock.event()
         self._lock = threading.Lock()
         self._succeeded = False
@@ -152,7 +151,12 @@ class Reporter:
         finally:
             with self._lock:
                 self._pass_started = None
-        self._account(result)
+        if result.ok:
+            self.metrics.last_success.set(self._clock.now().timestamp())
+            with self._lock:
+                self._succeeded = True
+        else:
+            self.metrics.failed_passes.inc()
         return result
 
     def _pass(self) -> PassResult:
@@ -213,11 +217,3 @@ class Reporter:
         problem = f"cannot {verb} node {self.config.node_name}: {detail}"
         problems = (*plan.problems, problem) if plan is not None else (problem,)
         return PassResult(plan=plan, sent=False, problems=problems)
-
-    def _account(self, result: PassResult) -> None:
-        if result.ok:
-            self.metrics.last_success.set(self._clock.now().timestamp())
-            with self._lock:
-                self._succeeded = True
-        else:
-            self.metrics.failed_passes.inc()

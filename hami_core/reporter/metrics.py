@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import Counter, Gauge
 
 from hami_core.plugins.driver import VendorDriver
 from hami_core.serve.metrics import new_registry
@@ -13,9 +13,8 @@ __all__ = ["ReporterMetrics"]
 
 
 class ReporterMetrics:
-    def __init__(self, drivers: Sequence[VendorDriver], registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry if registry is not None else new_registry("reporter")
-        r = self.registry
+    def __init__(self, drivers: Sequence[VendorDriver]) -> None:
+        self.registry = r = new_registry("reporter")
         self.passes = Counter("hami_reporter_passes", "Passes the reporter ran.", registry=r)
         self.failed_passes = Counter(
             "hami_reporter_failed_passes",

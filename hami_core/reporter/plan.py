@@ -41,8 +41,6 @@ class PassPlan:
     patch: Mapping[str, str]
     #: Drivers whose register value changes with the patch.
     published: tuple[str, ...] = ()
-    #: Drivers whose ``Reported_`` heartbeat is in the patch.
-    heartbeats: tuple[str, ...] = ()
     #: Drivers whose register value is on the Node once the patch is applied: what this pass publishes.
     current: tuple[str, ...] = ()
     #: Drivers without a device source on this node (their probe had no way to look): nothing to publish.
@@ -74,7 +72,6 @@ def plan_pass(annotations: Mapping[str, str], found: Sequence[Discovery], now: d
     """The merge patch for one pass over the Node's ``annotations`` now, at the node's aware clock ``now``."""
     patch: dict[str, str] = {}
     published: list[str] = []
-    heartbeats: list[str] = []
     current: list[str] = []
     unsourced: list[str] = []
     failures: list[tuple[str, str]] = []
@@ -100,11 +97,9 @@ def plan_pass(annotations: Mapping[str, str], found: Sequence[Discovery], now: d
         current.append(driver.name)
         if driver.writes_reported and driver.handshake_annotation is not None:
             patch[driver.handshake_annotation] = format_report(now)
-            heartbeats.append(driver.name)
     return PassPlan(
         patch=patch,
         published=tuple(published),
-        heartbeats=tuple(heartbeats),
         current=tuple(current),
         unsourced=tuple(unsourced),
         failures=tuple(failures),

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import attrs
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from hami_core.protocol.states import KEPT_STATES
-from hami_core.serve.metrics import exposition, new_registry
+from hami_core.serve.metrics import new_registry
 
 __all__ = [
     "API_CALLS",
@@ -302,4 +302,4 @@ class SchedulerMetrics:
         return {name: total(getattr(self, name)) for name in _COUNTERS if name not in _NOT_IN_TOTALS}
 
     def text(self) -> str:
-        return exposition(self.registry).decode()
+        return generate_latest(self.registry).decode()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import io
 import json
 import logging
@@ -192,7 +191,26 @@ class EndpointServer:
             return
         self._clients.add(task)
         try:
-            await self._request_and_answer(reader, writer, address, task)
+            head = bytearray()
+            async with asyncio.timeout(self._idle_timeout):  # from the accept
+                while len(head) < MAX_HEAD_BYTES and not any(end in head for end in _HEAD_END):
+                    data = await reader.read(MAX_HEAD_BYTES)
+                    if not data:  # the client closed before its request was complete
+                        return
+                    head += data
+            with self._lock:
+                if self._waiting.pop(task, None) is None:  # closed to make room meanwhile
+                    return
+                self._answering += 1
+            try:
+                answer: asyncio.Future[bytes] = self._loop.create_future()
+                self._ready.put((bytes(head), address, answer))
+                writer.write(await answer)
+                async with asyncio.timeout(self._idle_timeout):
+                    await writer.drain()
+            finally:
+                with self._lock:
+                    self._answering -= 1
         except TimeoutError:
             log.debug("http: %s closed: no request or answer within %gs", address, self._idle_timeout)
         except (ConnectionError, OSError) as error:
@@ -202,34 +220,6 @@ class EndpointServer:
                 self._waiting.pop(task, None)
             self._clients.discard(task)
             writer.close()
-
-    async def _request_and_answer(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        address: Any,
-        task: asyncio.Task[Any],
-    ) -> None:
-        head = bytearray()
-        async with asyncio.timeout(self._idle_timeout):  # from the accept
-            while len(head) < MAX_HEAD_BYTES and not any(end in head for end in _HEAD_END):
-                data = await reader.read(MAX_HEAD_BYTES)
-                if not data:  # the client closed before its request was complete
-                    return
-                head += data
-        with self._lock:
-            if self._waiting.pop(task, None) is None:  # closed to make room meanwhile
-                return
-            self._answering += 1
-        try:
-            answer: asyncio.Future[bytes] = self._loop.create_future()
-            self._ready.put((bytes(head), address, answer))
-            writer.write(await answer)
-            async with asyncio.timeout(self._idle_timeout):
-                await writer.drain()
-        finally:
-            with self._lock:
-                self._answering -= 1
 
     def _work(self) -> None:
         while (item := self._ready.get()) is not None:
@@ -256,53 +246,43 @@ def _make_handler(routes: Routes, name: str) -> Callable[[bytes, Any], bytes]:
             self._head = head
             super().__init__(None, address, None)  # type: ignore[arg-type]  # no socket, no socketserver
 
-        def setup(self) -> None:
-            self.rfile, self.wfile = io.BytesIO(self._head), io.BytesIO()
+        def setup(self) -> None:  # the answer stays in ``out``, for the acceptor to send
+            self.out = io.BytesIO()
+            self.rfile, self.wfile = io.BytesIO(self._head), self.out
 
-        def finish(self) -> None:  # the answer stays in wfile, for the acceptor to send
+        def finish(self) -> None:
             pass
 
         def version_string(self) -> str:
             return name  # the component, without the Python version
 
-        def _refuse(self) -> None:
-            message = f"{self.command} not allowed: the endpoint is read-only"
-            refusal = json_response(HTTPStatus.METHOD_NOT_ALLOWED, {"error": message})
-            self._send(refusal, body=True, allow="GET, HEAD")
-
-        do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _refuse
-
-        def _serve(self, *, body: bool) -> None:
-            parts = urlsplit(self.path)
-            path = parts.path.rstrip("/") or "/"
-            query = {key: tuple(values) for key, values in parse_qs(parts.query).items()}
-            try:
-                response = routes(path, query)
-            except Exception:
-                log.exception("HTTP %s failed", path)
-                response = json_response(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "internal error"})
-            self._send(response, body=body)
-
-        do_GET = functools.partialmethod(_serve, body=True)
-        do_HEAD = functools.partialmethod(_serve, body=False)
-
-        def _send(self, response: Response, *, body: bool, allow: str | None = None) -> None:
+        def _answer(self) -> None:
+            reads = self.command in ("GET", "HEAD")
+            if reads:
+                parts = urlsplit(self.path)
+                path = parts.path.rstrip("/") or "/"
+                query = {key: tuple(values) for key, values in parse_qs(parts.query).items()}
+                try:
+                    response = routes(path, query)
+                except Exception:
+                    log.exception("HTTP %s failed", path)
+                    response = json_response(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "internal error"})
+            else:
+                message = f"{self.command} not allowed: the endpoint is read-only"
+                response = json_response(HTTPStatus.METHOD_NOT_ALLOWED, {"error": message})
             status, content, content_type = response
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(content)))
-            if allow is not None:
-                self.send_header("Allow", allow)
+            if not reads:
+                self.send_header("Allow", "GET, HEAD")
             self.end_headers()
-            if body:
+            if self.command != "HEAD":
                 self.wfile.write(content)
+
+        do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _answer
 
         def log_message(self, format: str, *args: Any) -> None:
             log.debug("http: " + format, *args)
 
-    def answer(head: bytes, address: Any) -> bytes:
-        handled = Handler(head, address)
-        assert isinstance(handled.wfile, io.BytesIO)
-        return handled.wfile.getvalue()
-
-    return answer
+    return lambda head, address: Handler(head, address).out.getvalue()

@@ -15,10 +15,7 @@ from prometheus_client.process_collector import ProcessCollector
 
 from hami_core.serve.http import Response
 
-__all__ = ["CONTENT_TYPE", "build_version", "exposition", "metrics_response", "new_registry"]
-
-#: The Prometheus text format, version 0.0.4: what every Prometheus server reads.
-CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+__all__ = ["build_version", "metrics_response", "new_registry"]
 
 
 def build_version() -> str:
@@ -41,10 +38,6 @@ def new_registry(component: str) -> CollectorRegistry:
     return registry
 
 
-def exposition(registry: CollectorRegistry) -> bytes:
-    """Every metric of ``registry`` in the Prometheus text format (``CONTENT_TYPE``)."""
-    return generate_latest(registry)
-
-
 def metrics_response(registry: CollectorRegistry) -> Response:
-    return HTTPStatus.OK, exposition(registry), CONTENT_TYPE
+    """Every metric of ``registry`` in the Prometheus text format 0.0.4 (what every Prometheus reads)."""
+    return HTTPStatus.OK, generate_latest(registry), CONTENT_TYPE_PLAIN_0_0_4

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import cattrs
 
 from hami_core.durations import MAX_SECONDS, parse_duration
 from hami_core.k8snames import is_dns_subdomain, is_label_value, is_qualified_name
@@ -139,6 +138,7 @@ def validate_scenario(scenario: Scenario) -> None:
     for name in ("handshake_window", "resync", "report_interval"):
         _check_seconds(name, getattr(scenario, name), minimum=_MIN_PERIOD)
     nodes: dict[str, tuple[int, dict[str, int]]] = {}  # name -> (index, driver -> plugin index)
+    registers: dict[str, dict[str, str]] = {}  # name -> driver -> register value
     for i, node in enumerate(scenario.nodes):
         where = f"nodes[{i}]"
         _check_text(f"{where}.name", node.name)
@@ -152,15 +152,14 @@ def validate_scenario(scenario: Scenario) -> None:
             raise ScenarioError(
                 f"{where}.name", f"{node.name!r} is already the name of nodes[{nodes[node.name][0]}]"
             )
+        labels = f"{where}.labels"
         for key, value in node.labels.items():
-            _check_text(f"{where}.labels", key)
-            _check_text(member_path(f"{where}.labels", key), value)
+            _check_text(labels, key)
+            _check_text(member_path(labels, key), value)
             if not is_qualified_name(key):
-                raise ScenarioError(f"{where}.labels", f"{shorten(key)} is not a valid label key")
+                raise ScenarioError(labels, f"{shorten(key)} is not a valid label key")
             if not is_label_value(value):
-                raise ScenarioError(
-                    member_path(f"{where}.labels", key), f"{shorten(value)} is not a valid label value"
-                )
+                raise ScenarioError(member_path(labels, key), f"{shorten(value)} is not a valid label value")
         drivers: dict[str, int] = {}
         for j, plugin in enumerate(node.plugins):
             at = f"{where}.plugins[{j}]"
@@ -183,19 +182,15 @@ def validate_scenario(scenario: Scenario) -> None:
                     f"{at}.allocatable", f"{_show(plugin.allocatable)} is not from 0 to {_MAX_COUNT}"
                 )
         nodes[node.name] = (i, drivers)
-        _check_annotation_size(f"{where}.plugins", {p.driver: p.register for p in node.plugins})
+        registers[node.name] = {p.driver: p.register for p in node.plugins}
+        _check_annotation_size(f"{where}.plugins", registers[node.name])
     for k, action in enumerate(scenario.actions):
-        if (
-            isinstance(action.at, bool)
-            or not isinstance(action.at, int | float)
-            or not 0 <= action.at < scenario.duration
-        ):
+        if not (_is_number(action.at) and 0 <= action.at < scenario.duration):
             raise ScenarioError(
                 f"actions[{k}].at",
                 f"{_show(action.at)} is not from 0 to before the duration ({scenario.duration:g} s)",
             )
     deleted: dict[str, int] = {}  # node -> index of the action that deletes it
-    registers = {n.name: {p.driver: p.register for p in n.plugins} for n in scenario.nodes}
     # In the order they run: by time, then as listed.
     for k, action in sorted(enumerate(scenario.actions), key=lambda item: item[1].at):
         where = f"actions[{k}]"
@@ -239,18 +234,15 @@ _MIN_PERIOD = 0.01
 _MAX_COUNT = 2**63 - 1
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _check_seconds(field: str, value: float, *, minimum: float) -> None:
-    least = f"from {minimum:g}" if minimum > 0 else "greater than 0 and"
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not minimum <= value <= MAX_SECONDS
-        or value <= 0
-    ):
+    if not (_is_number(value) and 0 < value <= MAX_SECONDS and value >= minimum):
+        bounds = f"from {minimum:g} to" if minimum > 0 else "greater than 0 and at most"
         raise ScenarioError(
-            field,
-            f"{_show(value)} is not a number of seconds {least} "
-            f"{'to' if minimum > 0 else 'at most'} {MAX_SECONDS:g} (a day)",
+            field, f"{_show(value)} is not a number of seconds {bounds} {MAX_SECONDS:g} (a day)"
         )
 
 
@@ -303,20 +295,6 @@ def _json_type(value: object) -> str:
     return "an array" if isinstance(value, list) else "an object"
 
 
-def _fields(field: str, data: object, cls: type, required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """``data`` as the keyword arguments of ``cls``: a JSON object with only the fields of ``cls``."""
-    if not isinstance(data, dict):
-        raise ScenarioError(field, f"expected a JSON object, got {_json_type(data)}")
-    known = {a.name for a in attrs.fields(cls)}
-    for key in data:
-        if key not in known:
-            raise ScenarioError(member_path(field, key), f"unknown field (known: {', '.join(sorted(known))})")
-    for key in required:
-        if key not in data:
-            raise ScenarioError(member_path(field, key), "missing")
-    return dict(data)
-
-
 def _timing(field: str, value: object) -> float:
     if isinstance(value, str):
         try:
@@ -343,8 +321,17 @@ _TIMINGS = ("duration", "handshake_window", "resync", "report_interval", "at")
 
 
 def _structure(field: str, data: object, cls: type, required: tuple[str, ...]) -> Any:
-    """``cls`` from a JSON object of its fields, timings read, arrays structured (values: validated later)."""
-    values = _fields(field, data, cls, required)
+    """``cls`` from a JSON object of just its fields: timings read, arrays structured, values checked next."""
+    if not isinstance(data, dict):
+        raise ScenarioError(field, f"expected a JSON object, got {_json_type(data)}")
+    known = {a.name for a in attrs.fields(cls)}
+    for key in data:
+        if key not in known:
+            raise ScenarioError(member_path(field, key), f"unknown field (known: {', '.join(sorted(known))})")
+    for key in required:
+        if key not in data:
+            raise ScenarioError(member_path(field, key), "missing")
+    values = dict(data)
     for name, value in values.items():
         where = member_path(field, name)
         if name in _TIMINGS:
@@ -360,4 +347,4 @@ def _structure(field: str, data: object, cls: type, required: tuple[str, ...]) -
 
 
 def scenario_as_json(scenario: Scenario) -> str:
-    return json.dumps(cattrs.unstructure(scenario), indent=2)
+    return json.dumps(attrs.asdict(scenario), indent=2)

@@ -13,6 +13,7 @@ import pytest
 from harness.admin import MemoryCluster
 from harness.clock import WatchedClock
 from harness.poll import wait_for
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from hami_core import DeviceInfo
@@ -21,7 +22,6 @@ from hami_core.plugins.manager import load_drivers
 from hami_core.reporter.daemon import Reporter, ReporterConfig
 from hami_core.reporter.http import reporter_server
 from hami_core.serve.http import EndpointServer
-from hami_core.serve.metrics import exposition
 
 MLU = [
     DeviceInfo(id="MLU-0", count=10, devmem=23308, type="MLU-370", health=True),
@@ -43,7 +43,7 @@ class Source:
 
 def samples(daemon: Reporter) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of the reporter's /metrics text, by (name, labels), through prometheus_client's parser."""
-    text = exposition(daemon.metrics.registry).decode()
+    text = generate_latest(daemon.metrics.registry).decode()
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(text)
@@ -71,7 +71,7 @@ def make(cluster: MemoryCluster, source: Source, *names: str, clock: WatchedCloc
 
 def test_every_series_exists_from_the_start_with_help_and_type(cluster: MemoryCluster) -> None:
     daemon = make(cluster, Source({}), "mlu", "nvidia", "dcu")
-    text = exposition(daemon.metrics.registry).decode()
+    text = generate_latest(daemon.metrics.registry).decode()
     values = samples(daemon)
     for vendor in ("MLU", "NVIDIA", "DCU"):
         assert values[("hami_reporter_published_devices", (("vendor", vendor),))] == 0

@@ -14,11 +14,12 @@ from http import HTTPStatus
 import pytest
 from harness.endpoint import connections
 from harness.poll import wait_for
-from prometheus_client import REGISTRY, Counter
+from prometheus_client import REGISTRY, Counter, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.parser import text_string_to_metric_families
 
 from hami_core.serve.http import EndpointServer, Query, Response, json_response, not_found, text_response
-from hami_core.serve.metrics import CONTENT_TYPE, build_version, exposition, metrics_response, new_registry
+from hami_core.serve.metrics import build_version, metrics_response, new_registry
 
 
 def routes(path: str, query: Query) -> Response:
@@ -109,17 +110,17 @@ def test_json_response_is_sorted_json() -> None:
 def test_each_daemon_has_its_own_registry_with_build_info_and_process_metrics() -> None:
     scheduler, reporter = new_registry("scheduler"), new_registry("reporter")
     Counter("hami_test_things", "Things.", registry=scheduler).inc(3)
-    families = {f.name: f for f in text_string_to_metric_families(exposition(scheduler).decode())}
+    families = {f.name: f for f in text_string_to_metric_families(generate_latest(scheduler).decode())}
     (build,) = families["hami_build_info"].samples
     assert build.labels["component"] == "scheduler" and build.labels["version"] == build_version()
     assert build.value == 1 and "python_version" in build.labels
     assert {"process_cpu_seconds", "process_resident_memory_bytes", "python_info"} <= set(families)
     assert families["hami_test_things"].samples[0].value == 3
-    reporter_names = {f.name for f in text_string_to_metric_families(exposition(reporter).decode())}
+    reporter_names = {f.name for f in text_string_to_metric_families(generate_latest(reporter).decode())}
     assert "hami_test_things" not in reporter_names
     assert REGISTRY.get_sample_value("hami_test_things_total") is None  # never the global registry
     status, body, content_type = metrics_response(reporter)
-    assert status == 200 and body.startswith(b"# HELP") and content_type == CONTENT_TYPE
+    assert status == 200 and body.startswith(b"# HELP") and content_type == CONTENT_TYPE_PLAIN_0_0_4
     assert content_type.startswith("text/plain; version=0.0.4")
 
 
