@@ -552,13 +552,8 @@ def _register(
     value, registered, keep = obs.register, memory.registered, CacheChange.KEEP
     if value is None:
         if registered:
-            return (
-                attrs.evolve(healthy, devices=None, register=None),
-                CacheChange.DROP,
-                Reason.UNREGISTERED_ABSENT,
-                None,
-                False,
-            )
+            gone = attrs.evolve(healthy, devices=None, register=None)
+            return gone, CacheChange.DROP, Reason.UNREGISTERED_ABSENT, None, False
         gone = healthy if healthy.register is None else attrs.evolve(healthy, register=None)
         return gone, keep, Reason.NO_VENDOR, None, False
     seen = fingerprint(value)
@@ -571,13 +566,8 @@ def _register(
             f"decide: the register value of node {obs.node} was not read by the driver (register_to_decode)"
         )
     if isinstance(decoded, str):
-        return (
-            attrs.evolve(memory, degraded=decoded, degraded_value=seen),
-            keep,
-            Reason.DEGRADED,
-            decoded,
-            True,
-        )
+        degraded = attrs.evolve(memory, degraded=decoded, degraded_value=seen)
+        return degraded, keep, Reason.DEGRADED, decoded, True
     if not decoded:
         empty = attrs.evolve(healthy, devices=None, register=seen)
         return empty, CacheChange.DROP if registered else keep, Reason.UNREGISTERED_EMPTY, None, False

@@ -256,19 +256,17 @@ def type_error(path: str, value: Any, go_type: str) -> JsonDecodeError:
 
 def read_int(value: Any, go_range: IntRange, path: str, key: str = "") -> int:
     """An integer field (``INT32``...) at ``path`` (member ``key`` of it): integer literals in range."""
-    if type(value) is JsonNumber:
-        text = value
-        if "." in text or "e" in text or "E" in text:
-            problem = "is not an integer"
-        elif go_range.low >= 0 and text[0] == "-":  # Go's ParseUint refuses any sign, "-0" included
-            problem = "is negative"
-        elif len(text) > 21 or not go_range.low <= (number := int(text)) <= go_range.high:
-            problem = "is out of range"
-        else:
-            return number
-    where = member_path(path, key) if key else path  # built only for the message
     if type(value) is not JsonNumber:
-        raise type_error(where, value, go_range.go_type)
+        raise type_error(member_path(path, key) if key else path, value, go_range.go_type)
+    if "." in value or "e" in value or "E" in value:
+        problem = "is not an integer"
+    elif go_range.low >= 0 and value[0] == "-":  # Go's ParseUint refuses any sign, "-0" included
+        problem = "is negative"
+    elif len(value) > 21 or not go_range.low <= (number := int(value)) <= go_range.high:
+        problem = "is out of range"
+    else:
+        return number
+    where = member_path(path, key) if key else path  # built only for the message
     message = f"{where}: number {shorten(value, 60)} {problem} for Go {go_range.go_type}"
     raise JsonDecodeError("json_type", message)
 

@@ -219,12 +219,9 @@ class DeviceInfo:
     custominfo: Mapping[str, Any] | None = _wire("custominfo", dict, written=False)
 
 
-def _table(cls: type) -> tuple[WireField, ...]:
-    return tuple(WireField(name=f.name, **f.metadata["wire"]) for f in attrs.fields(cls))
-
-
 _TABLES: dict[type, tuple[WireField, ...]] = {
-    cls: _table(cls) for cls in (MigPlacement, MigProfile, DeviceInfo)
+    cls: tuple(WireField(name=f.name, **f.metadata["wire"]) for f in attrs.fields(cls))
+    for cls in (MigPlacement, MigProfile, DeviceInfo)
 }
 
 
