@@ -80,8 +80,7 @@ def _failure(exc: Exception) -> str:
 def _devices(decoded: object, rules: VendorRules, what: str) -> tuple[DeviceInfo, ...] | str:
     if not isinstance(decoded, list) or not all(isinstance(d, DeviceInfo) for d in decoded):
         return f"{what} returned {type(decoded).__name__}, not a list of DeviceInfo"
-    vendor = rules.vendor_key
-    return tuple(_kept(d, vendor) for d in decoded)
+    return tuple(_kept(d, rules.vendor_key) for d in decoded)
 
 
 #: One object per device memory size (an int above 256 is new per parse); bounded against odd values.

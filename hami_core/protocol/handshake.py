@@ -150,9 +150,7 @@ def stamp_standing(
     _check_aware(now, "stamp_standing")
     if window <= timedelta(0):
         raise ValueError(f"stamp_standing: the handshake window must be positive, got {window}")
-    if handshake.kind is not HandshakeKind.STAMP or handshake.time is None:
-        return StampStanding.MISSING
-    if handshake.time - now > window:
+    if handshake.kind is not HandshakeKind.STAMP or handshake.time is None or handshake.time - now > window:
         return StampStanding.MISSING
     if now >= handshake.time + window:
         return StampStanding.EXPIRED

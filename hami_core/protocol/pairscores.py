@@ -72,7 +72,5 @@ def scores_for(
     devices: Sequence[DeviceInfo], entries: Sequence[PairScore]
 ) -> tuple[Mapping[str, int] | None, ...]:
     """Each device's scores: those of the first entry whose ``uuid`` is its id (``None``: no entry)."""
-    first: dict[str, Mapping[str, int]] = {}
-    for entry in entries:
-        first.setdefault(entry.id, entry.scores)
+    first = {entry.id: entry.scores for entry in reversed(entries)}
     return tuple(first.get(device.id) for device in devices)
