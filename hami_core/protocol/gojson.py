@@ -196,11 +196,7 @@ def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
 def parse_json(value: str, what: str = "JSON") -> Any:
     """``value`` as Go parses it (invalid UTF-8 as U+FFFD, at most the annotation limit) or DecodeError."""
     check_value(value, what)
-    return _tree(go_text(value))
-
-
-def _tree(text: str) -> Any:
-    """Parse ``text`` as Go would, or raise ``JsonDecodeError`` naming what is wrong and where."""
+    text = go_text(value)
     if "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None:
         # the same length: offsets hold
         text = _ESCAPE_SCAN.sub(lambda m: "\\ufffd" if len(m.group(1)) == 5 else m.group(), text)
