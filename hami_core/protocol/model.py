@@ -15,19 +15,6 @@ from typing import Any
 
 import attrs
 
-__all__ = [
-    "INT32",
-    "INT64",
-    "UINT32",
-    "UINT64",
-    "DeviceInfo",
-    "IntRange",
-    "MigPlacement",
-    "MigProfile",
-    "WireField",
-    "fields_of",
-]
-
 
 def plain_str(value: str) -> str:
     """``value``'s characters as an exact ``str`` (``value`` itself when it is one)."""
