@@ -1,8 +1,6 @@
-"""The "cleaned up, waiting for a sign of life" marker on the Node (spec 4.2, beyond HAMi;
-``docs/architecture.md``, "The cleaned-up marker"): ``cleaned.hami-core.io/<vendor key>`` holds the
-SHA-256 fingerprints of the register and handshake values cleaned up with (absent ones left out), and
-the cleanup's wall time, for operators only (never judged: wall clocks step).
-"""
+"""The "cleaned up, waiting for a sign of life" marker on the Node (spec 4.2, beyond HAMi):
+``docs/architecture.md``, "The cleaned-up marker". Absent values have no fingerprint in it; its time is
+never judged (wall clocks step)."""
 
 from __future__ import annotations
 
