@@ -333,7 +333,7 @@ def _record(cls: type, value: Any, state: dict[str, Any] | None, path: str) -> d
                 state[name] = None
         elif kind is str or kind is bool:
             if type(item) is not kind:
-                raise type_error(f"{path}.{field.key}", item, field.go_type)
+                raise type_error(f"{path}.{field.key}", item, "string" if kind is str else "bool")
             state[name] = item
         elif isinstance(kind, IntRange):
             state[name] = read_int(item, kind, path, field.key)

@@ -66,12 +66,6 @@ class WireField:
         kind = self.kind
         return kind if isinstance(kind, type) and kind not in (str, bool, dict) else None
 
-    @property
-    def go_type(self) -> str:
-        if isinstance(kind := self.kind, IntRange):
-            return kind.go_type
-        return {str: "string", bool: "bool", dict: "map[string]any"}.get(kind, f"[]{kind.__name__}")
-
 
 def _items(name: str, value: tuple[Any, ...] | None, record: type) -> tuple[Any, ...] | None:
     """``value`` (a list field's, converted), once every item is a ``record``."""
