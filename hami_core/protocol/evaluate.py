@@ -39,9 +39,7 @@ def reader(codec: Codec) -> Reader:
     return codec.decode
 
 
-def read_register(
-    value: str, rules: VendorRules, node: str, decode: Reader | None = None
-) -> tuple[DeviceInfo, ...] | str:
+def read_register(value: str, rules: VendorRules, node: str) -> tuple[DeviceInfo, ...] | str:
     """The devices of a register value with ``devicevendor`` set, or a one-line error naming the node."""
     codec = rules.codec
     if codec is None or rules.register_annotation is None:
@@ -49,7 +47,7 @@ def read_register(
     where = f"node {node}: annotation {rules.register_annotation}"
     try:
         check_size(value, "the")  # before any codec: a driver's own may not check it
-        decoded = (decode or reader(codec))(value)
+        decoded = reader(codec)(value)
     except DecodeError as exc:
         return f"{where}: {exc}"
     except Exception as exc:  # a driver's codec must not take the scheduler down
@@ -116,12 +114,7 @@ def _alive(rules: VendorRules, obs: Observation, expired: bool, seen: bool) -> b
 
 
 def ask_driver(
-    obs: Observation,
-    memory: VendorMemory,
-    rules: VendorRules,
-    *,
-    decode: Reader | None = None,
-    view: NodeView | None = None,
+    obs: Observation, memory: VendorMemory, rules: VendorRules, *, view: NodeView | None = None
 ) -> DriverAnswers:
     """Everything ``decide`` needs from the driver, as plain values; judged on a node source,
     ``obs.register`` is its ``FromNode.key`` and ``view`` what its function is shown."""
@@ -129,7 +122,7 @@ def ask_driver(
     decoded: tuple[DeviceInfo, ...] | str | None = None
     if value is not None:
         if rules.register_annotation is not None:
-            decoded = read_register(value, rules, obs.node, decode)
+            decoded = read_register(value, rules, obs.node)
         elif view is None:
             raise ValueError(f"ask_driver: node {obs.node}: the {rules.vendor_key} node source needs a view")
         else:
@@ -148,7 +141,6 @@ def evaluate(
     now: datetime,
     rules: VendorRules,
     window: timedelta = DEFAULT_WINDOW,
-    decode: Reader | None = None,
     mono: float | None = None,
     wall_step_at: float | None = None,
     view: NodeView | None = None,
@@ -156,7 +148,7 @@ def evaluate(
     """Ask the driver (unless the node has nothing of the vendor), then decide; ``rules`` is the vendor as
     judged here: ``rules.node_path()`` with ``view`` on its node source (``scheduler/observe.py``)."""
     absent = vendor_absent(obs, memory)
-    answers = DriverAnswers() if absent else ask_driver(obs, memory, rules, decode=decode, view=view)
+    answers = DriverAnswers() if absent else ask_driver(obs, memory, rules, view=view)
     return decide(
         obs, memory, answers, now=now, rules=rules, window=window, mono=mono, wall_step_at=wall_step_at
     )
