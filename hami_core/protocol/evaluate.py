@@ -28,10 +28,8 @@ from hami_core.protocol.model import DeviceInfo, plain_int, plain_str
 from hami_core.protocol.nodesource import NodeView
 from hami_core.protocol.size import check_size
 
-Reader = Callable[[str], list[DeviceInfo]]
 
-
-def reader(codec: Codec) -> Reader:
+def reader(codec: Codec) -> Callable[[str], list[DeviceInfo]]:
     """A built-in codec reads both encodings (spec 3.4: a plugin of another HAMi version may write the
     other one); a driver's own codec reads its own."""
     if codec is JSON_CODEC or codec is LEGACY_CODEC:
