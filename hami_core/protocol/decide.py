@@ -488,8 +488,15 @@ def decide(
     write = None  # a stamp is only ever decided for a vendor with a handshake
     if stamp is not None and rules.handshake_annotation is not None:
         verdict, write = Verdict.STAMPED, HandshakeWrite(rules.handshake_annotation, stamp)
-    if memory.awaiting_sign_of_life or memory.delete_handshake or memory.marked:
-        memory = attrs.evolve(memory, **_SETTLED)
+    if memory.awaiting_sign_of_life or memory.delete_handshake or memory.marked:  # a live vendor: no cleanup
+        memory = attrs.evolve(
+            memory,
+            awaiting_sign_of_life=False,
+            register_at_cleanup=None,
+            handshake_at_cleanup=None,
+            delete_handshake=False,
+            marked=False,
+        )
     if memory.allocatable_seen != allocatable_seen:
         memory = attrs.evolve(memory, allocatable_seen=allocatable_seen)
 
@@ -530,20 +537,9 @@ def decide(
     )
 
 
-#: What a live vendor's memory holds of a cleanup: nothing.
-_SETTLED: dict[str, Any] = dict(
-    awaiting_sign_of_life=False,
-    register_at_cleanup=None,
-    handshake_at_cleanup=None,
-    delete_handshake=False,
-    marked=False,
-)
-_Registered = tuple[VendorMemory, CacheChange, Reason, str | None, bool]
-
-
 def _register(
     obs: Observation, memory: VendorMemory, decoded: tuple[DeviceInfo, ...] | str | None
-) -> _Registered:
+) -> tuple[VendorMemory, CacheChange, Reason, str | None, bool]:
     """Spec 5 for a live vendor: what its register annotation does to the cache (the new memory, the
     cache change, the reason, and an error and whether it is new)."""
     healthy = memory
