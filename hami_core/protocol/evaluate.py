@@ -24,7 +24,7 @@ from hami_core.protocol.decide import (
 from hami_core.protocol.errors import DecodeError, shorten
 from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.protocol.liveness import LivenessFacts
-from hami_core.protocol.model import DeviceInfo, plain_int, plain_str
+from hami_core.protocol.model import DeviceInfo
 from hami_core.protocol.nodesource import NodeView
 from hami_core.protocol.size import check_size
 
@@ -85,10 +85,9 @@ _SIZES_MAX = 4096
 
 
 def _kept(device: DeviceInfo, vendor: str) -> DeviceInfo:
-    """The device as the cache keeps it: ``devicevendor`` set, model, mode and memory size shared (exact
-    str and int first: a driver may hand over subclasses, which must not become the shared object)."""
-    kind, mode = sys.intern(plain_str(device.type)), sys.intern(plain_str(device.mode))
-    devmem = plain_int(device.devmem)
+    """The device as the cache keeps it: ``devicevendor`` set, model, mode and memory size shared (a record
+    holds exact str and int, whatever subclasses a driver gave its constructor: ``model._plain``)."""
+    kind, mode, devmem = sys.intern(device.type), sys.intern(device.mode), device.devmem
     devmem = _SIZES.setdefault(devmem, devmem) if len(_SIZES) < _SIZES_MAX else _SIZES.get(devmem, devmem)
     if (
         device.devicevendor == vendor

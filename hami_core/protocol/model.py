@@ -21,12 +21,6 @@ def plain_str(value: str) -> str:
     return str.__str__(value)
 
 
-def plain_int(value: int) -> int:
-    """``value`` as an exact ``int`` (``operator.index`` copies an ``int`` subclass without calling
-    any of its methods)."""
-    return index(value)
-
-
 @attrs.frozen
 class IntRange:
     """The range of one Go integer type."""
@@ -103,7 +97,7 @@ def _plain(scalars: list[tuple[str, Kind]], values: tuple[Any, ...]) -> list[Any
     """A new record's scalar values checked one by one (what its constructor falls back to when its check
     in one expression fails): raise ``TypeError`` or ``ValueError`` naming the first field whose value is
     not of its kind or outside its Go range. A subclass of ``str`` or ``int`` is taken as its own exact
-    characters or digits (``plain_str``, ``plain_int``), so a record holds what the codecs write and what
+    characters or digits (``plain_str``, ``operator.index``), so a record holds what the codecs write and what
     no ``__str__``, ``__format__`` or ``__eq__`` of a subclass can change: formatted as it stands, an
     ``int`` whose ``__format__`` says ``1,2:3`` would add fields and records to a legacy value, a ``str``
     whose ``__str__`` holds a quote would add keys to a JSON one."""
@@ -116,7 +110,7 @@ def _plain(scalars: list[tuple[str, Kind]], values: tuple[Any, ...]) -> list[Any
                 raise ValueError(
                     f"{name}={value} is out of range for {kind.go_type} ({kind.low}..{kind.high})"
                 )
-            value = plain_int(value)
+            value = index(value)  # an exact int, copied without calling a method of a subclass
         elif not isinstance(value, kind):
             raise TypeError(f"{name}: expected {kind.__name__}, got {type(value).__name__}")
         elif isinstance(value, str):  # the kind is str
