@@ -13,7 +13,6 @@ from datetime import datetime
 
 import attrs
 
-MARKER_PREFIX = "cleaned.hami-core.io/"
 #: A marker value longer than this is not one of ours (ours are about 190 characters).
 _MARKER_MAX = 512
 _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
@@ -21,7 +20,7 @@ _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
 
 def marker_annotation(vendor_key: str) -> str:
     """E.g. ``cleaned.hami-core.io/NVIDIA`` (interned; a vendor key, a label value, always fits)."""
-    return sys.intern(MARKER_PREFIX + vendor_key)
+    return sys.intern("cleaned.hami-core.io/" + vendor_key)
 
 
 @functools.lru_cache(maxsize=64)
