@@ -233,12 +233,11 @@ def _render(value: Any, room: int) -> str:
     for item in value:
         if room <= 0:
             break
-        parts.append(
-            f"{json.dumps(item[0])}:{_render(item[1], room - 1)}"
-            if kind is JsonObject
-            else _render(item, room - 1)
+        part = (
+            _render(item, room - 1) if kind is list else f"{json.dumps(item[0])}:{_render(item[1], room - 1)}"
         )
-        room -= len(parts[-1]) + 1
+        parts.append(part)
+        room -= len(part) + 1
     return ("{%s}" if kind is JsonObject else "[%s]") % ",".join(parts)
 
 
@@ -290,8 +289,7 @@ _LOOKUP: dict[type, dict[str, WireField]] = {}
 _ZERO: dict[type, dict[str, Any]] = {}
 for _cls in _RECORDS:
     _LOOKUP[_cls] = {k: f for f in fields_of(_cls) for k in (f.key, fold_key(f.key))}
-    _ZERO[_cls] = {f.name: getattr(_cls(), f.name) for f in fields_of(_cls)}
-    _ZERO[_cls].update({f.name: None for f in fields_of(_cls) if f.record is not None})
+    _ZERO[_cls] = {f.name: None if f.record else getattr(_cls(), f.name) for f in fields_of(_cls)}
 
 
 def _templates(value: Any, path: str) -> None:
