@@ -24,8 +24,6 @@ import attrs
 from hami_core.protocol.gojson import JsonObject, fold_key, parse_json, read_int, type_error
 from hami_core.protocol.model import INT64, DeviceInfo
 
-__all__ = ["PairScore", "decode_pair_scores", "scores_for"]
-
 
 @attrs.frozen
 class PairScore:
