@@ -32,13 +32,10 @@ UNITS: dict[str, Fraction] = {
 _PLAIN = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 #: One ``<number><unit>`` element of a Go duration; the unit is any run of non-digits, checked after.
 _ELEMENT = re.compile(r"([0-9]*(?:\.[0-9]*)?)([^0-9.\s]+)")
-_EXAMPLES = "like 15s, 1m30s, 500ms or plain seconds"
-_MAX_SHOWN = 40
 
 
 def _show(text: str) -> str:
-    shown = text if len(text) <= _MAX_SHOWN else f"{text[:18]}...{text[-18:]}"
-    return repr(shown)
+    return repr(text if len(text) <= 40 else f"{text[:18]}...{text[-18:]}")
 
 
 def parse_duration(text: str) -> float:
@@ -53,7 +50,7 @@ def parse_duration(text: str) -> float:
     while position < len(rest) or position == 0:
         match = _ELEMENT.match(rest, position)
         if match is None or match.group(1) in ("", "."):
-            raise ValueError(f"{_show(text)} is not a duration ({_EXAMPLES})")
+            raise ValueError(f"{_show(text)} is not a duration (like 15s, 1m30s, 500ms or plain seconds)")
         number, unit = match.groups()
         if unit not in UNITS:
             raise ValueError(f"{_show(text)}: unknown unit {unit!r} (units: ns, us, ms, s, m, h)")

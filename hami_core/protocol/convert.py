@@ -57,11 +57,10 @@ def _from_dict(cls: type, obj: object, path: str) -> Any:
         elif kind is str or kind is bool:
             if not isinstance(value, kind):
                 raise ValueError(f"{where}: expected {kind.__name__}, got {_kind(value)}")
-        elif not isinstance(value, list) or field.record is None:
+        elif not isinstance(value, list):
             raise ValueError(f"{where}: expected list, got {_kind(value)}")
         else:
-            record = field.record
-            value = [_from_dict(record, item, f"{where}[{position}]") for position, item in enumerate(value)]
+            value = [_from_dict(kind, item, f"{where}[{position}]") for position, item in enumerate(value)]
         values[field.name] = value
     return cls(**values)
 

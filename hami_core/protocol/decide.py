@@ -488,8 +488,15 @@ def decide(
     write = None  # a stamp is only ever decided for a vendor with a handshake
     if stamp is not None and rules.handshake_annotation is not None:
         verdict, write = Verdict.STAMPED, HandshakeWrite(rules.handshake_annotation, stamp)
-    if memory.awaiting_sign_of_life or memory.delete_handshake or memory.marked:
-        memory = attrs.evolve(memory, **_SETTLED)
+    if memory.awaiting_sign_of_life or memory.delete_handshake or memory.marked:  # a live vendor: no cleanup
+        memory = attrs.evolve(
+            memory,
+            awaiting_sign_of_life=False,
+            register_at_cleanup=None,
+            handshake_at_cleanup=None,
+            delete_handshake=False,
+            marked=False,
+        )
     if memory.allocatable_seen != allocatable_seen:
         memory = attrs.evolve(memory, allocatable_seen=allocatable_seen)
 
@@ -530,20 +537,9 @@ def decide(
     )
 
 
-#: What a live vendor's memory holds of a cleanup: nothing.
-_SETTLED: dict[str, Any] = dict(
-    awaiting_sign_of_life=False,
-    register_at_cleanup=None,
-    handshake_at_cleanup=None,
-    delete_handshake=False,
-    marked=False,
-)
-_Registered = tuple[VendorMemory, CacheChange, Reason, str | None, bool]
-
-
 def _register(
     obs: Observation, memory: VendorMemory, decoded: tuple[DeviceInfo, ...] | str | None
-) -> _Registered:
+) -> tuple[VendorMemory, CacheChange, Reason, str | None, bool]:
     """Spec 5 for a live vendor: what its register annotation does to the cache (the new memory, the
     cache change, the reason, and an error and whether it is new)."""
     healthy = memory
@@ -552,13 +548,8 @@ def _register(
     value, registered, keep = obs.register, memory.registered, CacheChange.KEEP
     if value is None:
         if registered:
-            return (
-                attrs.evolve(healthy, devices=None, register=None),
-                CacheChange.DROP,
-                Reason.UNREGISTERED_ABSENT,
-                None,
-                False,
-            )
+            gone = attrs.evolve(healthy, devices=None, register=None)
+            return gone, CacheChange.DROP, Reason.UNREGISTERED_ABSENT, None, False
         gone = healthy if healthy.register is None else attrs.evolve(healthy, register=None)
         return gone, keep, Reason.NO_VENDOR, None, False
     seen = fingerprint(value)
@@ -571,13 +562,8 @@ def _register(
             f"decide: the register value of node {obs.node} was not read by the driver (register_to_decode)"
         )
     if isinstance(decoded, str):
-        return (
-            attrs.evolve(memory, degraded=decoded, degraded_value=seen),
-            keep,
-            Reason.DEGRADED,
-            decoded,
-            True,
-        )
+        degraded = attrs.evolve(memory, degraded=decoded, degraded_value=seen)
+        return degraded, keep, Reason.DEGRADED, decoded, True
     if not decoded:
         empty = attrs.evolve(healthy, devices=None, register=seen)
         return empty, CacheChange.DROP if registered else keep, Reason.UNREGISTERED_EMPTY, None, False

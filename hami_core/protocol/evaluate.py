@@ -24,14 +24,12 @@ from hami_core.protocol.decide import (
 from hami_core.protocol.errors import DecodeError, shorten
 from hami_core.protocol.handshake import DEFAULT_WINDOW
 from hami_core.protocol.liveness import LivenessFacts
-from hami_core.protocol.model import DeviceInfo, plain_int, plain_str
+from hami_core.protocol.model import DeviceInfo
 from hami_core.protocol.nodesource import NodeView
 from hami_core.protocol.size import check_size
 
-Reader = Callable[[str], list[DeviceInfo]]
 
-
-def reader(codec: Codec) -> Reader:
+def reader(codec: Codec) -> Callable[[str], list[DeviceInfo]]:
     """A built-in codec reads both encodings (spec 3.4: a plugin of another HAMi version may write the
     other one); a driver's own codec reads its own."""
     if codec is JSON_CODEC or codec is LEGACY_CODEC:
@@ -39,9 +37,7 @@ def reader(codec: Codec) -> Reader:
     return codec.decode
 
 
-def read_register(
-    value: str, rules: VendorRules, node: str, decode: Reader | None = None
-) -> tuple[DeviceInfo, ...] | str:
+def read_register(value: str, rules: VendorRules, node: str) -> tuple[DeviceInfo, ...] | str:
     """The devices of a register value with ``devicevendor`` set, or a one-line error naming the node."""
     codec = rules.codec
     if codec is None or rules.register_annotation is None:
@@ -49,7 +45,7 @@ def read_register(
     where = f"node {node}: annotation {rules.register_annotation}"
     try:
         check_size(value, "the")  # before any codec: a driver's own may not check it
-        decoded = (decode or reader(codec))(value)
+        decoded = reader(codec)(value)
     except DecodeError as exc:
         return f"{where}: {exc}"
     except Exception as exc:  # a driver's codec must not take the scheduler down
@@ -80,8 +76,7 @@ def _failure(exc: Exception) -> str:
 def _devices(decoded: object, rules: VendorRules, what: str) -> tuple[DeviceInfo, ...] | str:
     if not isinstance(decoded, list) or not all(isinstance(d, DeviceInfo) for d in decoded):
         return f"{what} returned {type(decoded).__name__}, not a list of DeviceInfo"
-    vendor = rules.vendor_key
-    return tuple(_kept(d, vendor) for d in decoded)
+    return tuple(_kept(d, rules.vendor_key) for d in decoded)
 
 
 #: One object per device memory size (an int above 256 is new per parse); bounded against odd values.
@@ -90,10 +85,9 @@ _SIZES_MAX = 4096
 
 
 def _kept(device: DeviceInfo, vendor: str) -> DeviceInfo:
-    """The device as the cache keeps it: ``devicevendor`` set, model, mode and memory size shared (exact
-    str and int first: a driver may hand over subclasses, which must not become the shared object)."""
-    kind, mode = sys.intern(plain_str(device.type)), sys.intern(plain_str(device.mode))
-    devmem = plain_int(device.devmem)
+    """The device as the cache keeps it: ``devicevendor`` set, model, mode and memory size shared (a record
+    holds exact str and int, whatever subclasses a driver gave its constructor: ``model._plain``)."""
+    kind, mode, devmem = sys.intern(device.type), sys.intern(device.mode), device.devmem
     devmem = _SIZES.setdefault(devmem, devmem) if len(_SIZES) < _SIZES_MAX else _SIZES.get(devmem, devmem)
     if (
         device.devicevendor == vendor
@@ -117,12 +111,7 @@ def _alive(rules: VendorRules, obs: Observation, expired: bool, seen: bool) -> b
 
 
 def ask_driver(
-    obs: Observation,
-    memory: VendorMemory,
-    rules: VendorRules,
-    *,
-    decode: Reader | None = None,
-    view: NodeView | None = None,
+    obs: Observation, memory: VendorMemory, rules: VendorRules, *, view: NodeView | None = None
 ) -> DriverAnswers:
     """Everything ``decide`` needs from the driver, as plain values; judged on a node source,
     ``obs.register`` is its ``FromNode.key`` and ``view`` what its function is shown."""
@@ -130,7 +119,7 @@ def ask_driver(
     decoded: tuple[DeviceInfo, ...] | str | None = None
     if value is not None:
         if rules.register_annotation is not None:
-            decoded = read_register(value, rules, obs.node, decode)
+            decoded = read_register(value, rules, obs.node)
         elif view is None:
             raise ValueError(f"ask_driver: node {obs.node}: the {rules.vendor_key} node source needs a view")
         else:
@@ -149,7 +138,6 @@ def evaluate(
     now: datetime,
     rules: VendorRules,
     window: timedelta = DEFAULT_WINDOW,
-    decode: Reader | None = None,
     mono: float | None = None,
     wall_step_at: float | None = None,
     view: NodeView | None = None,
@@ -157,7 +145,7 @@ def evaluate(
     """Ask the driver (unless the node has nothing of the vendor), then decide; ``rules`` is the vendor as
     judged here: ``rules.node_path()`` with ``view`` on its node source (``scheduler/observe.py``)."""
     absent = vendor_absent(obs, memory)
-    answers = DriverAnswers() if absent else ask_driver(obs, memory, rules, decode=decode, view=view)
+    answers = DriverAnswers() if absent else ask_driver(obs, memory, rules, view=view)
     return decide(
         obs, memory, answers, now=now, rules=rules, window=window, mono=mono, wall_step_at=wall_step_at
     )

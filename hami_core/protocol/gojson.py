@@ -196,11 +196,7 @@ def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
 def parse_json(value: str, what: str = "JSON") -> Any:
     """``value`` as Go parses it (invalid UTF-8 as U+FFFD, at most the annotation limit) or DecodeError."""
     check_value(value, what)
-    return _tree(go_text(value))
-
-
-def _tree(text: str) -> Any:
-    """Parse ``text`` as Go would, or raise ``JsonDecodeError`` naming what is wrong and where."""
+    text = go_text(value)
     if "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None:
         # the same length: offsets hold
         text = _ESCAPE_SCAN.sub(lambda m: "\\ufffd" if len(m.group(1)) == 5 else m.group(), text)
@@ -237,12 +233,11 @@ def _render(value: Any, room: int) -> str:
     for item in value:
         if room <= 0:
             break
-        parts.append(
-            f"{json.dumps(item[0])}:{_render(item[1], room - 1)}"
-            if kind is JsonObject
-            else _render(item, room - 1)
+        part = (
+            _render(item, room - 1) if kind is list else f"{json.dumps(item[0])}:{_render(item[1], room - 1)}"
         )
-        room -= len(parts[-1]) + 1
+        parts.append(part)
+        room -= len(part) + 1
     return ("{%s}" if kind is JsonObject else "[%s]") % ",".join(parts)
 
 
@@ -256,19 +251,17 @@ def type_error(path: str, value: Any, go_type: str) -> JsonDecodeError:
 
 def read_int(value: Any, go_range: IntRange, path: str, key: str = "") -> int:
     """An integer field (``INT32``...) at ``path`` (member ``key`` of it): integer literals in range."""
-    if type(value) is JsonNumber:
-        text = value
-        if "." in text or "e" in text or "E" in text:
-            problem = "is not an integer"
-        elif go_range.low >= 0 and text[0] == "-":  # Go's ParseUint refuses any sign, "-0" included
-            problem = "is negative"
-        elif len(text) > 21 or not go_range.low <= (number := int(text)) <= go_range.high:
-            problem = "is out of range"
-        else:
-            return number
-    where = member_path(path, key) if key else path  # built only for the message
     if type(value) is not JsonNumber:
-        raise type_error(where, value, go_range.go_type)
+        raise type_error(member_path(path, key) if key else path, value, go_range.go_type)
+    if "." in value or "e" in value or "E" in value:
+        problem = "is not an integer"
+    elif go_range.low >= 0 and value[0] == "-":  # Go's ParseUint refuses any sign, "-0" included
+        problem = "is negative"
+    elif len(value) > 21 or not go_range.low <= (number := int(value)) <= go_range.high:
+        problem = "is out of range"
+    else:
+        return number
+    where = member_path(path, key) if key else path  # built only for the message
     message = f"{where}: number {shorten(value, 60)} {problem} for Go {go_range.go_type}"
     raise JsonDecodeError("json_type", message)
 
@@ -296,8 +289,7 @@ _LOOKUP: dict[type, dict[str, WireField]] = {}
 _ZERO: dict[type, dict[str, Any]] = {}
 for _cls in _RECORDS:
     _LOOKUP[_cls] = {k: f for f in fields_of(_cls) for k in (f.key, fold_key(f.key))}
-    _ZERO[_cls] = {f.name: getattr(_cls(), f.name) for f in fields_of(_cls)}
-    _ZERO[_cls].update({f.name: None for f in fields_of(_cls) if f.record is not None})
+    _ZERO[_cls] = {f.name: None if f.record else getattr(_cls(), f.name) for f in fields_of(_cls)}
 
 
 def _templates(value: Any, path: str) -> None:
@@ -339,7 +331,7 @@ def _record(cls: type, value: Any, state: dict[str, Any] | None, path: str) -> d
                 state[name] = None
         elif kind is str or kind is bool:
             if type(item) is not kind:
-                raise type_error(f"{path}.{field.key}", item, field.go_type)
+                raise type_error(f"{path}.{field.key}", item, "string" if kind is str else "bool")
             state[name] = item
         elif isinstance(kind, IntRange):
             state[name] = read_int(item, kind, path, field.key)

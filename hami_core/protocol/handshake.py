@@ -16,10 +16,6 @@ from hami_core.protocol.errors import shorten
 
 #: How long a scheduler stamp stays fresh (HAMi: 60 s, not configurable there).
 DEFAULT_WINDOW = timedelta(seconds=60)
-STAMP_PREFIX = "Requesting_"
-#: What makes a value a scheduler stamp: HAMi's case-sensitive substring test.
-STAMP_MARKER = "Requesting"
-REPORT_PREFIX = "Reported_"
 
 
 def _check_aware(now: datetime, what: str) -> None:
@@ -35,12 +31,12 @@ def _go_datetime(moment: datetime, what: str) -> str:
 
 def format_stamp(now: datetime) -> str:
     """The scheduler's stamp, ``Requesting_YYYY-MM-DD HH:MM:SS`` in ``now``'s zone, no zone suffix."""
-    return STAMP_PREFIX + _go_datetime(now, "format_stamp")
+    return "Requesting_" + _go_datetime(now, "format_stamp")
 
 
 def format_report(now: datetime) -> str:
     """Our reporter's heartbeat, ``Reported_YYYY-MM-DD HH:MM:SS`` in ``now``'s zone."""
-    return REPORT_PREFIX + _go_datetime(now, "format_report")
+    return "Reported_" + _go_datetime(now, "format_report")
 
 
 # The three layouts of spec 4 (``time.DateTime``, HAMi v2.4's dotted date, ``Time.String()`` with its
@@ -122,7 +118,7 @@ def classify(value: str | None, *, tz: tzinfo) -> Handshake:
     """Spec 4, rule 1; ``tz`` is the scheduler's zone, for stamps without one."""
     if value is None:
         return Handshake(HandshakeKind.ABSENT)
-    if STAMP_MARKER not in value:
+    if "Requesting" not in value:  # what makes a value a scheduler stamp: HAMi's case-sensitive test
         return Handshake(HandshakeKind.REPORT, value)
     _, underscore, text = value.partition("_")
     if not underscore:
@@ -150,9 +146,7 @@ def stamp_standing(
     _check_aware(now, "stamp_standing")
     if window <= timedelta(0):
         raise ValueError(f"stamp_standing: the handshake window must be positive, got {window}")
-    if handshake.kind is not HandshakeKind.STAMP or handshake.time is None:
-        return StampStanding.MISSING
-    if handshake.time - now > window:
+    if handshake.kind is not HandshakeKind.STAMP or handshake.time is None or handshake.time - now > window:
         return StampStanding.MISSING
     if now >= handshake.time + window:
         return StampStanding.EXPIRED

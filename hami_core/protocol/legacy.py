@@ -16,8 +16,6 @@ from hami_core.protocol.errors import DecodeError, EncodeError, shorten
 from hami_core.protocol.model import INT64, DeviceInfo, IntRange, fields_of
 from hami_core.protocol.size import check_value
 
-__all__ = ["decode_legacy", "encode_legacy"]
-
 #: The legacy record's fields, by column.
 _COLUMNS = sorted((f for f in fields_of(DeviceInfo) if f.legacy is not None), key=lambda f: f.legacy or 0)
 assert [f.legacy for f in _COLUMNS] == list(range(9))

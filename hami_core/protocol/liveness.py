@@ -37,11 +37,8 @@ def reads_capacity(rule: object) -> bool:
 @attrs.frozen
 class _Rule:
     name: str
-    _alive: Callable[[LivenessFacts], bool] = attrs.field(eq=False, repr=False)
+    alive: Callable[[LivenessFacts], bool] = attrs.field(eq=False, repr=False)
     reads_capacity: bool = False
-
-    def alive(self, facts: LivenessFacts) -> bool:
-        return self._alive(facts)
 
 
 #: Alive while the stamp is fresh, or while the node still advertises devices to kubelet.

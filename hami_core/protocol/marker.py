@@ -1,8 +1,6 @@
-"""The "cleaned up, waiting for a sign of life" marker on the Node (spec 4.2, beyond HAMi;
-``docs/architecture.md``, "The cleaned-up marker"): ``cleaned.hami-core.io/<vendor key>`` holds the
-SHA-256 fingerprints of the register and handshake values cleaned up with (absent ones left out), and
-the cleanup's wall time, for operators only (never judged: wall clocks step).
-"""
+"""The "cleaned up, waiting for a sign of life" marker on the Node (spec 4.2, beyond HAMi):
+``docs/architecture.md``, "The cleaned-up marker". Absent values have no fingerprint in it; its time is
+never judged (wall clocks step)."""
 
 from __future__ import annotations
 
@@ -15,7 +13,6 @@ from datetime import datetime
 
 import attrs
 
-MARKER_PREFIX = "cleaned.hami-core.io/"
 #: A marker value longer than this is not one of ours (ours are about 190 characters).
 _MARKER_MAX = 512
 _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
@@ -23,7 +20,7 @@ _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
 
 def marker_annotation(vendor_key: str) -> str:
     """E.g. ``cleaned.hami-core.io/NVIDIA`` (interned; a vendor key, a label value, always fits)."""
-    return sys.intern(MARKER_PREFIX + vendor_key)
+    return sys.intern("cleaned.hami-core.io/" + vendor_key)
 
 
 @functools.lru_cache(maxsize=64)

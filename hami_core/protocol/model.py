@@ -15,29 +15,10 @@ from typing import Any
 
 import attrs
 
-__all__ = [
-    "INT32",
-    "INT64",
-    "UINT32",
-    "UINT64",
-    "DeviceInfo",
-    "IntRange",
-    "MigPlacement",
-    "MigProfile",
-    "WireField",
-    "fields_of",
-]
-
 
 def plain_str(value: str) -> str:
     """``value``'s characters as an exact ``str`` (``value`` itself when it is one)."""
     return str.__str__(value)
-
-
-def plain_int(value: int) -> int:
-    """``value`` as an exact ``int`` (``operator.index`` copies an ``int`` subclass without calling
-    any of its methods)."""
-    return index(value)
 
 
 @attrs.frozen
@@ -79,12 +60,6 @@ class WireField:
         kind = self.kind
         return kind if isinstance(kind, type) and kind not in (str, bool, dict) else None
 
-    @property
-    def go_type(self) -> str:
-        if isinstance(kind := self.kind, IntRange):
-            return kind.go_type
-        return {str: "string", bool: "bool", dict: "map[string]any"}.get(kind, f"[]{kind.__name__}")
-
 
 def _items(name: str, value: tuple[Any, ...] | None, record: type) -> tuple[Any, ...] | None:
     """``value`` (a list field's, converted), once every item is a ``record``."""
@@ -122,7 +97,7 @@ def _plain(scalars: list[tuple[str, Kind]], values: tuple[Any, ...]) -> list[Any
     """A new record's scalar values checked one by one (what its constructor falls back to when its check
     in one expression fails): raise ``TypeError`` or ``ValueError`` naming the first field whose value is
     not of its kind or outside its Go range. A subclass of ``str`` or ``int`` is taken as its own exact
-    characters or digits (``plain_str``, ``plain_int``), so a record holds what the codecs write and what
+    characters or digits (``plain_str``, ``operator.index``), so a record holds what the codecs write and what
     no ``__str__``, ``__format__`` or ``__eq__`` of a subclass can change: formatted as it stands, an
     ``int`` whose ``__format__`` says ``1,2:3`` would add fields and records to a legacy value, a ``str``
     whose ``__str__`` holds a quote would add keys to a JSON one."""
@@ -135,7 +110,7 @@ def _plain(scalars: list[tuple[str, Kind]], values: tuple[Any, ...]) -> list[Any
                 raise ValueError(
                     f"{name}={value} is out of range for {kind.go_type} ({kind.low}..{kind.high})"
                 )
-            value = plain_int(value)
+            value = index(value)  # an exact int, copied without calling a method of a subclass
         elif not isinstance(value, kind):
             raise TypeError(f"{name}: expected {kind.__name__}, got {type(value).__name__}")
         elif isinstance(value, str):  # the kind is str
@@ -219,12 +194,9 @@ class DeviceInfo:
     custominfo: Mapping[str, Any] | None = _wire("custominfo", dict, written=False)
 
 
-def _table(cls: type) -> tuple[WireField, ...]:
-    return tuple(WireField(name=f.name, **f.metadata["wire"]) for f in attrs.fields(cls))
-
-
 _TABLES: dict[type, tuple[WireField, ...]] = {
-    cls: _table(cls) for cls in (MigPlacement, MigProfile, DeviceInfo)
+    cls: tuple(WireField(name=f.name, **f.metadata["wire"]) for f in attrs.fields(cls))
+    for cls in (MigPlacement, MigProfile, DeviceInfo)
 }
 
 

@@ -24,8 +24,6 @@ import attrs
 from hami_core.protocol.gojson import JsonObject, fold_key, parse_json, read_int, type_error
 from hami_core.protocol.model import INT64, DeviceInfo
 
-__all__ = ["PairScore", "decode_pair_scores", "scores_for"]
-
 
 @attrs.frozen
 class PairScore:
@@ -72,7 +70,5 @@ def scores_for(
     devices: Sequence[DeviceInfo], entries: Sequence[PairScore]
 ) -> tuple[Mapping[str, int] | None, ...]:
     """Each device's scores: those of the first entry whose ``uuid`` is its id (``None``: no entry)."""
-    first: dict[str, Mapping[str, int]] = {}
-    for entry in entries:
-        first.setdefault(entry.id, entry.scores)
+    first = {entry.id: entry.scores for entry in reversed(entries)}
     return tuple(first.get(device.id) for device in devices)

@@ -39,6 +39,7 @@ _REASONS = {
     VendorState.NODE_DELETED: (Reason.NODE_DELETED,),
 }
 _OF_REASON = {reason: state for state, reasons in _REASONS.items() for reason in reasons}
+_BY_VALUE = {state.value: state for state in VendorState}
 
 
 def state_of(reason: Reason) -> VendorState:
@@ -49,14 +50,10 @@ def state_of(reason: Reason) -> VendorState:
 def parse_states(text: str) -> frozenset[VendorState]:
     """``registered,no-devices`` -> the states; ``ValueError`` naming the unknown one and the known ones."""
     states = set()
-    for word in (part.strip() for part in text.split(",")):
-        if not word:
-            continue
-        try:
-            states.add(VendorState(word))
-        except ValueError:
-            known = ", ".join(s.value for s in VendorState)
-            raise ValueError(f"{word!r} is not a vendor state (one of {known})") from None
+    for word in filter(None, (part.strip() for part in text.split(","))):
+        if word not in _BY_VALUE:
+            raise ValueError(f"{word!r} is not a vendor state (one of {', '.join(_BY_VALUE)})")
+        states.add(_BY_VALUE[word])
     if not states:
         raise ValueError(f"{text!r} names no vendor state")
     return frozenset(states)

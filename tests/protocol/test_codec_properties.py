@@ -227,7 +227,7 @@ def _python_json_accepts(text: str) -> bool:
 def test_the_syntax_is_jsons_and_each_syntax_error_is_one_line_with_its_offset(text: str) -> None:
     text = gojson.go_text(text)
     try:
-        gojson._tree(text)
+        gojson.parse_json(text)
     except JsonDecodeError as exc:
         assert exc.kind in ("json_syntax", "json_eof")
         assert "\n" not in str(exc) and re.search(r"offset \d+", str(exc)), str(exc)

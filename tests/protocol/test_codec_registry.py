@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import hami_core
-from hami_core.protocol.codecs import CODECS, JSON_CODEC, LEGACY_CODEC, Codec, decode_any, detect_encoding
+from hami_core.protocol.codecs import CODECS, JSON_CODEC, LEGACY_CODEC, Codec, decode_any
 from hami_core.protocol.convert import DEVICE_KEYS, device_from_dict, device_to_dict
 from hami_core.protocol.errors import DecodeError
 from hami_core.protocol.gojson import JsonDecodeError
@@ -47,8 +48,15 @@ def test_codec_objects_are_the_module_functions() -> None:
         ("\u00a0[]", "legacy"),  # only JSON whitespace counts as blank
     ],
 )
-def test_detect_encoding(value: str, encoding: str) -> None:
-    assert detect_encoding(value) == encoding
+def test_decode_any_tells_the_encoding(value: str, encoding: str) -> None:
+    def outcome(decode: Callable[[str], list[DeviceInfo]]) -> object:
+        try:
+            return decode(value)
+        except DecodeError as exc:
+            return type(exc), str(exc)
+
+    chosen, other = (CODECS[name].decode for name in sorted(CODECS, key=lambda name: name != encoding))
+    assert outcome(decode_any) == outcome(chosen) != outcome(other)
 
 
 def test_decode_any_reads_both_encodings_of_the_same_devices() -> None:

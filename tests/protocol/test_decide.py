@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -66,6 +66,22 @@ def rules(**changes: object) -> VendorRules:
     }
     base.update(changes)
     return VendorRules(**base)  # type: ignore[arg-type]
+
+
+@attrs.frozen
+class _Decoding:
+    """A driver's own codec that decodes by a given function (named and encoding as ``TINY``)."""
+
+    decode: Callable[[str], list[DeviceInfo]]
+    name: str = "tiny"
+
+    def encode(self, devices: Sequence[DeviceInfo]) -> str:
+        return TINY.encode(devices)
+
+
+def decoding(decode: Callable[[str], list[DeviceInfo]]) -> VendorRules:
+    """The MLU rules with a driver codec that decodes by ``decode``."""
+    return rules(codec=_Decoding(decode))
 
 
 def test_vendor_rules_accepts_a_driver_description() -> None:
@@ -901,13 +917,11 @@ def test_an_unchanged_value_is_not_decoded_again() -> None:
         calls.append(value)
         return TINY.decode(value)
 
-    m = VendorMemory()
+    m, counted = VendorMemory(), decoding(counting)
     for second in range(3):
-        m = evaluate(
-            obs(register="a", handshake=stamp()), m, now=NOW + second * SEC, rules=MLU, decode=counting
-        ).memory
-    m = evaluate(obs(register="", handshake=stamp()), m, now=NOW, rules=MLU, decode=counting).memory
-    m = evaluate(obs(register="", handshake=stamp()), m, now=NOW, rules=MLU, decode=counting).memory
+        m = evaluate(obs(register="a", handshake=stamp()), m, now=NOW + second * SEC, rules=counted).memory
+    m = evaluate(obs(register="", handshake=stamp()), m, now=NOW, rules=counted).memory
+    m = evaluate(obs(register="", handshake=stamp()), m, now=NOW, rules=counted).memory
     assert calls == ["a", ""]
 
 
@@ -915,13 +929,13 @@ def test_a_failing_driver_codec_degrades_instead_of_crashing() -> None:
     def broken(value: str) -> list[DeviceInfo]:
         raise KeyError("boom")
 
-    d = evaluate(obs(register="a", handshake=stamp()), registered(), now=NOW, rules=MLU, decode=broken)
+    d = evaluate(obs(register="a", handshake=stamp()), registered(), now=NOW, rules=decoding(broken))
     assert d.reason is R.DEGRADED and "KeyError" in (d.error or "") and d.devices == devs("a;b")
 
     def wrong(value: str) -> list[DeviceInfo]:
         return "a"  # type: ignore[return-value]
 
-    d = evaluate(obs(register="a", handshake=stamp()), VendorMemory(), now=NOW, rules=MLU, decode=wrong)
+    d = evaluate(obs(register="a", handshake=stamp()), VendorMemory(), now=NOW, rules=decoding(wrong))
     assert d.reason is R.DEGRADED and "not a list of DeviceInfo" in (d.error or "")
 
 
@@ -943,7 +957,7 @@ def test_a_driver_codec_handing_over_subclasses_registers_plain_values() -> None
     def subclassing(value: str) -> list[DeviceInfo]:
         return [DeviceInfo(id=_Text("x"), type=_Text("A100"), mode=_Text("hami-core"), devmem=_Number(81920))]
 
-    d = evaluate(obs(register="x", handshake=stamp()), VendorMemory(), now=NOW, rules=MLU, decode=subclassing)
+    d = evaluate(obs(register="x", handshake=stamp()), VendorMemory(), now=NOW, rules=decoding(subclassing))
     assert d.reason is R.REGISTERED and d.devices is not None
     (device,) = d.devices
     assert (type(device.type), type(device.mode), type(device.devmem)) == (str, str, int)
@@ -957,8 +971,7 @@ def test_a_driver_codec_handing_over_subclasses_registers_plain_values() -> None
         obs(register="y", handshake=stamp()),
         VendorMemory(),
         now=NOW,
-        rules=MLU,
-        decode=lambda value: [DeviceInfo(id="y", devmem=81920)],
+        rules=decoding(lambda value: [DeviceInfo(id="y", devmem=81920)]),
     )
     assert plain.devices is not None and type(plain.devices[0].devmem) is int
 
@@ -968,7 +981,7 @@ def test_an_oversized_register_value_is_refused_unparsed() -> None:
         raise AssertionError("decoded an oversized value")
 
     big = "a;" * (MAX_ANNOTATION_BYTES // 2 + 1)
-    d = evaluate(obs(register=big, handshake=stamp()), VendorMemory(), now=NOW, rules=MLU, decode=never)
+    d = evaluate(obs(register=big, handshake=stamp()), VendorMemory(), now=NOW, rules=decoding(never))
     assert d.reason is R.DEGRADED and "limit" in (d.error or "")
 
 
