@@ -56,6 +56,7 @@ _LIVENESS_LIMIT = 30.0
 _RESYNC = ""
 _TERM = " term"
 _PEER = " peer"
+_UNSENT = " unsent"
 #: The log records' ``reason`` of a warning (its Event has the longer reason).
 _WARNING_CODES = {
     INVALID_REGISTER: "decode-error",
@@ -177,6 +178,9 @@ class Scheduler:
         #: Cleaned-up Events of cleanups whose patch did not land, by node and vendor key (under ``_lock``):
         #: each goes with the patch making its cleanup again (docs/architecture.md, "Conditional deletes").
         self._unlanded: dict[str, dict[str, VendorEvent]] = {}
+        #: Nodes whose write could not go while a renewal was late, decided again together once the replica
+        #: may write in that term (under ``_lock``): ``_write_later``.
+        self._unsent: set[str] = set()
         self._last_tick = clock.monotonic()
         #: Steps of the wall clock, looked for before every evaluation and at every resync (worker only).
         self._wall = WallSteps()
@@ -287,7 +291,12 @@ class Scheduler:
     # -- the worker -------------------------------------------------------------------------------------
 
     def _work(self) -> None:
-        handlers = {_RESYNC: self._resync, _TERM: self._start_term, _PEER: self._check_peer}
+        handlers = {
+            _RESYNC: self._resync,
+            _TERM: self._start_term,
+            _PEER: self._check_peer,
+            _UNSENT: self._send_unsent,
+        }
         while not self._stop.is_set():
             key = self.queue.get(_WORKER_TICK)
             self._last_tick = self.clock.monotonic()
@@ -460,10 +469,27 @@ class Scheduler:
 
     def _write_later(self, name: str) -> None:
         """A write decided for ``name`` cannot go in the term this replica holds and has started: its
-        renewal is late. Decided again a retry period later, when the renewal may have landed; a lost
-        Lease ends this. A term not started yet needs none of it: its full pass decides every node."""
+        renewal is late. Decided again once the renewal has landed (looked at every retry period, one
+        look for all such nodes); a lost Lease ends this. A term not started yet needs none of it: its full
+        pass decides every node."""
         if self._holds_term and self._term_started == self.elector.term:
-            self.queue.add_after(name, self.config.retry_period)
+            with self._lock:
+                first = not self._unsent
+                self._unsent.add(name)
+            if first:
+                self.queue.add_after(_UNSENT, self.config.retry_period)
+
+    def _send_unsent(self) -> None:
+        """The late renewal landed: decide the unsent nodes again; still late: look again later."""
+        late = self._holds_term and self._term_started == self.elector.term and not self._may_write()
+        with self._lock:
+            if late and self._unsent:
+                self.queue.add_after(_UNSENT, self.config.retry_period)
+                return
+            names, self._unsent = self._unsent, set()
+        if self._may_write():  # else the Lease is lost: the next term's full pass decides them
+            for name in sorted(names):
+                self.queue.add(name)
 
     def would_writes(self) -> dict[str, dict[str, str | None]]:
         """Read-only: every node a leader would write to now, and the merge patch it would send."""

@@ -113,6 +113,11 @@ def test_writes_decided_while_a_renewal_is_late_are_sent_when_it_lands(world: Wo
         lambda: world.admin.writes.caught_up(replica) and replica.queue.idle() and replica.writer.idle(),
     )
     assert all(world.annotations(n)[HANDSHAKE] == reported for n in nodes)  # nothing sent meanwhile
+    # While the renewal stays late, the unsent nodes wait: no node is decided again every retry period
+    evaluated = replica.metrics.totals()["evaluations"]
+    world.clock.advance(replica.config.retry_period)
+    wait_for("the worker idle", lambda: replica.queue.idle() and replica.writer.idle())
+    assert replica.metrics.totals()["evaluations"] - evaluated < len(nodes)
     _renewal_lands(world, replica, cluster, term)
     assert not _unanswered(world, nodes), "reports never answered after the late renewal"
 
