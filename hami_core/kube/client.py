@@ -32,6 +32,7 @@ from hami_core.kube.port import (
     Lease,
     NodeList,
     NodeOwners,
+    NodePatcher,
     NodeSnapshot,
     NotFound,
     TooLarge,
@@ -41,7 +42,6 @@ from hami_core.kube.port import (
 )
 from hami_core.kube.ratelimit import TokenBucket
 from hami_core.kube.wire import (
-    annotations_patch,
     lease_body,
     lease_from_json,
     node_owners,
@@ -214,7 +214,7 @@ def _server_url_problem(url: object) -> str | None:
     return None
 
 
-class KubeCluster:
+class KubeCluster(NodePatcher):
     """The port over a ``kubernetes.client.ApiClient``; ``limiter`` is acquired before every request
     (client-go's QPS/Burst). The timeouts bound every non-watch call; a watch's read timeout is its
     ``timeout_seconds`` plus ``WATCH_READ_SLACK``, so a half-open connection is noticed. Each call is one
@@ -400,17 +400,6 @@ class KubeCluster:
             _content_type=MERGE_PATCH,
         )
         return _parsed(action, node_snapshot, self._call(action, patch_node))
-
-    def patch_node_annotations(
-        self,
-        name: str,
-        changes: Mapping[str, str | None],
-        *,
-        resource_version: str | None = None,
-        field_manager: str | None = None,
-    ) -> NodeSnapshot:
-        patch = annotations_patch(changes, resource_version)
-        return self.merge_patch_node(name, patch, field_manager=field_manager)
 
     def node_annotation_managers(self, name: str) -> NodeOwners:
         action = f"get node {name!r}"

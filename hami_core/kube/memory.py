@@ -12,7 +12,7 @@ import math
 import threading
 import uuid
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from hami_core.kube.port import (
     Invalid,
     Lease,
     NodeList,
+    NodePatcher,
     NodeSnapshot,
     NotFound,
     Unavailable,
@@ -36,7 +37,7 @@ from hami_core.kube.port import (
 )
 from hami_core.kube.selector import LabelSelector, matches, parse_label_selector
 from hami_core.kube.validation import canonical_resources, validate_lease, validate_metadata, validate_name
-from hami_core.kube.wire import annotations_patch, lease_body, lease_from_json, node_snapshot
+from hami_core.kube.wire import lease_body, lease_from_json, node_snapshot
 from hami_core.protocol.errors import shorten
 
 __all__ = ["MemoryCluster", "merge_patch"]
@@ -61,15 +62,6 @@ def merge_patch(target: object, patch: object) -> Any:
 _OMIT_EMPTY = {"metadata": ("labels", "annotations"), "status": ("allocatable", "capacity")}
 
 
-def _drop_empty_maps(node: Json) -> None:
-    for section, fields in _OMIT_EMPTY.items():
-        part = node.get(section)
-        if isinstance(part, dict):
-            for field in fields:
-                if part.get(field) == {}:
-                    del part[field]
-
-
 @attrs.frozen
 class _Change:
     """One write to a Node, as the watch history keeps it: the object before and after (``None`` before a
@@ -88,7 +80,7 @@ def _stale(what: str, version: str) -> Conflict:
     )
 
 
-class MemoryCluster:
+class MemoryCluster(NodePatcher):
     """Thread-safe in-memory ``Cluster``. ``history``: Node changes a watch can replay (older: ``Gone``);
     ``bookmark_interval``: between BOOKMARKs on a quiet watch (``None``: on demand and before the timeout)."""
 
@@ -224,31 +216,21 @@ class MemoryCluster:
     ) -> MemoryWatch:
         with self._cond:
             self._request("watch", "nodes")
-            selector = parse_label_selector(label_selector)
-            initial: list[WatchEvent] = []
+            watch = MemoryWatch(self, parse_label_selector(label_selector), timeout_seconds, allow_bookmarks)
             if resource_version in ("", "0"):
                 # "Start at most recent" / "any": synthetic ADDED events for the current state first.
-                start = self._rv
-                initial = [
+                watch._cursor = self._rv
+                watch._initial.extend(
                     WatchEvent(type="ADDED", resource_version=node.resource_version, node=node)
                     for name, node in sorted(self._snapshots.items())
-                    if matches(selector, node.labels)
-                ]
-            else:
-                parsed = rv_number(resource_version)
-                if parsed is None:
-                    # The real server fails such a watch inside the stream, with a 500.
-                    invalid = f"watch nodes: 500 resourceVersion: Invalid value: {resource_version!r}"
-                    return MemoryWatch(self, error=Unavailable(invalid, status=500))
-                start = parsed
-            watch = MemoryWatch(
-                self,
-                start=start,
-                selector=selector,
-                deadline=self._clock() + timeout_seconds if timeout_seconds > 0 else math.inf,
-                bookmarks=allow_bookmarks,
-                initial=initial,
-            )
+                    if matches(watch._selector, node.labels)
+                )
+            elif (start := rv_number(resource_version)) is not None:
+                watch._cursor = start
+            else:  # the real server fails such a watch inside the stream, with a 500
+                invalid = f"watch nodes: 500 resourceVersion: Invalid value: {resource_version!r}"
+                watch.error = Unavailable(invalid, status=500)
+                return watch
             self._watches.add(watch)
             return watch
 
@@ -298,18 +280,22 @@ class MemoryCluster:
         """``field_manager`` would own the changed keys in ``managedFields``, which the harness keeps."""
         with self._cond:
             self._request("patch", "nodes")
-            return self._patch(name, patch, status_only=False)
-
-    def patch_node_annotations(
-        self,
-        name: str,
-        changes: Mapping[str, str | None],
-        *,
-        resource_version: str | None = None,
-        field_manager: str | None = None,
-    ) -> NodeSnapshot:
-        patch = annotations_patch(changes, resource_version)
-        return self.merge_patch_node(name, patch, field_manager=field_manager)
+            what = f"patch node {name!r}"
+            current = self._existing(name, "patch node")
+            meta, meta_patch = current["metadata"], patch.get("metadata") or {}
+            precondition = meta_patch.get("resourceVersion")
+            if precondition is not None and precondition != meta["resourceVersion"]:
+                raise _stale(what, precondition)
+            for field in ("name", "uid"):
+                if field in meta_patch and meta_patch[field] != meta[field]:
+                    raise Invalid(f"{what}: metadata.{field} may not be changed", status=422)
+            updated: Json = merge_patch(copy.deepcopy(current), patch)
+            updated["status"] = copy.deepcopy(current["status"])
+            updated["metadata"].pop("managedFields", None)  # the server's own: a patch does not write them
+            for field in ("resourceVersion", "name", "uid", "creationTimestamp"):
+                updated["metadata"][field] = meta[field]
+            validate_metadata(updated, f"{what}:")
+            return self._write(name, current, updated)
 
     def patch_node_status(
         self,
@@ -320,39 +306,22 @@ class MemoryCluster:
     ) -> NodeSnapshot:
         with self._cond:
             self._request("patch", "nodes/status")
+            what = f"patch node status {name!r}"
+            updated = copy.deepcopy(current := self._existing(name, "patch node status"))
+            updated.setdefault("spec", {})
             changes = dict(allocatable)
-            capacities = changes if capacity is None else dict(capacity)
-            patch = {"status": {"allocatable": changes, "capacity": capacities}}
-            return self._patch(name, patch, status_only=True)
+            patch = {"allocatable": changes, "capacity": changes if capacity is None else dict(capacity)}
+            status = updated["status"] = merge_patch(updated["status"], patch)
+            for field in patch:
+                status[field] = canonical_resources(status[field], f"{what}: status.{field}")
+            return self._write(name, current, updated)
 
-    def _patch(self, name: str, patch: Mapping[str, Any], *, status_only: bool) -> NodeSnapshot:
-        verb = "patch node status" if status_only else "patch node"
-        what = f"{verb} {name!r}"
-        current = self._existing(name, verb)
-        meta_patch = patch.get("metadata") or {}
-        precondition = meta_patch.get("resourceVersion")
-        if precondition is not None and precondition != current["metadata"]["resourceVersion"]:
-            raise _stale(what, precondition)
-        for field in ("name", "uid"):
-            if field in meta_patch and meta_patch[field] != current["metadata"].get(field):
-                raise Invalid(f"{what}: metadata.{field} may not be changed", status=422)
-        updated: Json = merge_patch(copy.deepcopy(current), patch)
-        updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        for field in ("name", "uid", "creationTimestamp"):
-            updated["metadata"][field] = current["metadata"][field]
-        if status_only:
-            updated["metadata"] = copy.deepcopy(current["metadata"])
-            updated["spec"] = copy.deepcopy(current.get("spec", {}))
-            status = updated.get("status") or {}
-            for field in ("allocatable", "capacity"):
-                if field in status:
-                    status[field] = canonical_resources(status[field], f"{what}: status.{field}")
-            updated["status"] = status
-        else:
-            updated["status"] = copy.deepcopy(current.get("status", {}))
-            updated["metadata"].pop("managedFields", None)  # the server's own: a patch does not write them
-        validate_metadata(updated, f"{what}:")
-        _drop_empty_maps(updated)
+    def _write(self, name: str, current: Json, updated: Json) -> NodeSnapshot:
+        """Store the patched ``updated`` over ``current``; lock held, ``updated`` validated."""
+        for section, fields in _OMIT_EMPTY.items():
+            for field in fields:
+                if updated[section].get(field) == {}:
+                    del updated[section][field]
         if updated == current:
             return self._snapshots[name]  # a no-op patch does not write, as etcd's guaranteed update
         updated["metadata"]["resourceVersion"] = str(self._next_rv())
@@ -428,29 +397,21 @@ class MemoryCluster:
 
 
 class MemoryWatch:
-    """History after ``start``, then live changes. The harness's faults set (lock held, notified):
+    """History after its resourceVersion, then live changes. The harness's faults set (lock held, notified):
     ``error`` (raised at the start or after the initial events), ``bookmark_due`` (a bookmark now); and
     the cluster's ``_stalled`` may hold it (a half-open connection)."""
 
     def __init__(
-        self,
-        cluster: MemoryCluster,
-        *,
-        start: int = 0,
-        selector: LabelSelector = (),
-        deadline: float = math.inf,
-        bookmarks: bool = False,
-        initial: Sequence[WatchEvent] = (),
-        error: ClusterError | None = None,
+        self, cluster: MemoryCluster, selector: LabelSelector, timeout_seconds: int, bookmarks: bool
     ) -> None:
-        self.error = error
+        self.error: ClusterError | None = None
         self.bookmark_due = False
         self._pre_timeout_bookmark = False
         self._cluster = cluster
-        self._initial = deque(initial)
-        self._cursor = start
+        self._initial: deque[WatchEvent] = deque()
+        self._cursor = 0  # the resourceVersion after which changes are delivered; set by watch_nodes
         self._selector = selector
-        self._deadline = deadline
+        self._deadline = cluster._clock() + timeout_seconds if timeout_seconds > 0 else math.inf
         self._bookmarks = bookmarks
         self._closed = False
         self._started = False
@@ -480,10 +441,8 @@ class MemoryWatch:
         was = change.old is not None and matches(self._selector, change.old.labels)
         now = change.new is not None and matches(self._selector, change.new.labels)
         rv = str(change.resource_version)
-        if now and was:
-            return WatchEvent(type="MODIFIED", resource_version=rv, node=change.new)
         if now:
-            return WatchEvent(type="ADDED", resource_version=rv, node=change.new)
+            return WatchEvent(type="MODIFIED" if was else "ADDED", resource_version=rv, node=change.new)
         if was and change.old is not None:
             # The real server sends the object's last state, stamped with the deleting write's version.
             last = attrs.evolve(change.old, resource_version=rv)
@@ -512,7 +471,9 @@ class MemoryWatch:
                 continue
             if self._cursor < cluster._oldest:
                 return None  # fell behind the history window: the server ends a watch it cannot serve
-            for change in self._pending(cluster):
+            history = cluster._history  # ordered by resourceVersion
+            start = bisect.bisect_right(history, self._cursor, key=lambda change: change.resource_version)
+            for change in itertools.islice(history, start, None):
                 self._cursor = change.resource_version
                 event = self._translate(change)
                 if event is not None:
@@ -538,12 +499,6 @@ class MemoryWatch:
             if self._bookmarks:
                 waits.append(self._last_sent + interval - now)
             cluster._cond.wait(max(0.0, min(waits)))
-
-    def _pending(self, cluster: MemoryCluster) -> Iterator[_Change]:
-        """The changes after the cursor (the history is ordered by resourceVersion)."""
-        history = cluster._history
-        start = bisect.bisect_right(history, self._cursor, key=lambda change: change.resource_version)
-        return itertools.islice(history, start, None)
 
 
 if TYPE_CHECKING:  # the type checker proves that MemoryCluster implements the daemons' port

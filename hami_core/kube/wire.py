@@ -11,7 +11,6 @@ from hami_core.kube.port import ClusterError, Invalid, Lease, NodeOwners, NodeSn
 from hami_core.protocol.errors import shorten
 
 __all__ = [
-    "annotations_patch",
     "lease_body",
     "lease_from_json",
     "node_owners",
@@ -65,15 +64,6 @@ def node_snapshot(obj: Mapping[str, Any]) -> NodeSnapshot:
         allocatable=_string_map(status.get("allocatable"), f"{where} status.allocatable"),
         capacity=_string_map(status.get("capacity"), f"{where} status.capacity"),
     )
-
-
-def annotations_patch(changes: Mapping[str, str | None], resource_version: str | None) -> dict[str, Any]:
-    """The merge patch of ``Cluster.patch_node_annotations``: ``None`` deletes a key; a resourceVersion
-    is the patch's precondition."""
-    metadata: dict[str, Any] = {"annotations": dict(changes)}
-    if resource_version is not None:
-        metadata["resourceVersion"] = resource_version
-    return {"metadata": metadata}
 
 
 def _annotation_fields(entry: Mapping[str, Any]) -> Mapping[str, Any]:
