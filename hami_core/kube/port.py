@@ -114,12 +114,9 @@ class NodeList:
     continue_token: str | None = None
 
 
-WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
-
-
 @attrs.frozen(kw_only=True)
 class WatchEvent:
-    type: WatchEventType
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
     resource_version: str
     #: ``None`` only for BOOKMARK.
     node: NodeSnapshot | None = None
