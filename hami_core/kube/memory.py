@@ -269,10 +269,8 @@ class MemoryCluster(NodePatcher):
         with self._cond:
             self._request("delete", "nodes")
             self._existing(name, "delete")
-            rv = self._next_rv()
             del self._nodes[name]
-            old = self._snapshots.pop(name)
-            self._record(_Change(rv, old, None))
+            self._record(_Change(self._next_rv(), self._snapshots.pop(name), None))
 
     def merge_patch_node(
         self, name: str, patch: Mapping[str, Any], *, field_manager: str | None = None
