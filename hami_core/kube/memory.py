@@ -1,7 +1,5 @@
 """An in-memory cluster that behaves like kube-apiserver for the daemons' port and the Node verbs that set
-a cluster up (the contract tests run both; any difference is a bug here), for fast tests, the simulation
-and the benchmarks. The administrator's verbs and the faults are the tests' harness's
-(``tests/harness/admin.py``)."""
+a cluster up, for fast tests, the simulation and the benchmarks (docs/architecture.md, "The cluster port")."""
 
 from __future__ import annotations
 
