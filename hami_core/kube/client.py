@@ -232,7 +232,6 @@ class KubeCluster(NodePatcher):
         self._core = k8s.CoreV1Api(api_client)
         self._coordination = k8s.CoordinationV1Api(api_client)
         self._limiter = limiter
-        self._connect_timeout = connect_timeout
         self._timeout = (connect_timeout, request_timeout)
 
     @classmethod
@@ -379,7 +378,7 @@ class KubeCluster(NodePatcher):
                 label_selector=label_selector or None,
                 allow_watch_bookmarks=allow_bookmarks,
                 timeout_seconds=timeout_seconds,
-                _request_timeout=(self._connect_timeout, timeout_seconds + WATCH_READ_SLACK),
+                _request_timeout=(self._timeout[0], timeout_seconds + WATCH_READ_SLACK),
             )
         except Gone as gone:
             if gone.status != 410:

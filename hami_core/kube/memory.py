@@ -379,8 +379,6 @@ class MemoryCluster(NodePatcher):
                     raise Invalid(f"{what}: metadata.name or metadata.generateName is required", status=422)
                 meta["name"] = f"{prefix}{next(self._names):05x}"
             meta["namespace"] = namespace
-            # As the API server validates core/v1 Events: an object without a namespace (a Node) has
-            # its Events in "default"; a namespaced object's Events live in its own namespace.
             involved_namespace = event["involvedObject"].get("namespace") or ""
             if namespace != (involved_namespace or "default"):
                 raise Invalid(
