@@ -39,8 +39,6 @@ def _go_parse(text: str, *, strict: bool = False) -> tuple[Fraction, str, str | 
     """apimachinery's ``ParseQuantity``: the value, its format, ``text`` when kept as the quantity's string,
     and whether it is held as an int64 mantissa of scale >= 0 (what ``AsInt64`` reads). ``strict``: refuse
     a quantity without digits (``"Ki"``, ``"."``), which apimachinery reads as 0."""
-    if text == "0":
-        return Fraction(0), "decimal", text, True
     match = _GO_QUANTITY.fullmatch(text)
     if not text or match is None:
         raise QuantityError(f"not a quantity: {shorten(text)} (expected a number with an optional suffix)")
