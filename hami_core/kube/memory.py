@@ -360,9 +360,7 @@ class MemoryCluster(NodePatcher):
             raise Conflict(f"{what}: leases {lease.name!r} already exists", status=409)
         if current is not None and body["spec"] == current["spec"]:
             return lease_from_json(current)
-        meta = body["metadata"]
-        meta["uid"] = str(uuid.uuid4()) if current is None else current["metadata"]["uid"]
-        meta["resourceVersion"] = str(self._next_rv())
+        body["metadata"]["resourceVersion"] = str(self._next_rv())
         self._leases[(lease.namespace, lease.name)] = body
         return lease_from_json(body)
 
