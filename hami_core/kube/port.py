@@ -207,8 +207,7 @@ class Cluster(Protocol):
 
 
 class NodePatcher:
-    """``Cluster.patch_node_annotations`` for both clusters: one JSON merge patch of the Node through their
-    ``merge_patch_node`` (a resourceVersion is the patch's precondition)."""
+    """``Cluster.patch_node_annotations`` of both clusters: one merge patch to their ``merge_patch_node``."""
 
     merge_patch_node: Callable[..., NodeSnapshot]
 
