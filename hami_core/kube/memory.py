@@ -242,25 +242,17 @@ class MemoryCluster(NodePatcher):
         with self._cond:
             self._request("create", "nodes")
             validate_name(name, f"create node {name!r}:")
-            raw: Json = {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "uid": str(uuid.uuid4()),
-                    "creationTimestamp": SYSTEM.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                },
-                "spec": {},
-                "status": {},
-            }
+            created = SYSTEM.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            metadata: Json = {"name": name, "uid": str(uuid.uuid4()), "creationTimestamp": created}
             if labels:
-                raw["metadata"]["labels"] = dict(labels)
+                metadata["labels"] = dict(labels)
             if annotations:
-                raw["metadata"]["annotations"] = dict(annotations)
+                metadata["annotations"] = dict(annotations)
+            raw: Json = {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": {}, "status": {}}
             validate_metadata(raw, f"create node {name!r}:")
             if name in self._nodes:
                 raise Conflict(f"create node {name!r}: nodes {name!r} already exists", status=409)
-            raw["metadata"]["resourceVersion"] = str(self._next_rv())
+            metadata["resourceVersion"] = str(self._next_rv())
             return self._store_node(raw)
 
     def delete_node(self, name: str) -> None:
