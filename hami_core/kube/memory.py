@@ -482,7 +482,8 @@ class MemoryWatch:
                 waits.append(self._deadline - 2.0 - now)
             if self._bookmarks:
                 waits.append(self._last_sent + interval - now)
-            cluster._cond.wait(max(0.0, min(waits)))
+            # A time already past is a bookmark this watch may not send: waiting 0 for it would spin.
+            cluster._cond.wait(min(wait for wait in waits if wait > 0))
 
 
 if TYPE_CHECKING:  # the type checker proves that MemoryCluster implements the daemons' port
