@@ -198,10 +198,9 @@ class MemoryCluster(NodePatcher):
             if limit <= 0 or len(matching) <= limit:
                 return NodeList(items=tuple(matching), resource_version=str(rv))
             page = tuple(matching[:limit])
-            if rv not in self._list_snapshots:
-                self._list_snapshots[rv] = items
-                while len(self._list_snapshots) > self._continue_snapshots:
-                    self._list_snapshots.popitem(last=False)
+            self._list_snapshots.setdefault(rv, items)
+            while len(self._list_snapshots) > self._continue_snapshots:
+                self._list_snapshots.popitem(last=False)
             return NodeList(items=page, resource_version=str(rv), continue_token=f"{rv}/{page[-1].name}")
 
     def watch_nodes(
