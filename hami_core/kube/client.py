@@ -32,6 +32,7 @@ from hami_core.kube.port import (
     Lease,
     NodeList,
     NodeOwners,
+    NodePatcher,
     NodeSnapshot,
     NotFound,
     TooLarge,
@@ -41,7 +42,6 @@ from hami_core.kube.port import (
 )
 from hami_core.kube.ratelimit import TokenBucket
 from hami_core.kube.wire import (
-    annotations_patch,
     lease_body,
     lease_from_json,
     node_owners,
@@ -214,7 +214,7 @@ def _server_url_problem(url: object) -> str | None:
     return None
 
 
-class KubeCluster:
+class KubeCluster(NodePatcher):
     """The port over a ``kubernetes.client.ApiClient``; ``limiter`` is acquired before every request
     (client-go's QPS/Burst). The timeouts bound every non-watch call; a watch's read timeout is its
     ``timeout_seconds`` plus ``WATCH_READ_SLACK``, so a half-open connection is noticed. Each call is one
@@ -232,7 +232,6 @@ class KubeCluster:
         self._core = k8s.CoreV1Api(api_client)
         self._coordination = k8s.CoordinationV1Api(api_client)
         self._limiter = limiter
-        self._connect_timeout = connect_timeout
         self._timeout = (connect_timeout, request_timeout)
 
     @classmethod
@@ -379,7 +378,7 @@ class KubeCluster:
                 label_selector=label_selector or None,
                 allow_watch_bookmarks=allow_bookmarks,
                 timeout_seconds=timeout_seconds,
-                _request_timeout=(self._connect_timeout, timeout_seconds + WATCH_READ_SLACK),
+                _request_timeout=(self._timeout[0], timeout_seconds + WATCH_READ_SLACK),
             )
         except Gone as gone:
             if gone.status != 410:
@@ -400,17 +399,6 @@ class KubeCluster:
             _content_type=MERGE_PATCH,
         )
         return _parsed(action, node_snapshot, self._call(action, patch_node))
-
-    def patch_node_annotations(
-        self,
-        name: str,
-        changes: Mapping[str, str | None],
-        *,
-        resource_version: str | None = None,
-        field_manager: str | None = None,
-    ) -> NodeSnapshot:
-        patch = annotations_patch(changes, resource_version)
-        return self.merge_patch_node(name, patch, field_manager=field_manager)
 
     def node_annotation_managers(self, name: str) -> NodeOwners:
         action = f"get node {name!r}"

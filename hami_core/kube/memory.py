@@ -1,7 +1,5 @@
 """An in-memory cluster that behaves like kube-apiserver for the daemons' port and the Node verbs that set
-a cluster up (the contract tests run both; any difference is a bug here), for fast tests, the simulation
-and the benchmarks. The administrator's verbs and the faults are the tests' harness's
-(``tests/harness/admin.py``)."""
+a cluster up, for fast tests, the simulation and the benchmarks (docs/architecture.md, "The cluster port")."""
 
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ import math
 import threading
 import uuid
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +26,7 @@ from hami_core.kube.port import (
     Invalid,
     Lease,
     NodeList,
+    NodePatcher,
     NodeSnapshot,
     NotFound,
     Unavailable,
@@ -36,7 +35,7 @@ from hami_core.kube.port import (
 )
 from hami_core.kube.selector import LabelSelector, matches, parse_label_selector
 from hami_core.kube.validation import canonical_resources, validate_lease, validate_metadata, validate_name
-from hami_core.kube.wire import annotations_patch, lease_body, lease_from_json, node_snapshot
+from hami_core.kube.wire import lease_body, lease_from_json, node_snapshot
 from hami_core.protocol.errors import shorten
 
 __all__ = ["MemoryCluster", "merge_patch"]
@@ -61,15 +60,6 @@ def merge_patch(target: object, patch: object) -> Any:
 _OMIT_EMPTY = {"metadata": ("labels", "annotations"), "status": ("allocatable", "capacity")}
 
 
-def _drop_empty_maps(node: Json) -> None:
-    for section, fields in _OMIT_EMPTY.items():
-        part = node.get(section)
-        if isinstance(part, dict):
-            for field in fields:
-                if part.get(field) == {}:
-                    del part[field]
-
-
 @attrs.frozen
 class _Change:
     """One write to a Node, as the watch history keeps it: the object before and after (``None`` before a
@@ -88,7 +78,7 @@ def _stale(what: str, version: str) -> Conflict:
     )
 
 
-class MemoryCluster:
+class MemoryCluster(NodePatcher):
     """Thread-safe in-memory ``Cluster``. ``history``: Node changes a watch can replay (older: ``Gone``);
     ``bookmark_interval``: between BOOKMARKs on a quiet watch (``None``: on demand and before the timeout)."""
 
@@ -208,10 +198,9 @@ class MemoryCluster:
             if limit <= 0 or len(matching) <= limit:
                 return NodeList(items=tuple(matching), resource_version=str(rv))
             page = tuple(matching[:limit])
-            if rv not in self._list_snapshots:
-                self._list_snapshots[rv] = items
-                while len(self._list_snapshots) > self._continue_snapshots:
-                    self._list_snapshots.popitem(last=False)
+            self._list_snapshots.setdefault(rv, items)
+            while len(self._list_snapshots) > self._continue_snapshots:
+                self._list_snapshots.popitem(last=False)
             return NodeList(items=page, resource_version=str(rv), continue_token=f"{rv}/{page[-1].name}")
 
     def watch_nodes(
@@ -224,31 +213,21 @@ class MemoryCluster:
     ) -> MemoryWatch:
         with self._cond:
             self._request("watch", "nodes")
-            selector = parse_label_selector(label_selector)
-            initial: list[WatchEvent] = []
+            watch = MemoryWatch(self, parse_label_selector(label_selector), timeout_seconds, allow_bookmarks)
             if resource_version in ("", "0"):
                 # "Start at most recent" / "any": synthetic ADDED events for the current state first.
-                start = self._rv
-                initial = [
+                watch._cursor = self._rv
+                watch._initial.extend(
                     WatchEvent(type="ADDED", resource_version=node.resource_version, node=node)
                     for name, node in sorted(self._snapshots.items())
-                    if matches(selector, node.labels)
-                ]
-            else:
-                parsed = rv_number(resource_version)
-                if parsed is None:
-                    # The real server fails such a watch inside the stream, with a 500.
-                    invalid = f"watch nodes: 500 resourceVersion: Invalid value: {resource_version!r}"
-                    return MemoryWatch(self, error=Unavailable(invalid, status=500))
-                start = parsed
-            watch = MemoryWatch(
-                self,
-                start=start,
-                selector=selector,
-                deadline=self._clock() + timeout_seconds if timeout_seconds > 0 else math.inf,
-                bookmarks=allow_bookmarks,
-                initial=initial,
-            )
+                    if matches(watch._selector, node.labels)
+                )
+            elif (start := rv_number(resource_version)) is not None:
+                watch._cursor = start
+            else:  # the real server fails such a watch inside the stream, with a 500
+                invalid = f"watch nodes: 500 resourceVersion: Invalid value: {resource_version!r}"
+                watch.error = Unavailable(invalid, status=500)
+                return watch
             self._watches.add(watch)
             return watch
 
@@ -262,35 +241,25 @@ class MemoryCluster:
         with self._cond:
             self._request("create", "nodes")
             validate_name(name, f"create node {name!r}:")
-            raw: Json = {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "uid": str(uuid.uuid4()),
-                    "creationTimestamp": SYSTEM.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                },
-                "spec": {},
-                "status": {},
-            }
+            created = SYSTEM.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            metadata: Json = {"name": name, "uid": str(uuid.uuid4()), "creationTimestamp": created}
             if labels:
-                raw["metadata"]["labels"] = dict(labels)
+                metadata["labels"] = dict(labels)
             if annotations:
-                raw["metadata"]["annotations"] = dict(annotations)
+                metadata["annotations"] = dict(annotations)
+            raw: Json = {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": {}, "status": {}}
             validate_metadata(raw, f"create node {name!r}:")
             if name in self._nodes:
                 raise Conflict(f"create node {name!r}: nodes {name!r} already exists", status=409)
-            raw["metadata"]["resourceVersion"] = str(self._next_rv())
+            metadata["resourceVersion"] = str(self._next_rv())
             return self._store_node(raw)
 
     def delete_node(self, name: str) -> None:
         with self._cond:
             self._request("delete", "nodes")
             self._existing(name, "delete")
-            rv = self._next_rv()
             del self._nodes[name]
-            old = self._snapshots.pop(name)
-            self._record(_Change(rv, old, None))
+            self._record(_Change(self._next_rv(), self._snapshots.pop(name), None))
 
     def merge_patch_node(
         self, name: str, patch: Mapping[str, Any], *, field_manager: str | None = None
@@ -298,18 +267,22 @@ class MemoryCluster:
         """``field_manager`` would own the changed keys in ``managedFields``, which the harness keeps."""
         with self._cond:
             self._request("patch", "nodes")
-            return self._patch(name, patch, status_only=False)
-
-    def patch_node_annotations(
-        self,
-        name: str,
-        changes: Mapping[str, str | None],
-        *,
-        resource_version: str | None = None,
-        field_manager: str | None = None,
-    ) -> NodeSnapshot:
-        patch = annotations_patch(changes, resource_version)
-        return self.merge_patch_node(name, patch, field_manager=field_manager)
+            what = f"patch node {name!r}"
+            current = self._existing(name, "patch node")
+            meta, meta_patch = current["metadata"], patch.get("metadata") or {}
+            precondition = meta_patch.get("resourceVersion")
+            if precondition is not None and precondition != meta["resourceVersion"]:
+                raise _stale(what, precondition)
+            for field in ("name", "uid"):
+                if field in meta_patch and meta_patch[field] != meta[field]:
+                    raise Invalid(f"{what}: metadata.{field} may not be changed", status=422)
+            updated: Json = merge_patch(copy.deepcopy(current), patch)
+            updated["status"] = copy.deepcopy(current["status"])
+            updated["metadata"].pop("managedFields", None)  # the server's own: a patch does not write them
+            for field in ("resourceVersion", "name", "uid", "creationTimestamp"):
+                updated["metadata"][field] = meta[field]
+            validate_metadata(updated, f"{what}:")
+            return self._write(name, current, updated)
 
     def patch_node_status(
         self,
@@ -320,39 +293,22 @@ class MemoryCluster:
     ) -> NodeSnapshot:
         with self._cond:
             self._request("patch", "nodes/status")
+            what = f"patch node status {name!r}"
+            updated = copy.deepcopy(current := self._existing(name, "patch node status"))
+            updated.setdefault("spec", {})
             changes = dict(allocatable)
-            capacities = changes if capacity is None else dict(capacity)
-            patch = {"status": {"allocatable": changes, "capacity": capacities}}
-            return self._patch(name, patch, status_only=True)
+            patch = {"allocatable": changes, "capacity": changes if capacity is None else dict(capacity)}
+            status = updated["status"] = merge_patch(updated["status"], patch)
+            for field in patch:
+                status[field] = canonical_resources(status[field], f"{what}: status.{field}")
+            return self._write(name, current, updated)
 
-    def _patch(self, name: str, patch: Mapping[str, Any], *, status_only: bool) -> NodeSnapshot:
-        verb = "patch node status" if status_only else "patch node"
-        what = f"{verb} {name!r}"
-        current = self._existing(name, verb)
-        meta_patch = patch.get("metadata") or {}
-        precondition = meta_patch.get("resourceVersion")
-        if precondition is not None and precondition != current["metadata"]["resourceVersion"]:
-            raise _stale(what, precondition)
-        for field in ("name", "uid"):
-            if field in meta_patch and meta_patch[field] != current["metadata"].get(field):
-                raise Invalid(f"{what}: metadata.{field} may not be changed", status=422)
-        updated: Json = merge_patch(copy.deepcopy(current), patch)
-        updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        for field in ("name", "uid", "creationTimestamp"):
-            updated["metadata"][field] = current["metadata"][field]
-        if status_only:
-            updated["metadata"] = copy.deepcopy(current["metadata"])
-            updated["spec"] = copy.deepcopy(current.get("spec", {}))
-            status = updated.get("status") or {}
-            for field in ("allocatable", "capacity"):
-                if field in status:
-                    status[field] = canonical_resources(status[field], f"{what}: status.{field}")
-            updated["status"] = status
-        else:
-            updated["status"] = copy.deepcopy(current.get("status", {}))
-            updated["metadata"].pop("managedFields", None)  # the server's own: a patch does not write them
-        validate_metadata(updated, f"{what}:")
-        _drop_empty_maps(updated)
+    def _write(self, name: str, current: Json, updated: Json) -> NodeSnapshot:
+        """Store the patched ``updated`` over ``current``; lock held, ``updated`` validated."""
+        for section, fields in _OMIT_EMPTY.items():
+            for field in fields:
+                if updated[section].get(field) == {}:
+                    del updated[section][field]
         if updated == current:
             return self._snapshots[name]  # a no-op patch does not write, as etcd's guaranteed update
         updated["metadata"]["resourceVersion"] = str(self._next_rv())
@@ -395,9 +351,7 @@ class MemoryCluster:
             raise Conflict(f"{what}: leases {lease.name!r} already exists", status=409)
         if current is not None and body["spec"] == current["spec"]:
             return lease_from_json(current)
-        meta = body["metadata"]
-        meta["uid"] = str(uuid.uuid4()) if current is None else current["metadata"]["uid"]
-        meta["resourceVersion"] = str(self._next_rv())
+        body["metadata"]["resourceVersion"] = str(self._next_rv())
         self._leases[(lease.namespace, lease.name)] = body
         return lease_from_json(body)
 
@@ -414,8 +368,6 @@ class MemoryCluster:
                     raise Invalid(f"{what}: metadata.name or metadata.generateName is required", status=422)
                 meta["name"] = f"{prefix}{next(self._names):05x}"
             meta["namespace"] = namespace
-            # As the API server validates core/v1 Events: an object without a namespace (a Node) has
-            # its Events in "default"; a namespaced object's Events live in its own namespace.
             involved_namespace = event["involvedObject"].get("namespace") or ""
             if namespace != (involved_namespace or "default"):
                 raise Invalid(
@@ -428,29 +380,21 @@ class MemoryCluster:
 
 
 class MemoryWatch:
-    """History after ``start``, then live changes. The harness's faults set (lock held, notified):
+    """History after its resourceVersion, then live changes. The harness's faults set (lock held, notified):
     ``error`` (raised at the start or after the initial events), ``bookmark_due`` (a bookmark now); and
     the cluster's ``_stalled`` may hold it (a half-open connection)."""
 
     def __init__(
-        self,
-        cluster: MemoryCluster,
-        *,
-        start: int = 0,
-        selector: LabelSelector = (),
-        deadline: float = math.inf,
-        bookmarks: bool = False,
-        initial: Sequence[WatchEvent] = (),
-        error: ClusterError | None = None,
+        self, cluster: MemoryCluster, selector: LabelSelector, timeout_seconds: int, bookmarks: bool
     ) -> None:
-        self.error = error
+        self.error: ClusterError | None = None
         self.bookmark_due = False
         self._pre_timeout_bookmark = False
         self._cluster = cluster
-        self._initial = deque(initial)
-        self._cursor = start
+        self._initial: deque[WatchEvent] = deque()
+        self._cursor = 0  # the resourceVersion after which changes are delivered; set by watch_nodes
         self._selector = selector
-        self._deadline = deadline
+        self._deadline = cluster._clock() + timeout_seconds if timeout_seconds > 0 else math.inf
         self._bookmarks = bookmarks
         self._closed = False
         self._started = False
@@ -480,10 +424,8 @@ class MemoryWatch:
         was = change.old is not None and matches(self._selector, change.old.labels)
         now = change.new is not None and matches(self._selector, change.new.labels)
         rv = str(change.resource_version)
-        if now and was:
-            return WatchEvent(type="MODIFIED", resource_version=rv, node=change.new)
         if now:
-            return WatchEvent(type="ADDED", resource_version=rv, node=change.new)
+            return WatchEvent(type="MODIFIED" if was else "ADDED", resource_version=rv, node=change.new)
         if was and change.old is not None:
             # The real server sends the object's last state, stamped with the deleting write's version.
             last = attrs.evolve(change.old, resource_version=rv)
@@ -512,7 +454,9 @@ class MemoryWatch:
                 continue
             if self._cursor < cluster._oldest:
                 return None  # fell behind the history window: the server ends a watch it cannot serve
-            for change in self._pending(cluster):
+            history = cluster._history  # ordered by resourceVersion
+            start = bisect.bisect_right(history, self._cursor, key=lambda change: change.resource_version)
+            for change in itertools.islice(history, start, None):
                 self._cursor = change.resource_version
                 event = self._translate(change)
                 if event is not None:
@@ -537,13 +481,8 @@ class MemoryWatch:
                 waits.append(self._deadline - 2.0 - now)
             if self._bookmarks:
                 waits.append(self._last_sent + interval - now)
-            cluster._cond.wait(max(0.0, min(waits)))
-
-    def _pending(self, cluster: MemoryCluster) -> Iterator[_Change]:
-        """The changes after the cursor (the history is ordered by resourceVersion)."""
-        history = cluster._history
-        start = bisect.bisect_right(history, self._cursor, key=lambda change: change.resource_version)
-        return itertools.islice(history, start, None)
+            # A time already past is a bookmark this watch may not send: waiting 0 for it would spin.
+            cluster._cond.wait(min(wait for wait in waits if wait > 0))
 
 
 if TYPE_CHECKING:  # the type checker proves that MemoryCluster implements the daemons' port

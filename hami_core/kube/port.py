@@ -3,7 +3,7 @@ cluster port"). Objects cross it as small immutable snapshots, never as client m
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -21,6 +21,7 @@ __all__ = [
     "Lease",
     "NodeList",
     "NodeOwners",
+    "NodePatcher",
     "NodeSnapshot",
     "NotFound",
     "TooLarge",
@@ -113,12 +114,9 @@ class NodeList:
     continue_token: str | None = None
 
 
-WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
-
-
 @attrs.frozen(kw_only=True)
 class WatchEvent:
-    type: WatchEventType
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
     resource_version: str
     #: ``None`` only for BOOKMARK.
     node: NodeSnapshot | None = None
@@ -206,6 +204,25 @@ class Cluster(Protocol):
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         """Create a core/v1 Event. The server requires an Event about a cluster-scoped object (a Node)
         to live in ``default``, and one about a namespaced object to live in that object's namespace."""
+
+
+class NodePatcher:
+    """``Cluster.patch_node_annotations`` of both clusters: one merge patch to their ``merge_patch_node``."""
+
+    merge_patch_node: Callable[..., NodeSnapshot]
+
+    def patch_node_annotations(
+        self,
+        name: str,
+        changes: Mapping[str, str | None],
+        *,
+        resource_version: str | None = None,
+        field_manager: str | None = None,
+    ) -> NodeSnapshot:
+        metadata: dict[str, Any] = {"annotations": dict(changes)}
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version
+        return self.merge_patch_node(name, {"metadata": metadata}, field_manager=field_manager)
 
 
 class AdminCluster(Cluster, Protocol):

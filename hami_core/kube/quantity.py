@@ -35,38 +35,28 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
-def _scan(text: str) -> tuple[bool, str, str, str, int, int, bool]:
-    """apimachinery's scanner: negative, whole and fraction digits, the suffix's family, base and power
-    (``"Ki"``: binary, 2, 10), and whether any digit comes before the suffix."""
-    match = _GO_QUANTITY.fullmatch(text)
-    if not text or match is None:
-        raise QuantityError(f"not a quantity: {shorten(text)} (expected a number with an optional suffix)")
-    sign, whole, fraction, suffix = match.groups()
-    digits = re.search("[0-9]", text[: match.start(4)]) is not None
-    head = (sign == "-", whole or "0", fraction or "")
-    if suffix in _DECIMAL_POWER:
-        return *head, "decimal", 10, _DECIMAL_POWER[suffix], digits
-    if suffix in _BINARY_POWER:
-        return *head, "binary", 2, _BINARY_POWER[suffix], digits
-    exponent = _EXPONENT.fullmatch(suffix)
-    if exponent is None:
-        raise QuantityError(f"not a quantity: {shorten(text)} (unknown suffix {shorten(suffix)})")
-    power = int(exponent.group(1))
-    if abs(power) > _MAX_EXPONENT:
-        raise QuantityError(f"quantity {shorten(text)}: exponent {power} is out of range")
-    return *head, "exponent", 10, power, digits
-
-
 def _go_parse(text: str, *, strict: bool = False) -> tuple[Fraction, str, str | None, bool]:
     """apimachinery's ``ParseQuantity``: the value, its format, ``text`` when kept as the quantity's string,
     and whether it is held as an int64 mantissa of scale >= 0 (what ``AsInt64`` reads). ``strict``: refuse
     a quantity without digits (``"Ki"``, ``"."``), which apimachinery reads as 0."""
-    if text == "0":
-        return Fraction(0), "decimal", text, True
-    negative, num, denom, family, base, power, digits = _scan(text)
+    match = _GO_QUANTITY.fullmatch(text)
+    if not text or match is None:
+        raise QuantityError(f"not a quantity: {shorten(text)} (expected a number with an optional suffix)")
+    num, denom, suffix = match[2] or "0", match[3] or "", match[4]
+    if suffix in _DECIMAL_POWER:
+        family, base, power = "decimal", 10, _DECIMAL_POWER[suffix]
+    elif suffix in _BINARY_POWER:
+        family, base, power = "binary", 2, _BINARY_POWER[suffix]
+    elif (exponent := _EXPONENT.fullmatch(suffix)) is None:
+        raise QuantityError(f"not a quantity: {shorten(text)} (unknown suffix {shorten(suffix)})")
+    elif abs(power := int(exponent[1])) > _MAX_EXPONENT:
+        raise QuantityError(f"quantity {shorten(text)}: exponent {power} is out of range")
+    else:
+        family, base = "exponent", 10
+    digits = re.search("[0-9]", text[: match.start(4)]) is not None  # any digit before the suffix
     if strict and not digits:
         raise QuantityError(f"quantity {shorten(text)}: no digits before the suffix")
-    sign = -1 if negative else 1
+    sign = -1 if match[1] == "-" else 1
     # The fast path: small enough for an int64 mantissa, kept as written when already canonical.
     if base == 10 and len(num) + len(denom) <= 18 and power - len(denom) >= -9:
         mantissa, scale = num + denom, power - len(denom)

@@ -1,9 +1,5 @@
 """What the API server refuses in a Node or a Lease, and how it stores what it accepts (for the in-memory
-cluster): names are DNS subdomains, label and annotation keys and label values have their grammars, all
-annotations fit in 256 KiB, quantities are valid, non-negative, whole for extended resources and stored
-canonical; a Lease's duration is positive, its transitions not negative. Each failure is an ``Invalid``
-naming the field, like the server's 422.
-"""
+cluster). Each failure is an ``Invalid`` naming the field, like the server's 422."""
 
 from __future__ import annotations
 
@@ -61,8 +57,7 @@ def validate_metadata(obj: Mapping[str, Any], where: str) -> None:
 
 
 def validate_lease(body: Mapping[str, Any], where: str) -> None:
-    """What the API server's ``ValidateLease`` checks of the port's Leases: the name is a DNS subdomain,
-    ``leaseDurationSeconds`` (when set) is positive and ``leaseTransitions`` (when set) is not negative."""
+    """What the API server's ``ValidateLease`` checks of the fields the port's Leases have."""
     validate_name(body["metadata"]["name"], where)
     spec = body["spec"]
     duration, transitions = spec.get("leaseDurationSeconds"), spec.get("leaseTransitions")

@@ -11,7 +11,6 @@ from hami_core.kube.port import ClusterError, Invalid, Lease, NodeOwners, NodeSn
 from hami_core.protocol.errors import shorten
 
 __all__ = [
-    "annotations_patch",
     "lease_body",
     "lease_from_json",
     "node_owners",
@@ -67,23 +66,6 @@ def node_snapshot(obj: Mapping[str, Any]) -> NodeSnapshot:
     )
 
 
-def annotations_patch(changes: Mapping[str, str | None], resource_version: str | None) -> dict[str, Any]:
-    """The merge patch of ``Cluster.patch_node_annotations``: ``None`` deletes a key; a resourceVersion
-    is the patch's precondition."""
-    metadata: dict[str, Any] = {"annotations": dict(changes)}
-    if resource_version is not None:
-        metadata["resourceVersion"] = resource_version
-    return {"metadata": metadata}
-
-
-def _annotation_fields(entry: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The ``f:metadata.f:annotations`` part of one ``managedFields`` entry (empty when none)."""
-    fields = entry.get("fieldsV1")
-    meta = fields.get("f:metadata") if isinstance(fields, Mapping) else None
-    annotations = meta.get("f:annotations") if isinstance(meta, Mapping) else None
-    return annotations if isinstance(annotations, Mapping) else {}
-
-
 def node_owners(obj: Mapping[str, Any]) -> NodeOwners:
     """A raw Node with each annotation's managers (``managedFields``' ``f:metadata.f:annotations.f:KEY``);
     an entry of another shape is skipped: ownership is a hint for ``hami cleanup``, never a failure."""
@@ -93,18 +75,14 @@ def node_owners(obj: Mapping[str, Any]) -> NodeOwners:
     for entry in entries if isinstance(entries, list) else ():
         if not isinstance(entry, Mapping) or not isinstance(entry.get("manager"), str):
             continue
-        for field in _annotation_fields(entry):
+        fields = entry.get("fieldsV1")
+        for part in ("f:metadata", "f:annotations"):
+            fields = fields.get(part) if isinstance(fields, Mapping) else None
+        for field in fields if isinstance(fields, Mapping) else ():
             key = field[2:] if field.startswith("f:") else None
             if key in owners and entry["manager"] not in owners[key]:
                 owners[key].append(entry["manager"])
     return NodeOwners(node=node, managers={key: tuple(names) for key, names in owners.items()})
-
-
-def format_micro_time(value: datetime, field: str) -> str:
-    """A ``metav1.MicroTime``: RFC 3339 in UTC with exactly six fractional digits."""
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise Invalid(f"Lease {field}: {value.isoformat()} has no time zone; pass an aware datetime")
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_micro_time(text: object, where: str) -> datetime | None:
@@ -132,10 +110,13 @@ def lease_body(lease: Lease) -> dict[str, Any]:
         spec["holderIdentity"] = lease.holder_identity
     if lease.lease_duration_seconds is not None:
         spec["leaseDurationSeconds"] = lease.lease_duration_seconds
-    if lease.acquire_time is not None:
-        spec["acquireTime"] = format_micro_time(lease.acquire_time, "acquire_time")
-    if lease.renew_time is not None:
-        spec["renewTime"] = format_micro_time(lease.renew_time, "renew_time")
+    for field, key in (("acquire_time", "acquireTime"), ("renew_time", "renewTime")):
+        time: datetime | None = getattr(lease, field)
+        if time is None:
+            continue
+        if time.utcoffset() is None:
+            raise Invalid(f"Lease {field}: {time.isoformat()} has no time zone; pass an aware datetime")
+        spec[key] = time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # a metav1.MicroTime
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
 
 
