@@ -21,6 +21,7 @@ __all__ = [
     "FakeClock",
     "SystemClock",
     "WallSteps",
+    "wait_until",
 ]
 
 
@@ -98,6 +99,21 @@ class SystemClock:
 
 
 SYSTEM: Clock = SystemClock()
+
+
+def wait_until(
+    cond: ClockCondition, monotonic: Callable[[], float], deadline: float | None, done: Callable[[], object]
+) -> object:
+    """Wait on ``cond`` (its lock held) until ``done()`` holds or ``monotonic()`` reaches ``deadline``
+    (``None``: no end), looking again after every wake-up; ``done()``'s last value, falsy at the deadline.
+    The deadline is absolute, so a caller can say when the wait ends from the same reading of the clock."""
+    while not (result := done()):
+        left = None if deadline is None else deadline - monotonic()
+        if left is not None and left <= 0:
+            break
+        cond.wait(left)
+    return result
+
 
 #: How far the wall clock may move against the monotonic one between two looks before it counts as a
 #: step, in seconds. NTP slews a clock by at most 0.5 ms a second, and a look is never minutes apart.
@@ -178,12 +194,7 @@ class _FakeCondition:
 
     def wait_for(self, predicate: Callable[[], object], timeout: float | None = None) -> object:
         deadline = None if timeout is None else self._clock.monotonic() + timeout
-        while not (result := predicate()):
-            remaining = None if deadline is None else deadline - self._clock.monotonic()
-            if remaining is not None and remaining <= 0:
-                break
-            self.wait(remaining)
-        return result
+        return wait_until(self, self._clock.monotonic, deadline, predicate)
 
 
 class _FakeEvent:

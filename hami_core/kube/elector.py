@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import attrs
 
-from hami_core.clock import SYSTEM, Clock, ClockEvent
+from hami_core.clock import SYSTEM, Clock, ClockEvent, wait_until
 from hami_core.durations import span
 from hami_core.kube.access import describe_error
 from hami_core.kube.port import Cluster, ClusterError, Conflict, Lease, NotFound
@@ -126,8 +126,7 @@ class LeaderElector:
                 # takes (docs/architecture.md, "Time"): else a fake clock moved meanwhile would strand it.
                 with self._lock:
                     due = self._next_step_at = self._monotonic() + self.config.retry_period
-                    while not stop.is_set() and (left := due - self._monotonic()) > 0:
-                        self._between_steps.wait(left)
+                    wait_until(self._between_steps, self._monotonic, due, stop.is_set)
         finally:
             if self._release_on_stop:
                 self.release()

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from hami_core.clock import SYSTEM, Clock
+from hami_core.clock import SYSTEM, Clock, wait_until
 from hami_core.kube.backoff import DEFAULT_BASE, DEFAULT_MAX, ONE, ExponentialBackoff
 from hami_core.kube.packed import PackedStrings
 from hami_core.kube.port import (
@@ -347,8 +347,7 @@ class Reflector:
         with self._pause_lock:
             resume_at = self._resume_at = self._clock() + delay
             try:
-                while not self._stop.is_set() and (left := resume_at - self._clock()) > 0:
-                    self._paused.wait(left)
+                wait_until(self._paused, self._clock, resume_at, self._stop.is_set)
             finally:
                 self._resume_at = None
 

@@ -7,9 +7,10 @@ from datetime import datetime, timedelta, timezone, tzinfo
 
 import pytest
 from harness.clock import WatchedClock
+from harness.poll import wait_for
 
 from hami_core import clock as hami_clock
-from hami_core.clock import SYSTEM, SystemClock, WallSteps
+from hami_core.clock import SYSTEM, SystemClock, WallSteps, wait_until
 
 
 def test_now_and_monotonic_move_together_only_when_advanced() -> None:
@@ -87,6 +88,39 @@ def test_condition_wait_for_times_out_on_the_fake_clock() -> None:
     clock.advance(2)
     thread.join(5)
     assert out == [False]
+
+
+def test_wait_until_looks_again_after_each_wake_up_and_ends_at_its_absolute_deadline() -> None:
+    clock = WatchedClock()
+    cond = clock.condition()
+    looks: list[float] = []
+    deadline = clock.monotonic() + 5
+
+    def done() -> bool:
+        looks.append(clock.monotonic())
+        return len(looks) > 10
+
+    def waiter() -> object:
+        with cond:
+            return wait_until(cond, clock.monotonic, deadline, done)
+
+    thread, out = _in_thread(waiter)
+    assert clock.wait_for_waiting(1)
+    with cond:
+        cond.notify_all()  # a wake-up with nothing done: it looks, and waits again to the same deadline
+    wait_for("the waiter to look again", lambda: len(looks) == 2)
+    assert clock.wait_for_waiting(1)
+    clock.advance(4.9)
+    assert clock.wait_for_waiting(1)
+    assert thread.is_alive()
+    clock.advance(0.1)  # returns once the wait due now has ended
+    assert clock.waiting() == 0
+    thread.join(5)
+    assert out == [False]
+    assert looks[-1] == deadline
+    with cond:  # past the deadline: no wait; no deadline: until done() holds
+        assert wait_until(cond, clock.monotonic, deadline, lambda: False) is False
+        assert wait_until(cond, clock.monotonic, None, lambda: "done") == "done"
 
 
 def test_the_system_clock_is_real_time() -> None:
