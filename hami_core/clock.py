@@ -104,9 +104,8 @@ SYSTEM: Clock = SystemClock()
 def wait_until(
     cond: ClockCondition, monotonic: Callable[[], float], deadline: float | None, done: Callable[[], object]
 ) -> object:
-    """Wait on ``cond`` (its lock held) until ``done()`` holds or ``monotonic()`` reaches ``deadline``
-    (``None``: no end), looking again after every wake-up; ``done()``'s last value, falsy at the deadline.
-    The deadline is absolute, so a caller can say when the wait ends from the same reading of the clock."""
+    """Wait on ``cond`` (its lock held) until ``done()`` holds or ``monotonic()`` reaches the absolute
+    ``deadline`` (``None``: never), looking again after every wake-up; returns ``done()``'s last value."""
     while not (result := done()):
         left = None if deadline is None else deadline - monotonic()
         if left is not None and left <= 0:
