@@ -50,6 +50,8 @@ class DeviceConfig:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as error:
             raise DeviceConfigError(f"device config {path}: {error.strerror or error}") from None
+        except UnicodeDecodeError:
+            raise DeviceConfigError(f"device config {path}: not UTF-8 text") from None
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as error:
@@ -57,6 +59,10 @@ class DeviceConfig:
             at = f" (line {mark.line + 1})" if mark is not None else ""
             problem = getattr(error, "problem", None) or type(error).__name__
             raise DeviceConfigError(f"device config {path}: not YAML{at}: {problem}") from None
+        except RecursionError:
+            raise DeviceConfigError(f"device config {path}: nested too deeply") from None
+        except ValueError as error:  # a value YAML reads but Python will not hold (an integer too long)
+            raise DeviceConfigError(f"device config {path}: not YAML: {str(error).split(';')[0]}") from None
         if not isinstance(data, Mapping | None):
             raise DeviceConfigError(f"device config {path}: expected a mapping of sections, got {data!r:.60}")
         return cls(data, source=str(path))

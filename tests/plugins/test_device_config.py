@@ -52,11 +52,15 @@ def test_unknown_keys_are_warnings(tmp_path: Path, caplog: pytest.LogCaptureFixt
         ("kunlun: [1, 2]\n", "kunlun: expected a mapping, got [1, 2]"),
         ("- a\n- b\n", "expected a mapping of sections, got ['a', 'b']"),
         ("cambricon: {resourceCountName: [\n", "not YAML"),
+        (b"nvidia: {resourceCountName: caf\xe9}\n", "not UTF-8 text"),
+        ("[" * 5000 + "]" * 5000, "nested too deeply"),
+        ("hygon:\n  memoryFactor: 2026-13-45\n", "not YAML: month must be in 1..12"),
+        ("hygon:\n  memoryFactor: " + "9" * 5000 + "\n", "not YAML: Exceeds the limit (4300 digits)"),
     ],
 )
-def test_a_bad_value_is_one_line_and_exit_2(tmp_path: Path, text: str, expected: str) -> None:
+def test_a_bad_value_is_one_line_and_exit_2(tmp_path: Path, text: str | bytes, expected: str) -> None:
     path = tmp_path / "device-config.yaml"
-    path.write_text(text)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(DeviceConfigError) as caught:
         load_drivers(device_config=DeviceConfig.load(path))
     assert expected in str(caught.value) and str(path) in str(caught.value)
