@@ -77,7 +77,7 @@ def parse_timezone(text: str) -> tzinfo:
         raise ValueError(f"{text!r} is not a UTC offset like +08:00")
     try:
         return ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long for a file name
         raise ValueError(
             f"{text!r} is not 'local', 'UTC', an offset like +08:00 or a known zone name"
         ) from None

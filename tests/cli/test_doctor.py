@@ -238,6 +238,7 @@ def test_a_list_of_nodes_and_standard_input(tmp_path: Path) -> None:
         (YAML_EXPORT, ("--vendors", "nosuch"), "unknown vendor driver 'nosuch'"),
         (YAML_EXPORT, ("--timezone", "Mars/Base"), "Invalid value for '--timezone': 'Mars/Base' is not"),
         (YAML_EXPORT, ("--timezone", "+\u00b2\u00b2"), "'+\u00b2\u00b2' is not a UTC offset like +08:00"),
+        (YAML_EXPORT, ("--timezone", "a" * 300), "Invalid value for '--timezone': 'aaa"),  # no such file
         (YAML_EXPORT, ("--at", "yesterday"), "Invalid value for '--at': 'yesterday' is not a time"),
         (YAML_EXPORT, ("--handshake-window", "0s"), "Invalid value for '--handshake-window'"),
         (YAML_EXPORT, ("--node-selector", "a=b=c"), "Invalid value for '--node-selector'"),
