@@ -21,7 +21,7 @@ from hami_core.cli.options import DURATION, default_of, parsed
 from hami_core.cli.reach import DEFAULT_SERVICE, SchedulerEndpoint, Unanswered, parse_service_ref
 from hami_core.cli.vendors import driver_options, drivers_from_options, table
 from hami_core.clock import SYSTEM
-from hami_core.durations import span
+from hami_core.durations import check_seconds, span
 from hami_core.k8snames import is_dns_subdomain
 from hami_core.kube.access import describe_error
 from hami_core.kube.port import (
@@ -264,9 +264,13 @@ def scheduler_settings(endpoint: SchedulerEndpoint | None, flags: Mapping[str, A
         else:
             theirs = status["settings"]
     try:
-        window = float(theirs["handshake_window_seconds"]) if "handshake_window_seconds" in theirs else None
-        selector = parse_node_selector(theirs["node_selector"]) if "node_selector" in theirs else None
-        zone = parse_timezone(theirs["timezone"]) if "timezone" in theirs else None
+        window = (
+            _window_seconds(theirs["handshake_window_seconds"])
+            if "handshake_window_seconds" in theirs
+            else None
+        )
+        selector = parse_node_selector(_text(theirs, "node_selector")) if "node_selector" in theirs else None
+        zone = parse_timezone(_text(theirs, "timezone")) if "timezone" in theirs else None
         lease = _lease_named(theirs.get("lease"))
     except (TypeError, ValueError) as exc:
         error, window, selector, zone, lease = f"its settings do not read: {exc}", None, None, None, None
@@ -279,6 +283,20 @@ def scheduler_settings(endpoint: SchedulerEndpoint | None, flags: Mapping[str, A
         source=endpoint.where if endpoint is not None else None,
         error=error,
     )
+
+
+def _window_seconds(value: object) -> float:
+    """A scheduler's ``/status`` window, as ``check_seconds`` takes it; ``ValueError`` when not one."""
+    check_seconds("handshake_window_seconds", value)  # type: ignore[arg-type]  # checks the type itself
+    return float(value)  # type: ignore[arg-type]
+
+
+def _text(settings: Mapping[str, Any], key: str) -> str:
+    """The string setting ``key`` of a scheduler's ``/status``; ``ValueError`` naming it when not one."""
+    value = settings[key]
+    if not isinstance(value, str):
+        raise ValueError(f"{key} {shorten(json.dumps(value))} is not a string")
+    return value
 
 
 def _lease_named(lease: object) -> tuple[str, str] | None:
@@ -338,7 +356,11 @@ def compare_with_scheduler(
         agrees: bool | None = None
         why: str | None = f"the scheduler does not run the driver of {key}"
         if isinstance(theirs, dict):
-            scheduler = {"state": theirs.get("state"), "write": (theirs.get("next") or {}).get("write")}
+            planned = theirs.get("next")
+            scheduler = {
+                "state": theirs.get("state"),
+                "write": planned.get("write") if isinstance(planned, dict) else None,
+            }
             agrees = scheduler == doctor
             why = None if agrees else _differs_why(mine, scheduler["state"], view, explanation)
         vendors[key] = {"agrees": agrees, "scheduler": scheduler, "doctor": doctor, "why": why}
@@ -707,7 +729,8 @@ def fleet_states(
     for snapshot in all_nodes(cluster):
         vendors: dict[str, dict[str, str]] = {}
         for vendor in _explain(snapshot, rules, settings, now).vendors:
-            known = (theirs.get(snapshot.name) or {}).get(vendor.vendor_key)
+            entry = theirs.get(snapshot.name)
+            known = entry.get(vendor.vendor_key) if isinstance(entry, dict) else None
             if isinstance(known, dict) and isinstance(known.get("state"), str):
                 vendors[vendor.vendor_key] = {"state": known["state"], "source": "scheduler"}
             elif vendor.state is not VendorState.NOT_PRESENT or vendor.handshake.value is not None:
@@ -742,8 +765,12 @@ def nodes(wanted: frozenset[VendorState], as_json: bool, **flags: Any) -> None:
     settings, lease, endpoint = judging(cluster, flags)
     kept = ",".join(state.value for state in KEPT_STATES)
     answer = endpoint.get_json("/cache", [("state", kept)]) if endpoint is not None else None
-    view = answer if isinstance(answer, dict) else None
+    view = answer if isinstance(answer, dict) and isinstance(answer.get("nodes"), dict) else None
     view_error = str(answer) if isinstance(answer, Unanswered) else None
+    if isinstance(answer, dict) and view is None and endpoint is not None:
+        view_error = (
+            f"{endpoint.where} /cache did not answer with a scheduler's view (no nodes; an older hami-core?)"
+        )
     try:
         fleet = fleet_states(cluster, [d.rules() for d in drivers], settings, view)
     except ClusterError as exc:

@@ -651,3 +651,59 @@ def test_a_state_this_doctor_does_not_know_is_shown_as_the_scheduler_says_it(
     filtered = hami(*args, "--state", "registered", "--json")
     assert filtered.returncode == 0, filtered.stderr
     assert list(json.loads(filtered.stdout)["nodes"]) == ["gpu-2"]
+
+
+@pytest.mark.parametrize(
+    ("theirs", "error"),
+    [
+        ({"handshake_window_seconds": float("nan")}, "handshake_window_seconds must be > 0 and at most"),
+        ({"handshake_window_seconds": 1e300}, "handshake_window_seconds must be > 0 and at most"),
+        ({"handshake_window_seconds": -1}, "handshake_window_seconds must be > 0 and at most"),
+        ({"handshake_window_seconds": [90]}, "handshake_window_seconds must be > 0 and at most"),
+        ({"node_selector": 5}, "its settings do not read: node_selector '5' is not a string"),
+        ({"timezone": None}, "its settings do not read: timezone 'null' is not a string"),
+        ({"timezone": "a" * 300}, "is not 'local', 'UTC', an offset like +08:00 or a known zone name"),
+    ],
+)
+def test_settings_the_doctor_cannot_read_are_said_and_the_defaults_judge(
+    answers: tuple[str, dict[str, Any]], theirs: dict[str, Any], error: str
+) -> None:
+    url, bodies = answers
+    bodies["/status"] = {"settings": theirs}
+    settings = doctor.scheduler_settings(SchedulerEndpoint(url=url, cluster=MemoryCluster()), FLAGS)
+    assert settings.error is not None and error in settings.error, settings.error
+    assert settings.window.total_seconds() == doctor._DEFAULT_WINDOW
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/cache", {"nodes": [1]}),
+        ("/cache", {"nodes": "gpu-1"}),
+        ("/cache", {"nodes": {"gpu-1": 5}}),
+        ("/cache", {"nodes": {"gpu-1": ["DCU"]}}),
+        ("/cache/gpu-1", {"vendors": {"DCU": {"state": "registered", "next": 5}}}),
+        ("/cache/gpu-1", {"vendors": {"DCU": {"state": "registered", "next": ["write"]}}}),
+    ],
+)
+def test_a_view_of_the_wrong_shape_leaves_the_doctor_to_judge(
+    answers: tuple[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch, path: str, body: dict[str, Any]
+) -> None:
+    """A scheduler's /cache or /cache/<node> with a wrong type inside: judged by the doctor, no traceback."""
+    url, bodies = answers
+    cluster = MemoryCluster()
+    cluster.create_node(
+        "gpu-1", annotations={DCU_REG: DCU_VALUE, DCU_HS: format_report(datetime.now().astimezone())}
+    )
+    monkeypatch.setattr(doctor, "_live", lambda flags: cluster)
+    bodies["/status"] = {"settings": {}}
+    bodies[path] = body
+    if path == "/cache":
+        listed = hami("doctor", "nodes", "--vendors", "dcu", "--scheduler-url", url)
+        assert listed.returncode == 0, listed.stderr
+        assert "gpu-1  DCU=registered*\n" in listed.stdout
+    else:
+        explained = hami("doctor", "node", "gpu-1", "--vendors", "dcu", "--scheduler-url", url, "--json")
+        assert explained.returncode == 0, explained.stderr
+        compared = json.loads(explained.stdout)["scheduler"]["vendors"]["DCU"]
+        assert compared["scheduler"] == {"state": "registered", "write": None}, compared
