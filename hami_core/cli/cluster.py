@@ -86,6 +86,8 @@ def read_mapping(path: str, what: str, *, syntax: str = "YAML", shape: str = "a 
         raise ValueError(f"not {what}: not valid {syntax}{line} ({problem})") from None
     except RecursionError:
         raise ValueError(f"not {what}: nested too deeply") from None
+    except ValueError as exc:  # a value YAML reads but Python will not hold (a 13th month, a huge integer)
+        raise ValueError(f"not {what}: not valid {syntax} ({str(exc).split(';')[0]})") from None
     if data is None:
         raise ValueError(f"not {what}: the file is empty")
     if not isinstance(data, dict):

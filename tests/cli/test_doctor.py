@@ -225,6 +225,11 @@ def test_a_list_of_nodes_and_standard_input(tmp_path: Path) -> None:
         ("- a\n- b\n", (), "{path}: not a Node: it holds a YAML list, not an object"),
         ("kind: Node\nmetadata: [\n", (), "{path}: not a Node: not valid YAML or JSON at line 3"),
         ("kind: Node\nmetadata: {}\n", (), "{path}: not a Node: malformed Node: metadata.name is None"),
+        (
+            "kind: Node\nmetadata: {name: n, creationTimestamp: 2026-13-45}\n",
+            (),
+            "{path}: not a Node: not valid YAML or JSON (month must be in 1..12)",
+        ),
         ("kind: List\nitems: 3\n", (), "{path}: a List whose items are not a list"),
         ("kind: NodeList\nitems: {a: 1}\n", (), "{path}: a NodeList whose items are not a list"),
         ("kind: List\nitems: [{kind: Node, metadata: 5}]\n", (), "{path}: not a Node: malformed Node"),
