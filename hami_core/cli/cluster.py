@@ -61,6 +61,8 @@ def cluster_options(command: F) -> F:
 def read_mapping(path: str, what: str, *, syntax: str = "YAML", shape: str = "a mapping") -> dict[str, Any]:
     """The mapping in the YAML file at ``path`` (``-``: stdin), or a ``ValueError`` that follows the path."""
     if path == "-":
+        if sys.stdin is None:  # started with its standard input closed (``<&-``)
+            raise ValueError("not readable: it is closed")
         text = sys.stdin.read()
     else:
         try:

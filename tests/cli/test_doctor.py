@@ -215,6 +215,21 @@ def test_a_list_of_nodes_and_standard_input(tmp_path: Path) -> None:
     assert body["node"] == "gpu-1" and body["source"]["file"] == "-"
 
 
+def test_a_closed_standard_input_is_one_line() -> None:
+    """Started with its standard input closed (``<&-``): Python has no ``sys.stdin`` at all."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HAMI_") and k != "KUBECONFIG"}
+    closed = subprocess.run(
+        [HAMI, "doctor", "node", "--from-file", "-"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert one_error(closed, 2).endswith("standard input: not readable: it is closed")
+
+
 @pytest.mark.parametrize(
     ("content", "args", "message"),
     [
