@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
@@ -81,6 +82,11 @@ def run() -> None:
         sys.exit(exc.exit_code)
     except click.Abort:
         click.echo("aborted", err=True)
+        sys.exit(1)
+    except OSError as exc:  # the output cannot be written (a full disk, a device error)
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            raise
+        report_error(f"cannot write the output: {exc.strerror}")
         sys.exit(1)
     # Without standalone mode, click returns the code of ``ctx.exit(code)`` instead of exiting.
     sys.exit(code if isinstance(code, int) else 0)

@@ -109,3 +109,12 @@ def test_a_command_loads_only_what_it_needs() -> None:
         done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True,
                               timeout=60)  # fmt: skip
         assert done.stdout.strip().splitlines()[-1] == loaded, (args, done.stdout, done.stderr)
+
+
+def test_output_that_cannot_be_written_is_one_line_and_exit_1() -> None:
+    with open("/dev/full", "w") as full:  # every write fails: no space left on device
+        result = subprocess.run([HAMI, "vendors"], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert (result.returncode, result.stderr) == (
+        1,
+        "error: cannot write the output: No space left on device\n",
+    )
