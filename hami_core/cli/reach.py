@@ -59,7 +59,7 @@ class SchedulerEndpoint:
             body = json.loads(self._get(path, query))
         except Unanswered as exc:
             return exc
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than Python reads
             return Unanswered(f"{self.where} {path} did not answer with JSON (not a hami-core scheduler?)")
         if not isinstance(body, dict):
             return Unanswered(f"{self.where} {path} did not answer with a JSON object")

@@ -589,12 +589,13 @@ def test_doctor_reads_hamis_device_config_for_the_resource_names(tmp_path: Path)
 
 @pytest.fixture
 def answers() -> Iterator[tuple[str, dict[str, Any]]]:
-    """A scheduler at the URL returned, answering each path with the JSON put in the dict under it."""
+    """A scheduler at the URL returned, answering each path with the JSON (or bytes) in the dict under it."""
     bodies: dict[str, Any] = {}
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            body = json.dumps(bodies.get(urlsplit(self.path).path, {})).encode()
+            answer = bodies.get(urlsplit(self.path).path, {})  # bytes: sent as they are
+            body = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -727,3 +728,10 @@ def test_a_view_of_the_wrong_shape_leaves_the_doctor_to_judge(
         assert explained.returncode == 0, explained.stderr
         compared = json.loads(explained.stdout)["scheduler"]["vendors"]["DCU"]
         assert compared["scheduler"] == {"state": "registered", "write": None}, compared
+
+
+def test_json_nested_too_deeply_is_no_answer(answers: tuple[str, dict[str, Any]]) -> None:
+    url, bodies = answers
+    bodies["/status"] = b"[" * 100_000 + b"]" * 100_000
+    settings = doctor.scheduler_settings(SchedulerEndpoint(url=url, cluster=MemoryCluster()), FLAGS)
+    assert settings.error == f"{url} /status did not answer with JSON (not a hami-core scheduler?)"
