@@ -66,6 +66,16 @@ FEATURES: Mapping[str, str] = {
     "a982bf7": "watch events compare packed register values without unpacking them",
     "0c923e7": "Event log records name a node only for Events about a Node",
     "5ea0c5d": "simulation settles after each scenario write",
+    "0e9e283": "doctor and cleanup: odd files and scheduler answers are one line",
+    "530e105": "issue 17: a cleanup decided while the replica may not write keeps its Event",
+    "181d0e6": "issue 17: one look per retry period for all nodes unsent in a late renewal",
+    "6b503ad": "device config: non-UTF-8, deep or unreadable values are one line",
+    "b8c40e2": "doctor --timezone: a name too long for a file name is a usage error",
+    "044bab1": "doctor: odd types in a scheduler's /status or /cache are said",
+    "8e4b2a1": "Node files, kubeconfigs: a value YAML reads but Python cannot is said",
+    "f95ecd5": "doctor --from-file -: a closed standard input is one line",
+    "1574939": "hami: output that cannot be written is one error line",
+    "3ff66ac": "doctor: a scheduler's JSON nested too deeply is no answer",
 }
 
 
