@@ -435,10 +435,7 @@ class Scheduler:
             if self._may_write():
                 held = self._send(node, evaluation)
             else:  # not sent: a cleanup's Events wait for the patch that makes it again, as when one fails
-                cleaned = {e.vendor_key: e for e in evaluation.events if e.reason == CLEANED_UP}
-                if cleaned:
-                    with self._lock:
-                        self._unlanded.setdefault(name, {}).update(cleaned)
+                self._keep_unlanded(name, evaluation.events)
                 self._write_later(name)
         self._report(evaluation, held=held)
         if evaluation.recheck_at is not None:
@@ -458,7 +455,7 @@ class Scheduler:
         if held:
             with self._lock:  # before the write is submitted: its outcome may come at once
                 unlanded = self._unlanded.pop(node.name, {})
-                cleaned = {e.vendor_key: e for e in evaluation.events if e.reason == CLEANED_UP}
+                cleaned = _cleanups(evaluation.events)
                 for vendor, event in unlanded.items():  # an earlier cleanup, made again by this patch
                     again = evaluation.decisions.get(vendor)
                     if again is not None and again.conditional:
@@ -466,6 +463,12 @@ class Scheduler:
                 self._held[write.seq] = list(cleaned.values())
         self.writer.submit(write)
         return held
+
+    def _keep_unlanded(self, name: str, events: Sequence[VendorEvent]) -> None:
+        """The cleanups of ``events`` did not happen: their Events wait for the patch making them again."""
+        if cleaned := _cleanups(events):
+            with self._lock:
+                self._unlanded.setdefault(name, {}).update(cleaned)
 
     def _write_later(self, name: str) -> None:
         """A write decided for ``name`` cannot go in the term this replica holds and has started: its
@@ -623,8 +626,7 @@ class Scheduler:
         held = self._take_held(write)
         if held:
             log.debug("the cleanup's patch did not land: its Event waits for it", extra={"node": write.node})
-            with self._lock:
-                self._unlanded.setdefault(write.node, {}).update({e.vendor_key: e for e in held})
+            self._keep_unlanded(write.node, held)
         if self._stop.is_set():
             return
         if isinstance(error, NotLeader):
@@ -793,3 +795,8 @@ class Scheduler:
             vendors=vendors,
             would_write=would,
         )
+
+
+def _cleanups(events: Sequence[VendorEvent]) -> dict[str, VendorEvent]:
+    """The cleaned-up Events among ``events``, by vendor key."""
+    return {e.vendor_key: e for e in events if e.reason == CLEANED_UP}
